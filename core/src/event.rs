@@ -1,0 +1,508 @@
+//! Events: the §1.1 envelope, the reserved vocabulary (§1.2) and their validation.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::error::{Result, invalid};
+use crate::json::{self, MAX_SAFE_INTEGER};
+use crate::message::{Message, excerpt};
+use crate::splice::SpliceRecord;
+
+/// `turn/start`
+pub const TURN_START: &str = "turn/start";
+/// `turn/end`
+pub const TURN_END: &str = "turn/end";
+/// `step/start`
+pub const STEP_START: &str = "step/start";
+/// `step/end`
+pub const STEP_END: &str = "step/end";
+/// `user/message`
+pub const USER_MESSAGE: &str = "user/message";
+/// `agent/inbox/spliced`
+pub const INBOX_SPLICED: &str = "agent/inbox/spliced";
+/// `session/end-seed`
+pub const END_SEED: &str = "session/end-seed";
+
+/// The event types that may carry `surfaceOp` and `sourceEventSeqs`.
+const SURFACE_TYPES: [&str; 3] = [USER_MESSAGE, "assistant/message", "tool/result"];
+
+/// Optional envelope keys a host may set on an appended event.
+#[derive(Clone, Debug, Default)]
+pub struct Envelope {
+    /// A reader that does not know the type may skip the event.
+    pub ignorable: bool,
+    /// `"append"` or `{"op":"replace","start":N,"end":M}`, carried verbatim.
+    pub surface_op: Option<Box<RawValue>>,
+    /// Earlier events this one derives from.
+    pub source_event_seqs: Option<Vec<u64>>,
+}
+
+impl PartialEq for Envelope {
+    fn eq(&self, other: &Envelope) -> bool {
+        let ops = match (&self.surface_op, &other.surface_op) {
+            (Some(a), Some(b)) => json::same(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        ops && self.ignorable == other.ignorable
+            && self.source_event_seqs == other.source_event_seqs
+    }
+}
+
+impl Eq for Envelope {}
+
+/// What the library knows about an event's data, parsed once when the event is built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Body {
+    Host,
+    TurnStart { turn: u64 },
+    TurnEnd { turn: u64, completed: bool },
+    StepStart { turn: u64, step: u64 },
+    StepEnd { turn: u64, step: u64 },
+    UserMessage,
+    Spliced(Box<SpliceRecord>),
+    EndSeed,
+}
+
+/// One committed log event.
+#[derive(Clone, Debug)]
+pub struct Event {
+    ty: Box<str>,
+    seq: u64,
+    time: u64,
+    data: Box<RawValue>,
+    envelope: Envelope,
+    body: Body,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        self.seq == other.seq
+            && self.time == other.time
+            && self.ty == other.ty
+            && json::same(&self.data, &other.data)
+            && self.envelope == other.envelope
+    }
+}
+
+impl Eq for Event {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Cow<'a, str>,
+    seq: u64,
+    time: u64,
+    data: Box<RawValue>,
+    ignorable: Option<bool>,
+    #[serde(rename = "surfaceOp")]
+    surface_op: Option<Box<RawValue>>,
+    #[serde(rename = "sourceEventSeqs")]
+    source_event_seqs: Option<Vec<u64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TurnData {
+    turn: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepData {
+    turn: u64,
+    step: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TurnEndData<'a> {
+    turn: u64,
+    #[serde(borrow)]
+    reason: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+struct ReasonKind<'a> {
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
+fn safe(name: &str, n: u64) -> Result<u64> {
+    if n > MAX_SAFE_INTEGER {
+        return Err(invalid(format!("{name} {n} is larger than 2^53-1")));
+    }
+    Ok(n)
+}
+
+/// Whether `ty` is written only by the library (§1.2); `user/message` is not, a host
+/// may append it with a valid message.
+pub fn is_reserved(ty: &str) -> bool {
+    matches!(
+        ty,
+        TURN_START | TURN_END | STEP_START | STEP_END | INBOX_SPLICED | END_SEED
+    )
+}
+
+impl Body {
+    /// Parses and checks the data of a reserved type; host types stay opaque.
+    fn parse(ty: &str, data: &RawValue) -> Result<Body> {
+        let text = data.get();
+        let shape = |e: serde_json::Error| invalid(format!("{ty} data {}: {e}", excerpt(text)));
+        Ok(match ty {
+            TURN_START => Body::TurnStart {
+                turn: safe(
+                    "turn",
+                    json::from_str::<TurnData>(text).map_err(shape)?.turn,
+                )?,
+            },
+            STEP_START | STEP_END => {
+                let d = json::from_str::<StepData>(text).map_err(shape)?;
+                let (turn, step) = (safe("turn", d.turn)?, safe("step", d.step)?);
+                if ty == STEP_START {
+                    Body::StepStart { turn, step }
+                } else {
+                    Body::StepEnd { turn, step }
+                }
+            }
+            TURN_END => {
+                let d = json::from_str::<TurnEndData<'_>>(text).map_err(shape)?;
+                let kind = json::from_str::<ReasonKind<'_>>(d.reason.get()).map_err(|e| {
+                    invalid(format!(
+                        "turn/end reason must be an object with a string \"kind\": {e}"
+                    ))
+                })?;
+                if !d.reason.get().starts_with('{') {
+                    return Err(invalid("turn/end reason must be an object"));
+                }
+                Body::TurnEnd {
+                    turn: safe("turn", d.turn)?,
+                    completed: kind.kind == "completed",
+                }
+            }
+            USER_MESSAGE => {
+                Message::from_raw(data.to_owned()).map_err(|e| e.context("user/message data"))?;
+                Body::UserMessage
+            }
+            INBOX_SPLICED => Body::Spliced(Box::new(SpliceRecord::from_json(text)?)),
+            END_SEED => {
+                json::from_str::<Empty>(text).map_err(shape)?;
+                Body::EndSeed
+            }
+            _ => Body::Host,
+        })
+    }
+}
+
+impl Event {
+    /// Builds and validates an event from its parts (everything but the log invariants,
+    /// which the log checks against its state).
+    pub fn new(
+        ty: &str,
+        seq: u64,
+        time: u64,
+        data: Box<RawValue>,
+        envelope: Envelope,
+    ) -> Result<Event> {
+        if ty.is_empty() {
+            return Err(invalid("event type must be a non-empty string"));
+        }
+        safe("seq", seq)?;
+        safe("time", time)?;
+        let surface = SURFACE_TYPES.contains(&ty);
+        if let Some(op) = &envelope.surface_op {
+            if !surface {
+                return Err(invalid(format!(
+                    "surfaceOp is only allowed on user/message, assistant/message and tool/result, not {ty}"
+                )));
+            }
+            check_surface_op(op)?;
+        }
+        if let Some(seqs) = &envelope.source_event_seqs {
+            if !surface {
+                return Err(invalid(format!(
+                    "sourceEventSeqs is only allowed on user/message, assistant/message and tool/result, not {ty}"
+                )));
+            }
+            if let Some(bad) = seqs.iter().find(|&&s| s >= seq) {
+                return Err(invalid(format!(
+                    "sourceEventSeqs entry {bad} is not smaller than the event's seq {seq}"
+                )));
+            }
+        }
+        let body = Body::parse(ty, &data)?;
+        Ok(Event {
+            ty: ty.into(),
+            seq,
+            time,
+            data,
+            envelope,
+            body,
+        })
+    }
+
+    /// An event the library writes itself, with data it built (no re-parse).
+    pub(crate) fn reserved(
+        ty: &'static str,
+        seq: u64,
+        time: u64,
+        data: String,
+        body: Body,
+        envelope: Envelope,
+    ) -> Event {
+        let data = RawValue::from_string(data).expect("library-built data is valid JSON");
+        Event {
+            ty: ty.into(),
+            seq,
+            time,
+            data,
+            envelope,
+            body,
+        }
+    }
+
+    /// Parses one event from its JSON text and validates it (§1.1, §1.2).
+    pub fn from_json(text: &str) -> Result<Event> {
+        let compacted = json::compact(text)?;
+        let wire: Wire<'_> =
+            json::from_str(&compacted).map_err(|e| invalid(format!("invalid event: {e}")))?;
+        if wire.ignorable == Some(false) {
+            return Err(invalid("ignorable must be true when present"));
+        }
+        let envelope = Envelope {
+            ignorable: wire.ignorable == Some(true),
+            surface_op: wire.surface_op,
+            source_event_seqs: wire.source_event_seqs,
+        };
+        Event::new(&wire.ty, wire.seq, wire.time, wire.data, envelope)
+    }
+
+    /// The event type, e.g. `turn/start`.
+    pub fn ty(&self) -> &str {
+        &self.ty
+    }
+
+    /// Position in the log.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Unix epoch milliseconds, assigned at append.
+    pub fn time(&self) -> u64 {
+        self.time
+    }
+
+    /// The payload as raw JSON.
+    pub fn data(&self) -> &RawValue {
+        &self.data
+    }
+
+    /// The optional envelope keys.
+    pub fn envelope(&self) -> &Envelope {
+        &self.envelope
+    }
+
+    /// The splice record, for an `agent/inbox/spliced` event.
+    pub fn splice(&self) -> Option<&SpliceRecord> {
+        match &self.body {
+            Body::Spliced(rec) => Some(rec),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn body(&self) -> &Body {
+        &self.body
+    }
+
+    /// Appends the compact JSON of the event (keys in §1.1 order, no newline) to `out`.
+    pub fn write_json(&self, out: &mut String) {
+        out.push_str("{\"type\":");
+        out.push_str(&json::quote(&self.ty));
+        let _ = write!(
+            out,
+            ",\"seq\":{},\"time\":{},\"data\":",
+            self.seq, self.time
+        );
+        out.push_str(self.data.get());
+        if self.envelope.ignorable {
+            out.push_str(",\"ignorable\":true");
+        }
+        if let Some(op) = &self.envelope.surface_op {
+            out.push_str(",\"surfaceOp\":");
+            out.push_str(op.get());
+        }
+        if let Some(seqs) = &self.envelope.source_event_seqs {
+            out.push_str(",\"sourceEventSeqs\":[");
+            for (i, s) in seqs.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let _ = write!(out, "{s}");
+            }
+            out.push(']');
+        }
+        out.push('}');
+    }
+
+    /// The event as compact JSON, keys in §1.1 order.
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(48 + self.data.get().len());
+        self.write_json(&mut out);
+        out
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplaceOp<'a> {
+    #[serde(borrow)]
+    op: Cow<'a, str>,
+    start: u64,
+    end: u64,
+}
+
+fn check_surface_op(op: &RawValue) -> Result<()> {
+    let text = op.get();
+    if text == "\"append\"" {
+        return Ok(());
+    }
+    match json::from_str::<ReplaceOp<'_>>(text) {
+        Ok(r) if r.op == "replace" && r.start <= MAX_SAFE_INTEGER && r.end <= MAX_SAFE_INTEGER => {
+            Ok(())
+        }
+        _ => Err(invalid(format!(
+            "surfaceOp must be \"append\" or {{\"op\":\"replace\",\"start\":N,\"end\":M}}, got {}",
+            excerpt(text)
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn round_trips_in_key_order() {
+        let text = r#"{"type":"user/message","seq":3,"time":17,"data":{"id":"m","z":1,"a":2},"ignorable":true,"surfaceOp":{"op":"replace","start":0,"end":2},"sourceEventSeqs":[0,2]}"#;
+        let e = Event::from_json(text).unwrap();
+        assert_eq!(e.to_json(), text);
+        let spaced = "{ \"type\" : \"x/y\", \"seq\":0, \"time\":1, \"data\": [ 1, 2 ] }";
+        assert_eq!(
+            Event::from_json(spaced).unwrap().to_json(),
+            r#"{"type":"x/y","seq":0,"time":1,"data":[1,2]}"#
+        );
+    }
+
+    #[test]
+    fn refuses_bad_envelopes() {
+        for (bad, needle) in [
+            (r#"{"type":"","seq":0,"time":0,"data":{}}"#, "non-empty"),
+            (
+                r#"{"type":"x","seq":-0,"time":0,"data":{}}"#,
+                "invalid event",
+            ),
+            (
+                r#"{"type":"x","seq":1.0,"time":0,"data":{}}"#,
+                "invalid event",
+            ),
+            (
+                r#"{"type":"x","seq":9007199254740992,"time":0,"data":{}}"#,
+                "2^53-1",
+            ),
+            (
+                r#"{"type":"x","seq":0,"time":0,"data":{},"extra":1}"#,
+                "unknown field",
+            ),
+            (r#"{"type":"x","seq":0,"time":0}"#, "missing field"),
+            (
+                r#"{"type":"x","seq":0,"time":0,"data":{},"ignorable":false}"#,
+                "ignorable",
+            ),
+            (
+                r#"{"type":"x","seq":0,"time":0,"data":{},"surfaceOp":"append"}"#,
+                "only allowed",
+            ),
+            (
+                r#"{"type":"tool/result","seq":0,"time":0,"data":{},"surfaceOp":"prepend"}"#,
+                "surfaceOp must be",
+            ),
+            (
+                r#"{"type":"tool/result","seq":2,"time":0,"data":{},"sourceEventSeqs":[1,2]}"#,
+                "not smaller",
+            ),
+            (
+                r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":"1"}}"#,
+                "turn/start data",
+            ),
+            (
+                r#"{"type":"turn/end","seq":0,"time":0,"data":{"turn":1,"reason":"done"}}"#,
+                "reason",
+            ),
+            (
+                r#"{"type":"step/end","seq":0,"time":0,"data":{"turn":1}}"#,
+                "step/end data",
+            ),
+            (
+                r#"{"type":"user/message","seq":0,"time":0,"data":{"text":"hi"}}"#,
+                "no \"id\"",
+            ),
+            (
+                r#"{"type":"session/end-seed","seq":0,"time":0,"data":{"x":1}}"#,
+                "end-seed",
+            ),
+        ] {
+            let err = Event::from_json(bad).unwrap_err();
+            assert!(
+                matches!(err.kind(), ErrorKind::InvalidInput),
+                "{bad}: {err:?}"
+            );
+            assert!(err.to_string().contains(needle), "{bad}: {err}");
+        }
+        let err = Event::from_json(
+            r#"{"type":"agent/inbox/spliced","seq":0,"time":0,"data":{"target":"x"}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidSplice);
+    }
+
+    #[test]
+    fn reserved_bodies_are_parsed() {
+        let e = Event::new(
+            TURN_END,
+            4,
+            0,
+            raw(r#"{"turn":2,"reason":{"kind":"completed"}}"#),
+            Envelope::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            e.body(),
+            &Body::TurnEnd {
+                turn: 2,
+                completed: true
+            }
+        );
+        let e = Event::new(
+            "host/thing",
+            0,
+            0,
+            raw(r#"{"turn":"x","step":-1}"#),
+            Envelope::default(),
+        )
+        .unwrap();
+        assert_eq!(e.body(), &Body::Host);
+        assert!(is_reserved(TURN_START) && !is_reserved(USER_MESSAGE) && !is_reserved("x"));
+    }
+}

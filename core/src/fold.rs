@@ -1,0 +1,56 @@
+//! The consumed-work fold (SPEC §5.1): which turn last accounted for pending work,
+//! and whether work was dropped unrun after it.
+
+use crate::event::{Body, Event};
+
+/// Result of [`fold_consumed_work`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConsumedWork<'a> {
+    /// The `turn/end` of the last turn that accounted for work.
+    pub end: Option<&'a Event>,
+    /// Whether pending work was canceled unrun after that turn.
+    pub dropped_unrun: bool,
+}
+
+impl ConsumedWork<'_> {
+    /// `{"end":<event>|null,"droppedUnrun":bool}`.
+    pub fn to_json(&self) -> String {
+        let end = self.end.map_or_else(|| "null".to_owned(), |e| e.to_json());
+        format!(r#"{{"end":{end},"droppedUnrun":{}}}"#, self.dropped_unrun)
+    }
+}
+
+/// Folds any log, or an owned suffix of one, in a single pass.
+pub fn fold_consumed_work<'a>(events: impl IntoIterator<Item = &'a Event>) -> ConsumedWork<'a> {
+    let mut out = ConsumedWork::default();
+    // The open turn, if any: (stepped, claimed).
+    let mut open: Option<(bool, bool)> = None;
+    for event in events {
+        match event.body() {
+            Body::TurnStart { .. } => open = Some((false, false)),
+            Body::StepStart { .. } => {
+                if let Some((stepped, _)) = open.as_mut() {
+                    *stepped = true;
+                }
+            }
+            Body::Spliced(record) if record.removed_count > 0 => {
+                if record.canceled {
+                    // A replacement keeps work pending; only a bare cancel drops it.
+                    out.dropped_unrun |= record.inserted.is_empty();
+                } else if let Some((_, claimed)) = open.as_mut() {
+                    *claimed = true;
+                }
+            }
+            Body::TurnEnd { completed, .. } => {
+                if let Some((stepped, claimed)) = open.take()
+                    && (stepped || (claimed && !completed))
+                {
+                    out.end = Some(event);
+                    out.dropped_unrun = false;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,45 @@
+//! inboxlog: append-only session logs for AI agents, each with a durable two-queue
+//! inbox replayed from the log when a session opens.
+//!
+//! The log is the only truth. A [`Session`] owns one log through a [`store::LogWriter`],
+//! keeps the [`Inbox`] (a projection of the log's `agent/inbox/spliced` events) and runs
+//! the step-boundary protocol that turns pending input into turns and steps. Everything
+//! here is pure Rust; the C ABI and the Python module are sibling crates.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod error;
+mod event;
+mod fold;
+mod header;
+mod id;
+mod inbox;
+mod json;
+mod log;
+mod message;
+mod observer;
+mod projection;
+mod protocol;
+mod queue;
+mod reason;
+mod session;
+mod splice;
+pub mod store;
+
+pub use error::{Error, ErrorKind, Result};
+pub use event::{
+    END_SEED, Envelope, Event, INBOX_SPLICED, STEP_END, STEP_START, TURN_END, TURN_START,
+    USER_MESSAGE, is_reserved,
+};
+pub use fold::{ConsumedWork, fold_consumed_work};
+pub use header::{FORMAT_NAME, FORMAT_VERSION, Header, SessionMeta};
+pub use id::{MAX_ID_LEN, validate_session_id};
+pub use inbox::Inbox;
+pub use json::{MAX_DEPTH, MAX_SAFE_INTEGER};
+pub use message::Message;
+pub use observer::InboxNotice;
+pub use projection::{Baseline, QueueProjection};
+pub use protocol::{Decided, Decision, Proposal};
+pub use reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
+pub use session::{OpenReport, Session};
+pub use splice::{SpliceRecord, Target, normalize};

@@ -1,0 +1,153 @@
+//! The memory store: logs in process memory, for tests and ephemeral agents.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::{LogWriter, Opened, Store};
+use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
+use crate::header::Header;
+use crate::id::validate_session_id;
+
+#[derive(Debug)]
+struct Log {
+    header: Header,
+    events: Vec<Event>,
+    writer_open: bool,
+}
+
+type Shared = Arc<Mutex<Log>>;
+
+/// Logs kept in memory; cheap to clone (clones share the same logs).
+#[derive(Clone, Debug, Default)]
+pub struct MemoryStore {
+    logs: Arc<Mutex<BTreeMap<String, Shared>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic in another thread cannot leave a log half-appended (appends extend
+    // a Vec in one step), so a poisoned mutex is still consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl MemoryStore {
+    /// An empty memory store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    fn get(&self, id: &str) -> Result<Shared> {
+        validate_session_id(id)?;
+        lock(&self.logs).get(id).cloned().ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("no session \"{id}\" in the memory store"),
+            )
+        })
+    }
+}
+
+struct MemoryWriter {
+    log: Shared,
+}
+
+impl Drop for MemoryWriter {
+    fn drop(&mut self) {
+        lock(&self.log).writer_open = false;
+    }
+}
+
+impl LogWriter for MemoryWriter {
+    fn append(&mut self, events: &[Event]) -> Result<()> {
+        let mut log = lock(&self.log);
+        let next = log.events.len() as u64;
+        if let Some(first) = events.first()
+            && first.seq() != next
+        {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "append at seq {} does not continue the stored tail (next seq {next})",
+                    first.seq()
+                ),
+            ));
+        }
+        log.events.extend_from_slice(events);
+        Ok(())
+    }
+
+    fn read(&self, since: u64) -> Result<Vec<Event>> {
+        let log = lock(&self.log);
+        let from = (since as usize).min(log.events.len());
+        Ok(log.events[from..].to_vec())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl Store for MemoryStore {
+    fn create(&self, header: &Header, seed: &[Event]) -> Result<Box<dyn LogWriter>> {
+        validate_session_id(&header.id)?;
+        let mut logs = lock(&self.logs);
+        if logs.contains_key(&header.id) {
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!("session \"{}\" already exists", header.id),
+            ));
+        }
+        let log = Arc::new(Mutex::new(Log {
+            header: header.clone(),
+            events: seed.to_vec(),
+            writer_open: true,
+        }));
+        logs.insert(header.id.clone(), log.clone());
+        Ok(Box::new(MemoryWriter { log }))
+    }
+
+    fn open(
+        &self,
+        id: &str,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Opened> {
+        let shared = self.get(id)?;
+        let mut log = lock(&shared);
+        if log.writer_open {
+            return Err(Error::new(
+                ErrorKind::Locked,
+                format!("session \"{id}\" is locked by another writer"),
+            ));
+        }
+        for event in &log.events {
+            visit(&log.header, event).map_err(|e| {
+                let kind = if e.kind() == ErrorKind::Corrupt {
+                    e.kind()
+                } else {
+                    ErrorKind::Corrupt
+                };
+                e.context(format_args!("corrupt log \"{id}\" at seq {}", event.seq()))
+                    .with_kind(kind)
+            })?;
+        }
+        log.writer_open = true;
+        let header = log.header.clone();
+        drop(log);
+        Ok(Opened {
+            header,
+            writer: Box::new(MemoryWriter { log: shared }),
+            torn_bytes: 0,
+        })
+    }
+
+    fn inspect(&self, id: &str) -> Result<(Header, Vec<Event>)> {
+        let shared = self.get(id)?;
+        let log = lock(&shared);
+        Ok((log.header.clone(), log.events.clone()))
+    }
+
+    fn list(&self) -> Result<Vec<Header>> {
+        let logs = lock(&self.logs);
+        Ok(logs.values().map(|l| lock(l).header.clone()).collect())
+    }
+}

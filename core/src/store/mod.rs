@@ -1,0 +1,59 @@
+//! Where logs live. The session logic (§1–§6) talks to a [`Store`] and a [`LogWriter`]
+//! only, so the memory store and the durable JSONL store are interchangeable.
+
+mod memory;
+
+pub use memory::MemoryStore;
+
+use crate::error::Result;
+use crate::event::Event;
+use crate::header::Header;
+
+/// A place that holds session logs.
+pub trait Store: Send + Sync {
+    /// Creates a new log holding `header` and the `seed` events, and returns its
+    /// exclusive writer. Fails with `already_exists` when the id is taken; never
+    /// overwrites.
+    fn create(&self, header: &Header, seed: &[Event]) -> Result<Box<dyn LogWriter>>;
+
+    /// Opens a log for writing: takes the exclusive writer lock (`locked` when another
+    /// writer holds it), drops a torn tail, and passes every stored event to `visit` in
+    /// order together with the log's header. An error from `visit` aborts the open and
+    /// is reported as corruption at that event's location; a refused open changes
+    /// nothing stored.
+    fn open(
+        &self,
+        id: &str,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Opened>;
+
+    /// Reads a log as stored, without locking or repairing (complete records only).
+    fn inspect(&self, id: &str) -> Result<(Header, Vec<Event>)>;
+
+    /// The headers of every stored log, sorted by id.
+    fn list(&self) -> Result<Vec<Header>>;
+}
+
+/// What [`Store::open`] hands back.
+pub struct Opened {
+    /// The log's header.
+    pub header: Header,
+    /// The exclusive writer, positioned after the last stored event.
+    pub writer: Box<dyn LogWriter>,
+    /// How many bytes of a torn tail were dropped (always 0 for the memory store).
+    pub torn_bytes: u64,
+}
+
+/// The exclusive writer of one log; dropping it releases the lock.
+pub trait LogWriter: Send {
+    /// Appends whole events (their seqs continue the stored tail) as one write, made
+    /// durable according to the store's durability mode before returning. On failure
+    /// nothing of the call stays stored; `poisoned` refuses every later append.
+    fn append(&mut self, events: &[Event]) -> Result<()>;
+
+    /// The stored events with `seq >= since`, in order.
+    fn read(&self, since: u64) -> Result<Vec<Event>>;
+
+    /// Makes every appended event durable (the barrier of the `batched` mode).
+    fn flush(&mut self) -> Result<()>;
+}
