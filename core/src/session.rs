@@ -730,3 +730,66 @@ impl InboxOps<'_> {
         self.session.with_inbox(|i| i.has_pending())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+
+    fn msg(id: &str) -> Message {
+        Message::from_json(&format!(r#"{{"id":"{id}","role":"user"}}"#)).unwrap()
+    }
+
+    fn log_of(s: &Session) -> Vec<String> {
+        s.events(0).unwrap().iter().map(|e| format!("{} {}", e.ty(), e.data().get())).collect()
+    }
+
+    #[test]
+    fn one_prompt_through_a_turn() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        s.inbox().append(Target::NextTurn, msg("m1")).unwrap();
+        assert_eq!(s.open_turn().unwrap(), 1);
+        let p = s.propose_step().unwrap();
+        assert_eq!((p.turn, p.step, p.messages.len()), (1, 1, 1));
+        let d = s.decide(Decision::Enter(p.messages)).unwrap();
+        assert_eq!(d, Decided::Step { turn: 1, step: 1 });
+        assert!(!s.end_step(StepOutcome::Completed).unwrap());
+        s.close_turn().unwrap();
+        assert_eq!(
+            log_of(&s),
+            [
+                r#"agent/inbox/spliced {"target":"next-turn","start":0,"inserted":[{"id":"m1","role":"user"}]}"#,
+                r#"turn/start {"turn":1}"#,
+                r#"agent/inbox/spliced {"target":"next-turn","start":0,"removedCount":1,"inserted":[]}"#,
+                r#"step/start {"turn":1,"step":1}"#,
+                r#"user/message {"id":"m1","role":"user"}"#,
+                r#"step/end {"turn":1,"step":1}"#,
+                r#"turn/end {"turn":1,"reason":{"kind":"completed"}}"#,
+            ]
+        );
+        assert_eq!(s.events(4).unwrap()[0].to_json().contains(r#""surfaceOp":"append""#), true);
+    }
+
+    #[test]
+    fn reopen_replays_and_repairs() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        s.inbox().append(Target::NextTurn, msg("a")).unwrap();
+        s.inbox().append(Target::NextTurn, msg("b")).unwrap();
+        s.open_turn().unwrap();
+        let p = s.propose_step().unwrap();
+        s.decide(Decision::Enter(p.messages)).unwrap();
+        drop(s);
+        let s = Session::open(&store, "s").unwrap();
+        assert_eq!(s.open_report().repaired_turn, Some(1));
+        assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("b")]);
+        let tail = log_of(&s);
+        assert_eq!(&tail[tail.len() - 2..], [r#"step/end {"turn":1,"step":1}"#, r#"turn/end {"turn":1,"reason":{"kind":"interrupted"}}"#]);
+        drop(s);
+        let again = Session::open(&store, "s").unwrap();
+        assert_eq!(again.open_report().repaired_turn, None);
+        assert_eq!(again.events(0).unwrap().len(), tail.len());
+        assert_eq!(again.open_turn().unwrap(), 2);
+    }
+}
