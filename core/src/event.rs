@@ -69,7 +69,8 @@ pub(crate) enum Body {
 /// One committed log event.
 #[derive(Clone, Debug)]
 pub struct Event {
-    ty: Box<str>,
+    /// Reserved types borrow their static name; host types own theirs.
+    ty: Cow<'static, str>,
     seq: u64,
     time: u64,
     data: Box<RawValue>,
@@ -239,7 +240,7 @@ impl Event {
         }
         let body = Body::parse(ty, &data)?;
         Ok(Event {
-            ty: ty.into(),
+            ty: Cow::Owned(ty.to_owned()),
             seq,
             time,
             data,
@@ -259,7 +260,7 @@ impl Event {
     ) -> Event {
         let data = RawValue::from_string(data).expect("library-built data is valid JSON");
         Event {
-            ty: ty.into(),
+            ty: Cow::Borrowed(ty),
             seq,
             time,
             data,

@@ -121,9 +121,9 @@ impl Inbox {
     pub fn check(&self, record: &SpliceRecord) -> Result<()> {
         record.check_range(self.len(record.target))?;
         let removed = record.start..record.start + record.removed_count;
-        let mut seen = std::collections::HashSet::with_capacity(record.inserted.len());
+        let mut seen = std::collections::HashSet::new();
         for m in &record.inserted {
-            if !seen.insert(m.id()) {
+            if record.inserted.len() > 1 && !seen.insert(m.id()) {
                 return Err(duplicate(m.id()));
             }
             if let Some(&(t, h)) = self.index.get(m.id()) {

@@ -539,7 +539,7 @@ impl Session {
                 ),
             ));
         }
-        let result = {
+        let (result, published) = {
             let mut guard = self.state()?;
             let st = &mut *guard;
             let mut txn = Txn {
@@ -600,9 +600,12 @@ impl Session {
                     st.outbox.push(Notice::Event(event));
                 }
             }
-            result
+            (result, notify)
         };
-        self.publish();
+        // Only a call that queued notices must see them published before it returns.
+        if published {
+            self.publish();
+        }
         Ok(result)
     }
 

@@ -57,3 +57,11 @@ pub trait LogWriter: Send {
     /// Makes every appended event durable (the barrier of the `batched` mode).
     fn flush(&mut self) -> Result<()>;
 }
+
+mod jsonl;
+
+pub use jsonl::{Durability, JsonlStore};
+/// Fault injection for the crash and failure tests (not for hosts): see
+/// [`JsonlStore::with_faults`].
+#[doc(hidden)]
+pub use jsonl::fault;

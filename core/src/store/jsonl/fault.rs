@@ -1,0 +1,244 @@
+//! Fault injection for tests: a [`FaultPlan`] given to
+//! [`JsonlStore::with_faults`](super::JsonlStore::with_faults) makes the store's
+//! writes, fdatasyncs and truncations fail, or crashes the process around them.
+//!
+//! Hidden from the docs: it exists for the crash and failure tests, not for hosts.
+
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::file::LogFile;
+
+/// A file operation a fault can hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Point {
+    /// Writing records: a create's header and seed, an append, nothing else.
+    Write,
+    /// An fdatasync after a write, a flush or a torn-tail truncation.
+    Sync,
+    /// A truncation: the rollback of a failed append, or dropping a torn tail on open.
+    Truncate,
+}
+
+impl Point {
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Point {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Point::Write => "write",
+            Point::Sync => "sync",
+            Point::Truncate => "truncate",
+        })
+    }
+}
+
+/// An OS error a fault reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Errno {
+    /// No space left on device.
+    Enospc,
+    /// Input/output error.
+    Eio,
+}
+
+impl Errno {
+    fn to_io(self) -> io::Error {
+        #[cfg(unix)]
+        let err = io::Error::from_raw_os_error(match self {
+            Errno::Enospc => 28,
+            Errno::Eio => 5,
+        });
+        #[cfg(not(unix))]
+        let err = match self {
+            Errno::Enospc => io::Error::new(io::ErrorKind::StorageFull, "no space left on device"),
+            Errno::Eio => io::Error::other("input/output error"),
+        };
+        err
+    }
+}
+
+/// What happens when a fault fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// The operation fails with the error and does nothing.
+    Fail(Errno),
+    /// A write lands only its first `n` bytes, then fails with the error (a short
+    /// write on a full disk). Other points treat it as [`Action::Fail`].
+    FailAfter(usize, Errno),
+    /// The process aborts before the operation.
+    CrashBefore,
+    /// The process aborts right after the operation succeeded.
+    CrashAfter,
+    /// Power loss after a write: the write lands, then the file keeps only the bytes
+    /// fdatasynced so far plus the next `n` (a torn tail), and the process aborts.
+    /// Other points treat it as [`Action::CrashAfter`].
+    PowerCut(usize),
+}
+
+#[derive(Debug)]
+struct Rule {
+    point: Point,
+    /// 1-based hit of `point` the rule fires on.
+    nth: u64,
+    /// Fire on every hit from `nth` on, not only on `nth`.
+    repeat: bool,
+    action: Action,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    rules: Vec<Rule>,
+    /// Hits so far per [`Point`], across every file of the store.
+    hits: [u64; 3],
+}
+
+/// A set of faults shared by every file a store opens. Clones share the plan.
+#[derive(Clone, Debug, Default)]
+pub struct FaultPlan(Arc<Mutex<Inner>>);
+
+impl FaultPlan {
+    /// A plan with no faults (it only counts hits).
+    pub fn new() -> FaultPlan {
+        FaultPlan::default()
+    }
+
+    /// Fires `action` on the `nth` (1-based) hit of `point`.
+    pub fn on(self, point: Point, nth: u64, action: Action) -> FaultPlan {
+        self.lock().rules.push(Rule {
+            point,
+            nth,
+            repeat: false,
+            action,
+        });
+        self
+    }
+
+    /// Fires `action` on every hit of `point` from the `nth` (1-based) on.
+    pub fn from(self, point: Point, nth: u64, action: Action) -> FaultPlan {
+        self.lock().rules.push(Rule {
+            point,
+            nth,
+            repeat: true,
+            action,
+        });
+        self
+    }
+
+    /// Removes every rule (hit counts stay).
+    pub fn clear(&self) {
+        self.lock().rules.clear();
+    }
+
+    /// How many times `point` was reached so far.
+    pub fn hits(&self, point: Point) -> u64 {
+        self.lock().hits[point.index()]
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a hit of `point` and returns the action to take, if a rule fires.
+    fn hit(&self, point: Point) -> Option<Action> {
+        let mut inner = self.lock();
+        inner.hits[point.index()] += 1;
+        let n = inner.hits[point.index()];
+        inner
+            .rules
+            .iter()
+            .find(|r| r.point == point && (r.nth == n || (r.repeat && n >= r.nth)))
+            .map(|r| r.action)
+    }
+}
+
+/// A log file that consults a [`FaultPlan`] before each operation.
+pub(crate) struct FaultyFile {
+    file: File,
+    plan: FaultPlan,
+    /// File length at the start of the last successful fdatasync: what survives a
+    /// power cut.
+    synced: AtomicU64,
+}
+
+impl FaultyFile {
+    pub(crate) fn new(file: File, plan: FaultPlan) -> FaultyFile {
+        let synced = file.metadata().map(|m| m.len()).unwrap_or(0);
+        FaultyFile {
+            file,
+            plan,
+            synced: AtomicU64::new(synced),
+        }
+    }
+}
+
+fn crash() -> ! {
+    std::process::abort()
+}
+
+impl LogFile for FaultyFile {
+    fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        match self.plan.hit(Point::Write) {
+            None => self.file.write_all(buf),
+            Some(Action::Fail(errno)) => Err(errno.to_io()),
+            Some(Action::FailAfter(n, errno)) => {
+                LogFile::write_all(&self.file, &buf[..n.min(buf.len())])?;
+                Err(errno.to_io())
+            }
+            Some(Action::CrashBefore) => crash(),
+            Some(Action::CrashAfter) => {
+                let _ = LogFile::write_all(&self.file, buf);
+                crash()
+            }
+            Some(Action::PowerCut(n)) => {
+                let _ = LogFile::write_all(&self.file, buf);
+                let len = self.file.metadata().map(|m| m.len()).unwrap_or(0);
+                let keep = (self.synced.load(Ordering::SeqCst) + n as u64).min(len);
+                let _ = self.file.set_len(keep);
+                let _ = self.file.sync_all();
+                crash()
+            }
+        }
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        let len = self.file.metadata()?.len();
+        let run = |file: &File| {
+            file.sync_data()?;
+            self.synced.fetch_max(len, Ordering::SeqCst);
+            Ok(())
+        };
+        match self.plan.hit(Point::Sync) {
+            None => run(&self.file),
+            Some(Action::Fail(errno) | Action::FailAfter(_, errno)) => Err(errno.to_io()),
+            Some(Action::CrashBefore) => crash(),
+            Some(Action::CrashAfter | Action::PowerCut(_)) => {
+                let _ = run(&self.file);
+                crash()
+            }
+        }
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let run = |file: &File| {
+            file.set_len(len)?;
+            self.synced.fetch_min(len, Ordering::SeqCst);
+            Ok(())
+        };
+        match self.plan.hit(Point::Truncate) {
+            None => run(&self.file),
+            Some(Action::Fail(errno) | Action::FailAfter(_, errno)) => Err(errno.to_io()),
+            Some(Action::CrashBefore) => crash(),
+            Some(Action::CrashAfter | Action::PowerCut(_)) => {
+                let _ = run(&self.file);
+                crash()
+            }
+        }
+    }
+}

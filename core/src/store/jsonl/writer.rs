@@ -1,0 +1,244 @@
+//! The exclusive writer of one JSONL log (SPEC §7.2, §7.3).
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::durability::Durability;
+use super::file::LogFile;
+use super::index::SeqIndex;
+use super::recovery::{read_error, read_from};
+use super::sync::{Queue, SyncCell};
+use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
+use crate::store::LogWriter;
+
+/// Serialize buffers above this size are not kept between appends.
+const KEEP_BUF: usize = 1 << 20;
+
+/// Where a new writer starts.
+pub(crate) struct Tail {
+    /// The seq the next event gets.
+    pub next_seq: u64,
+    /// Length of the file (all complete, durable records).
+    pub len: u64,
+    /// Offsets of the stored event lines.
+    pub index: SeqIndex,
+}
+
+/// The exclusive writer of one log. It holds the OS lock through `file` (shared with
+/// `cell` and, while it syncs, the flusher); the lock is released when it drops.
+///
+/// Invariant: the file holds exactly `len` bytes of complete records, `next_seq` of
+/// them events, unless the writer is poisoned.
+pub(crate) struct JsonlWriter {
+    /// `session "<id>"`, for messages.
+    session: String,
+    path: PathBuf,
+    file: Arc<dyn LogFile>,
+    cell: Arc<SyncCell>,
+    durability: Durability,
+    /// The flusher's queue, in `batched` mode.
+    queue: Option<Queue>,
+    limit: usize,
+    next_seq: u64,
+    len: u64,
+    index: SeqIndex,
+    /// Reused serialize buffer.
+    buf: String,
+    /// Why the writer is poisoned by a failed rollback (fsync failures live in `cell`).
+    poison: Option<String>,
+}
+
+impl JsonlWriter {
+    pub(crate) fn new(
+        id: &str,
+        path: PathBuf,
+        file: Arc<dyn LogFile>,
+        durability: Durability,
+        queue: Option<Queue>,
+        limit: usize,
+        tail: Tail,
+    ) -> JsonlWriter {
+        let session = format!("session {}", crate::json::quote(id));
+        let cell = SyncCell::new(
+            file.clone(),
+            tail.len,
+            session.clone(),
+            path.display().to_string(),
+        );
+        JsonlWriter {
+            session,
+            path,
+            file,
+            cell,
+            durability,
+            queue,
+            limit,
+            next_seq: tail.next_seq,
+            len: tail.len,
+            index: tail.index,
+            buf: String::new(),
+            poison: None,
+        }
+    }
+
+    /// Drops the `torn` bytes after the last complete record and makes that durable.
+    pub(crate) fn drop_torn_tail(&self, torn: u64) -> Result<()> {
+        self.file
+            .set_len(self.len)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| {
+                Error::io(
+                    format_args!(
+                        "cannot drop the torn tail of {} ({torn} bytes after byte {})",
+                        self.path.display(),
+                        self.len
+                    ),
+                    e,
+                )
+            })
+    }
+
+    fn check(&self) -> Result<()> {
+        if let Some(p) = &self.poison {
+            return Err(Error::new(ErrorKind::Poisoned, p.clone()));
+        }
+        self.cell.poisoned().map_or(Ok(()), Err)
+    }
+
+    /// Serializes `events` into `buf`, one `\n`-terminated line each; returns the index
+    /// entries the lines add.
+    fn serialize(&mut self, events: &[Event]) -> Result<Vec<(u64, u64)>> {
+        self.buf.clear();
+        let mut marks = Vec::new();
+        for (seq, event) in (self.next_seq..).zip(events) {
+            if event.seq() != seq {
+                return Err(Error::new(
+                    ErrorKind::Corrupt,
+                    format!(
+                        "append at seq {} does not continue the stored tail of {} (next seq {seq})",
+                        event.seq(),
+                        self.path.display()
+                    ),
+                ));
+            }
+            let start = self.buf.len();
+            event.write_json(&mut self.buf);
+            let size = self.buf.len() - start;
+            if size > self.limit {
+                return Err(Error::new(
+                    ErrorKind::TooLarge,
+                    format!(
+                        "event seq {seq} of {} is {size} bytes, larger than the record limit of {} bytes",
+                        self.session, self.limit
+                    ),
+                ));
+            }
+            self.buf.push('\n');
+            if SeqIndex::wants(seq) {
+                marks.push((seq, self.len + start as u64));
+            }
+        }
+        Ok(marks)
+    }
+
+    /// Writes `buf` at the end of the file; on failure truncates back to `len`, and
+    /// poisons the writer when that fails too.
+    fn write_buf(&mut self) -> Result<()> {
+        let Err(err) = self.file.write_all(self.buf.as_bytes()) else {
+            return Ok(());
+        };
+        // Nothing of a failed call may stay: a later append would fuse onto a partial line.
+        match self.file.set_len(self.len) {
+            Ok(()) => Err(Error::io(
+                format_args!("cannot append to {}", self.path.display()),
+                err,
+            )),
+            Err(rollback) => {
+                let p = format!(
+                    "{} is poisoned after a failed write; reopen it: write {}: {err}; rollback to {} bytes: {rollback}",
+                    self.session,
+                    self.path.display(),
+                    self.len
+                );
+                self.poison = Some(p.clone());
+                Err(Error::new(ErrorKind::Poisoned, p))
+            }
+        }
+    }
+}
+
+impl LogWriter for JsonlWriter {
+    fn append(&mut self, events: &[Event]) -> Result<()> {
+        self.check()?;
+        if events.is_empty() {
+            return Ok(());
+        }
+        let serialized = self.serialize(events);
+        let written = serialized.and_then(|marks| self.write_buf().map(|()| marks));
+        let end = self.len + self.buf.len() as u64;
+        if self.buf.capacity() > KEEP_BUF {
+            self.buf = String::new();
+        }
+        let marks = written?;
+        match self.durability {
+            Durability::Sync => {
+                self.cell.wrote(end);
+                self.cell.sync()?;
+            }
+            Durability::Batched => {
+                if self.cell.wrote(end) {
+                    let queued = self
+                        .queue
+                        .as_ref()
+                        .is_some_and(|q| q.send(self.cell.clone()).is_ok());
+                    if !queued {
+                        // No flusher thread: be durable now rather than never.
+                        self.cell.sync()?;
+                    }
+                }
+            }
+            Durability::None => {
+                self.cell.wrote(end);
+            }
+        }
+        self.len = end;
+        self.next_seq += events.len() as u64;
+        for (seq, offset) in marks {
+            self.index.note(seq, offset);
+        }
+        Ok(())
+    }
+
+    fn read(&self, since: u64) -> Result<Vec<Event>> {
+        if since >= self.next_seq {
+            return Ok(Vec::new());
+        }
+        let Some((first, offset)) = self.index.seek(since) else {
+            return Ok(Vec::new());
+        };
+        let mut file = File::open(&self.path).map_err(|e| read_error(&self.path, e))?;
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|e| read_error(&self.path, e))?;
+        // Only this writer's complete records, whatever follows them.
+        let reader = BufReader::with_capacity(64 << 10, file.take(self.len - offset));
+        read_from(reader, &self.path, self.limit, (first, offset), since)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.check()?;
+        self.cell.sync()
+    }
+}
+
+impl Drop for JsonlWriter {
+    fn drop(&mut self) {
+        if self.durability == Durability::Batched && self.poison.is_none() {
+            // Closing a batched log is a barrier too; a failure poisons nothing left.
+            let _ = self.cell.sync();
+        }
+        self.cell.close();
+    }
+}
