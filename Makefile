@@ -20,23 +20,91 @@ test-rust:
 	$(CARGO) test --workspace --exclude inboxlog-python
 
 # C and C++ hosts against the built library (section owned by the C ABI).
-test-c:
-	@echo "C hosts: coming with the C ABI"
+test-c: c-lib c-symbols c-hosts
+	@set -e; for host in $(C_HOST_BINS); do echo "== $$host"; $$host; done
+	@command -v $(VALGRIND) >/dev/null || { \
+		echo "make test-c: $(VALGRIND) not found; install it (apt-get install valgrind)" >&2; exit 1; }
+	@set -e; for host in $(C_HOST_BINS); do \
+		echo "== valgrind $$host"; $(VALGRIND) $(VALGRIND_FLAGS) $$host; done
+
+# ---- C ABI: host programs (tests/c, tests/cpp) built into tests/build ----------------
+CC ?= cc
+CXX ?= c++
+VALGRIND ?= valgrind
+VALGRIND_FLAGS := --quiet --leak-check=full --error-exitcode=1
+C_BUILD := tests/build
+C_LIBDIR := $(CURDIR)/target/debug
+C_WARN := -Wall -Wextra -Wpedantic -Werror
+C_INCLUDES := -Iinclude -Itests/c
+# Hosts linked against libinboxlog.so (found at run time through the rpath).
+C_SHARED_LINK := -L$(C_LIBDIR) -linboxlog -Wl,-rpath,$(C_LIBDIR)
+# What the Rust staticlib needs from the system (`rustc --print native-static-libs`).
+C_STATIC_LINK := $(C_LIBDIR)/libinboxlog.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+C_DEPS := include/inboxlog.h include/inboxlog.hpp tests/c/check.h $(C_LIBDIR)/libinboxlog.so \
+	$(C_LIBDIR)/libinboxlog.a
+C_HOST_BINS := $(C_BUILD)/turn $(C_BUILD)/crash $(C_BUILD)/readme_example \
+	$(C_BUILD)/errors-static $(C_BUILD)/wrapper
+
+.PHONY: c-lib c-hosts c-symbols
+
+# Cargo decides what to rebuild; the hosts relink when the library changed.
+c-lib:
+	$(CARGO) build -p inboxlog-ffi
+
+c-hosts: $(C_HOST_BINS)
+
+# Made by c-lib; named here so a fresh checkout knows where they come from.
+$(C_LIBDIR)/libinboxlog.so $(C_LIBDIR)/libinboxlog.a: | c-lib ;
+
+$(C_BUILD)/%: tests/c/%.c $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)
+	$(CC) -std=c11 $(C_WARN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
+
+$(C_BUILD)/errors-static: tests/c/errors.c $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)
+	$(CC) -std=c11 $(C_WARN) $(C_INCLUDES) $< $(C_STATIC_LINK) -o $@
+
+$(C_BUILD)/wrapper: tests/cpp/wrapper.cpp $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)
+	$(CXX) -std=c++17 $(C_WARN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
+
+# The shared library exports exactly the functions the header declares.
+c-symbols: c-lib
+	@mkdir -p $(C_BUILD)
+	@nm -D --defined-only $(C_LIBDIR)/libinboxlog.so | awk '$$2 ~ /^[A-Z]$$/ {print $$3}' \
+		| sort > $(C_BUILD)/exported.txt
+	@grep -oE '^(int|void|const char \*)[ ]?inboxlog_[a-z0-9_]+\(' include/inboxlog.h \
+		| grep -oE 'inboxlog_[a-z0-9_]+' | sort > $(C_BUILD)/declared.txt
+	@grep -v '^inboxlog_' $(C_BUILD)/exported.txt \
+		| sed 's/^/make c-symbols: exported symbol without the inboxlog_ prefix: /' \
+		| { ! grep . >&2; } || exit 1
+	@diff -u $(C_BUILD)/declared.txt $(C_BUILD)/exported.txt >&2 \
+		|| { echo "make c-symbols: libinboxlog.so exports differ from include/inboxlog.h" >&2; exit 1; }
+	@echo "c-symbols: $$(wc -l < $(C_BUILD)/exported.txt) exported symbols, all inboxlog_*"
 
 venv: $(VENV)/.ready
 
 $(VENV)/.ready: python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "mypy>=1.10"
+	$(VPY) -m pip install --quiet "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "mypy>=1.10" "ruff>=0.5"
 	touch $@
 
-# Python package and its tests (section owned by the Python layer).
-test-python:
-	@echo "Python tests: coming with the Python package"
+# Python package and its tests (section owned by the Python layer). The package is
+# (re)built into the venv only when a Rust or Python source changed.
+PY_SOURCES := $(shell find core/src python/src python/inboxlog -type f -not -name '*.so' -not -name '*.pyc') \
+	Cargo.toml Cargo.lock core/Cargo.toml python/Cargo.toml python/pyproject.toml
 
-demo:
-	@echo "make demo: coming with the Python package (issue: Python package)"
+$(VENV)/.installed: $(VENV)/.ready $(PY_SOURCES)
+	$(VPY) -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./python
+	touch $@
+
+test-python: $(VENV)/.installed
+	cd python && ../$(VENV)/bin/pytest
+
+demo: $(VENV)/.installed
+	rm -rf demo-sessions
+	$(VPY) examples/agent_loop.py demo-sessions
 
 clean:
 	$(CARGO) clean

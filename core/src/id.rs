@@ -2,6 +2,7 @@
 
 use crate::error::{Result, invalid};
 use crate::json;
+use crate::message::excerpt;
 
 /// Longest session id accepted.
 pub const MAX_ID_LEN: usize = 128;
@@ -22,14 +23,9 @@ pub fn validate_session_id(id: &str) -> Result<()> {
     } else {
         return Ok(());
     };
-    let shown = if id.len() > 40 {
-        format!("{}…", &id[..id.floor_char_boundary(40)])
-    } else {
-        id.to_owned()
-    };
     Err(invalid(format!(
         "session id {} {problem}",
-        json::quote(&shown)
+        json::quote(&excerpt(id))
     )))
 }
 

@@ -58,7 +58,7 @@ impl Inbox {
 
     /// Whether either list holds a message.
     pub fn has_pending(&self) -> bool {
-        !self.index.is_empty()
+        !self.next_turn.is_empty() || !self.next_step.is_empty()
     }
 
     /// The messages of `target`, in order.

@@ -93,7 +93,9 @@ pub(crate) fn compact(text: &str) -> Result<Cow<'_, str>> {
 fn check_finite(token: &str, at: usize) -> Result<()> {
     let risky = token.len() > 300 || token.bytes().any(|b| b == b'e' || b == b'E');
     if risky && token.parse::<f64>().is_ok_and(|v| v.is_infinite()) {
-        return Err(invalid(format!("number {token} at byte {at} is not finite")));
+        return Err(invalid(format!(
+            "number {token} at byte {at} is not finite"
+        )));
     }
     Ok(())
 }

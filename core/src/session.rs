@@ -744,7 +744,11 @@ mod tests {
     }
 
     fn log_of(s: &Session) -> Vec<String> {
-        s.events(0).unwrap().iter().map(|e| format!("{} {}", e.ty(), e.data().get())).collect()
+        s.events(0)
+            .unwrap()
+            .iter()
+            .map(|e| format!("{} {}", e.ty(), e.data().get()))
+            .collect()
     }
 
     #[test]
@@ -771,7 +775,11 @@ mod tests {
                 r#"turn/end {"turn":1,"reason":{"kind":"completed"}}"#,
             ]
         );
-        assert_eq!(s.events(4).unwrap()[0].to_json().contains(r#""surfaceOp":"append""#), true);
+        assert!(
+            s.events(4).unwrap()[0]
+                .to_json()
+                .contains(r#""surfaceOp":"append""#)
+        );
     }
 
     #[test]
@@ -788,7 +796,13 @@ mod tests {
         assert_eq!(s.open_report().repaired_turn, Some(1));
         assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("b")]);
         let tail = log_of(&s);
-        assert_eq!(&tail[tail.len() - 2..], [r#"step/end {"turn":1,"step":1}"#, r#"turn/end {"turn":1,"reason":{"kind":"interrupted"}}"#]);
+        assert_eq!(
+            &tail[tail.len() - 2..],
+            [
+                r#"step/end {"turn":1,"step":1}"#,
+                r#"turn/end {"turn":1,"reason":{"kind":"interrupted"}}"#
+            ]
+        );
         drop(s);
         let again = Session::open(&store, "s").unwrap();
         assert_eq!(again.open_report().repaired_turn, None);

@@ -60,8 +60,8 @@ pub trait LogWriter: Send {
 
 mod jsonl;
 
-pub use jsonl::{Durability, JsonlStore};
 /// Fault injection for the crash and failure tests (not for hosts): see
 /// [`JsonlStore::with_faults`].
 #[doc(hidden)]
 pub use jsonl::fault;
+pub use jsonl::{Durability, JsonlStore};

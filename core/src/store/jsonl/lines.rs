@@ -6,6 +6,7 @@
 //! Pure: reads any [`BufRead`], tested on byte slices.
 
 use std::io::{self, BufRead};
+use std::str::Utf8Error;
 
 /// One complete line.
 #[derive(Debug, PartialEq, Eq)]
@@ -16,6 +17,26 @@ pub(crate) struct Line<'a> {
     pub offset: u64,
     /// The line without its `\n`; `Err(len)` when it is longer than the limit.
     pub bytes: Result<&'a [u8], u64>,
+}
+
+/// Why a complete line has no text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// Longer than the limit: its length in bytes.
+    TooLong(u64),
+    /// Not UTF-8.
+    NotUtf8(Utf8Error),
+}
+
+/// A complete line's text, checked: within the limit and UTF-8.
+pub(crate) type Checked<'a> = Result<&'a str, Fault>;
+
+impl<'a> Line<'a> {
+    /// The line's text, or why it has none.
+    pub(crate) fn checked(&self) -> Checked<'a> {
+        let bytes = self.bytes.map_err(Fault::TooLong)?;
+        std::str::from_utf8(bytes).map_err(Fault::NotUtf8)
+    }
 }
 
 /// An iterator-like reader of complete lines.

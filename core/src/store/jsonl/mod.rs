@@ -13,6 +13,7 @@ pub mod fault;
 mod file;
 mod index;
 mod lines;
+mod pipeline;
 mod recovery;
 mod sync;
 mod writer;
@@ -28,7 +29,7 @@ pub use durability::Durability;
 use fault::FaultPlan;
 use file::LogFile;
 use index::SeqIndex;
-use recovery::{read_error, read_header, replay};
+use recovery::{Replayed, incomplete_header, read_error, read_header, replay, replay_pipelined};
 use sync::{Flusher, Queue};
 use writer::{JsonlWriter, Tail};
 
@@ -41,6 +42,9 @@ use crate::json;
 
 /// Reader buffer for replaying a whole log.
 const REPLAY_BUF: usize = 1 << 20;
+
+/// Logs from this size on are replayed on two threads (see `pipeline`).
+const PIPELINE_MIN: u64 = 4 << 20;
 
 /// Session logs as JSONL files in one directory.
 pub struct JsonlStore {
@@ -175,6 +179,23 @@ impl JsonlStore {
     }
 }
 
+/// Replays the log in `file` from its start, on two threads when it is large.
+fn read_log(
+    file: &File,
+    path: &Path,
+    id: &str,
+    limit: usize,
+    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+) -> Result<Replayed> {
+    let len = file.metadata().map_err(|e| read_error(path, e))?.len();
+    let reader = BufReader::with_capacity(REPLAY_BUF, file);
+    if len >= PIPELINE_MIN {
+        replay_pipelined(reader, path, id, limit, visit)
+    } else {
+        replay(reader, path, id, limit, visit)
+    }
+}
+
 /// fsyncs a directory, making the creation of its entries durable.
 fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
@@ -297,13 +318,7 @@ impl Store for JsonlStore {
             }
         }
         let queue = self.queue()?;
-        let replayed = replay(
-            BufReader::with_capacity(REPLAY_BUF, &file),
-            &path,
-            id,
-            self.limit,
-            visit,
-        )?;
+        let replayed = read_log(&file, &path, id, self.limit, visit)?;
         let tail = Tail {
             next_seq: replayed.next_seq,
             len: replayed.end,
@@ -332,16 +347,10 @@ impl Store for JsonlStore {
         let path = self.path(id)?;
         let file = self.open_file(id, &path, false)?;
         let mut events = Vec::new();
-        let replayed = replay(
-            BufReader::with_capacity(REPLAY_BUF, file),
-            &path,
-            id,
-            self.limit,
-            &mut |_, e| {
-                events.push(e.clone());
-                Ok(())
-            },
-        )?;
+        let replayed = read_log(&file, &path, id, self.limit, &mut |_, e| {
+            events.push(e.clone());
+            Ok(())
+        })?;
         Ok((replayed.header, events))
     }
 
@@ -371,12 +380,18 @@ impl Store for JsonlStore {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(read_error(&path, e)),
             };
-            headers.push(read_header(
-                BufReader::with_capacity(8 << 10, file),
+            match read_header(
+                BufReader::with_capacity(8 << 10, &file),
                 &path,
                 &id,
                 self.limit,
-            )?);
+            )? {
+                Ok(header) => headers.push(header),
+                // A create in progress holds the lock until its header and seed are
+                // written: not a session yet. Unlocked, it is a create that never finished.
+                Err(_) if matches!(file.try_lock(), Err(TryLockError::WouldBlock)) => continue,
+                Err(torn) => return Err(incomplete_header(&path, torn)),
+            }
         }
         Ok(headers)
     }

@@ -5,9 +5,11 @@
 use std::fmt;
 use std::io::{self, BufRead};
 use std::path::Path;
+use std::sync::mpsc::Receiver;
 
 use super::index::SeqIndex;
-use super::lines::{Line, Lines};
+use super::lines::{Checked, Fault, Lines};
+use super::pipeline::{self, Msg};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::header::Header;
@@ -70,17 +72,17 @@ impl At<'_> {
 }
 
 /// The text of a complete line, or why it cannot be one.
-fn text<'l>(line: &Line<'l>, at: &At<'_>, limit: usize) -> Result<&'l str> {
-    let bytes = line.bytes.map_err(|len| {
-        at.corrupt(format_args!(
+fn text<'l>(checked: Checked<'l>, at: &At<'_>, limit: usize) -> Result<&'l str> {
+    checked.map_err(|fault| match fault {
+        Fault::TooLong(len) => at.corrupt(format_args!(
             "record of {len} bytes is larger than the limit of {limit} bytes"
-        ))
-    })?;
-    std::str::from_utf8(bytes).map_err(|e| at.corrupt(format_args!("record is not UTF-8: {e}")))
+        )),
+        Fault::NotUtf8(e) => at.corrupt(format_args!("record is not UTF-8: {e}")),
+    })
 }
 
 /// The error for a file without a complete header line (`torn` bytes, no `\n`).
-fn incomplete_header(path: &Path, torn: u64) -> Error {
+pub(crate) fn incomplete_header(path: &Path, torn: u64) -> Error {
     // Only a create that never returned leaves this: it writes the header and the seed
     // in one write before it returns. Nothing was acknowledged, but the file is not ours
     // to delete.
@@ -97,14 +99,14 @@ fn incomplete_header(path: &Path, torn: u64) -> Error {
 }
 
 /// Parses and checks the header line; `id` is the session the file is named after.
-fn header(line: &Line<'_>, path: &Path, id: &str, limit: usize) -> Result<Header> {
+fn header(text: Checked<'_>, path: &Path, id: &str, limit: usize) -> Result<Header> {
     let at = At {
         path,
         number: 1,
         offset: 0,
         seq: None,
     };
-    let header = Header::from_json(text(line, &at, limit)?).map_err(|e| match e.kind() {
+    let header = Header::from_json(self::text(text, &at, limit)?).map_err(|e| match e.kind() {
         ErrorKind::FormatUnsupported => e.context(format_args!("{} line 1", path.display())),
         _ => at.wrap(e),
     })?;
@@ -118,33 +120,37 @@ fn header(line: &Line<'_>, path: &Path, id: &str, limit: usize) -> Result<Header
     Ok(header)
 }
 
-/// Reads the header line of `lines`.
-fn first<R: BufRead>(lines: &mut Lines<R>, path: &Path, id: &str, limit: usize) -> Result<Header> {
-    match lines.next().map_err(|e| read_error(path, e))? {
-        Some(line) => header(&line, path, id, limit),
-        None => Err(incomplete_header(path, lines.torn())),
-    }
-}
-
-/// Reads only the header of the log in `reader` (file `path`, session `id`).
+/// Reads only the header of the log in `reader` (file `path`, session `id`); `Ok(None)`
+/// when the file holds no complete line yet, with its length (see [`incomplete_header`]).
 pub(crate) fn read_header<R: BufRead>(
     reader: R,
     path: &Path,
     id: &str,
     limit: usize,
-) -> Result<Header> {
-    first(&mut Lines::new(reader, limit), path, id, limit)
+) -> Result<Result<Header, u64>> {
+    let mut lines = Lines::new(reader, limit);
+    match lines.next().map_err(|e| read_error(path, e))? {
+        Some(line) => header(line.checked(), path, id, limit).map(Ok),
+        None => Ok(Err(lines.torn())),
+    }
 }
 
-/// Parses the event line of seq `expected` (line `expected + 2`).
-fn event(line: &Line<'_>, path: &Path, expected: u64, limit: usize) -> Result<Event> {
+/// Parses the event line `number` at `offset`, which must hold seq `expected`.
+fn event(
+    number: u64,
+    offset: u64,
+    text: Checked<'_>,
+    path: &Path,
+    expected: u64,
+    limit: usize,
+) -> Result<Event> {
     let mut at = At {
         path,
-        number: line.number,
-        offset: line.offset,
+        number,
+        offset,
         seq: Some(expected),
     };
-    let event = Event::from_json(text(line, &at, limit)?).map_err(|e| at.wrap(e))?;
+    let event = Event::from_json(self::text(text, &at, limit)?).map_err(|e| at.wrap(e))?;
     if event.seq() != expected {
         at.seq = Some(event.seq());
         return Err(at.corrupt(format_args!(
@@ -155,10 +161,58 @@ fn event(line: &Line<'_>, path: &Path, expected: u64, limit: usize) -> Result<Ev
     Ok(event)
 }
 
+/// A replay in progress, fed the complete lines in file order.
+struct Replay<'a> {
+    path: &'a Path,
+    id: &'a str,
+    limit: usize,
+    visit: &'a mut dyn FnMut(&Header, &Event) -> Result<()>,
+    /// Set by line 1.
+    header: Option<Header>,
+    next_seq: u64,
+    index: SeqIndex,
+}
+
+impl Replay<'_> {
+    fn line(&mut self, number: u64, offset: u64, text: Checked<'_>) -> Result<()> {
+        let Some(header) = &self.header else {
+            self.header = Some(self::header(text, self.path, self.id, self.limit)?);
+            return Ok(());
+        };
+        let event = event(number, offset, text, self.path, self.next_seq, self.limit)?;
+        (self.visit)(header, &event).map_err(|e| {
+            At {
+                path: self.path,
+                number,
+                offset,
+                seq: Some(self.next_seq),
+            }
+            .wrap(e)
+        })?;
+        self.index.note(self.next_seq, offset);
+        self.next_seq += 1;
+        Ok(())
+    }
+
+    fn finish(self, end: u64, torn: u64) -> Result<Replayed> {
+        let Some(header) = self.header else {
+            return Err(incomplete_header(self.path, torn));
+        };
+        Ok(Replayed {
+            header,
+            next_seq: self.next_seq,
+            end,
+            torn,
+            index: self.index,
+        })
+    }
+}
+
 /// Reads the whole log in `reader` (file `path`, session `id`): the header, then every
 /// complete line as an event with a contiguous seq, each passed to `visit` in order.
 /// Any failure on a complete line, including one returned by `visit`, is corruption
-/// named by its location; the torn tail is measured, not judged.
+/// named by its location; the torn tail is measured, not judged. The header is checked
+/// before any event line is looked at.
 pub(crate) fn replay<R: BufRead>(
     reader: R,
     path: &Path,
@@ -166,31 +220,60 @@ pub(crate) fn replay<R: BufRead>(
     limit: usize,
     visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
 ) -> Result<Replayed> {
+    let mut replay = Replay {
+        path,
+        id,
+        limit,
+        visit,
+        header: None,
+        next_seq: 0,
+        index: SeqIndex::default(),
+    };
     let mut lines = Lines::new(reader, limit);
-    let header = first(&mut lines, path, id, limit)?;
-    let mut index = SeqIndex::default();
-    let mut next_seq = 0;
     while let Some(line) = lines.next().map_err(|e| read_error(path, e))? {
-        let event = event(&line, path, next_seq, limit)?;
-        visit(&header, &event).map_err(|e| {
-            At {
-                path,
-                number: line.number,
-                offset: line.offset,
-                seq: Some(next_seq),
-            }
-            .wrap(e)
-        })?;
-        index.note(next_seq, line.offset);
-        next_seq += 1;
+        replay.line(line.number, line.offset, line.checked())?;
     }
-    Ok(Replayed {
-        header,
-        next_seq,
-        end: lines.end(),
-        torn: lines.torn(),
-        index,
-    })
+    replay.finish(lines.end(), lines.torn())
+}
+
+/// [`replay`] with reading, line splitting and UTF-8 checks on a helper thread: the same
+/// result, in less time for a large log on a machine with a spare core.
+pub(crate) fn replay_pipelined<R: BufRead + Send>(
+    reader: R,
+    path: &Path,
+    id: &str,
+    limit: usize,
+    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+) -> Result<Replayed> {
+    let mut replay = Replay {
+        path,
+        id,
+        limit,
+        visit,
+        header: None,
+        next_seq: 0,
+        index: SeqIndex::default(),
+    };
+    let consume = |rx: Receiver<Msg>| {
+        for msg in rx {
+            match msg {
+                Msg::Lines(batch) => {
+                    for (number, offset, item) in &batch.lines {
+                        let text = item.clone().map(|range| &batch.text[range]);
+                        replay.line(*number, *offset, text)?;
+                    }
+                }
+                Msg::End { end, torn } => return replay.finish(end, torn),
+                Msg::Failed(e) => return Err(read_error(path, e)),
+            }
+        }
+        Err(read_error(
+            path,
+            io::Error::other("the reader thread stopped"),
+        ))
+    };
+    pipeline::run(reader, limit, consume)
+        .map_err(|e| Error::io("cannot start the log reader thread", e))?
 }
 
 /// Reads the events with `seq >= since` from `reader`, which starts at the line of
@@ -207,7 +290,14 @@ pub(crate) fn read_from<R: BufRead>(
     let mut seq = first;
     while let Some(line) = lines.next().map_err(|e| read_error(path, e))? {
         if seq >= since {
-            events.push(event(&line, path, seq, limit)?);
+            events.push(event(
+                line.number,
+                line.offset,
+                line.checked(),
+                path,
+                seq,
+                limit,
+            )?);
         }
         seq += 1;
     }
@@ -234,13 +324,34 @@ mod tests {
         s.into_bytes()
     }
 
+    /// Replays `bytes` both ways (one thread, two threads) and checks they agree.
     fn run(bytes: &[u8]) -> Result<(Replayed, Vec<u64>)> {
-        let mut seen = Vec::new();
-        let r = replay(bytes, Path::new("/r/s.jsonl"), "s", 1 << 20, &mut |_, e| {
-            seen.push(e.seq());
-            Ok(())
-        })?;
-        Ok((r, seen))
+        let once = |pipelined: bool| {
+            let mut seen = Vec::new();
+            let path = Path::new("/r/s.jsonl");
+            let mut visit = |_: &Header, e: &Event| {
+                seen.push(e.seq());
+                Ok(())
+            };
+            let r = if pipelined {
+                replay_pipelined(bytes, path, "s", 1 << 20, &mut visit)
+            } else {
+                replay(bytes, path, "s", 1 << 20, &mut visit)
+            };
+            r.map(|r| (r, seen))
+        };
+        let (one, two) = (once(false), once(true));
+        match (&one, &two) {
+            (Ok((a, sa)), Ok((b, sb))) => {
+                assert_eq!(
+                    (&a.header, a.next_seq, a.end, a.torn, sa),
+                    (&b.header, b.next_seq, b.end, b.torn, sb)
+                );
+            }
+            (Err(a), Err(b)) => assert_eq!((a.kind(), a.to_string()), (b.kind(), b.to_string())),
+            _ => panic!("one thread and two disagree: {one:?} / {two:?}"),
+        }
+        one
     }
 
     #[test]

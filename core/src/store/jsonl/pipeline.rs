@@ -1,0 +1,143 @@
+//! Reading a large log on two cores: a helper thread reads the file, splits it into
+//! complete lines and checks them (limit, UTF-8) while the caller's thread parses and
+//! validates events. The order of lines, and what each one is, stay exactly those of
+//! [`Lines`]; only the work is split.
+
+use std::io::{self, BufRead};
+use std::ops::Range;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread;
+
+use super::lines::{Fault, Lines};
+
+/// Text gathered before a batch is handed over.
+const BATCH_BYTES: usize = 256 << 10;
+
+/// Batches in flight: bounds the memory the helper can run ahead by.
+const IN_FLIGHT: usize = 4;
+
+/// Consecutive complete lines: their checked text, concatenated.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    /// The lines' text, without their `\n`s.
+    pub text: String,
+    /// (number, offset, the line's range in `text` or why it has no text).
+    pub lines: Vec<(u64, u64, Result<Range<usize>, Fault>)>,
+}
+
+/// What the helper thread sends, in file order.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    /// More complete lines.
+    Lines(Batch),
+    /// No more complete lines: where they end, and the torn tail after them.
+    End { end: u64, torn: u64 },
+    /// Reading failed.
+    Failed(io::Error),
+}
+
+/// Runs [`Lines`] over `reader` on a helper thread and `consume` over its messages on
+/// this one. When `consume` returns early the helper stops at its next send.
+pub(crate) fn run<R, T>(
+    reader: R,
+    limit: usize,
+    consume: impl FnOnce(Receiver<Msg>) -> T,
+) -> io::Result<T>
+where
+    R: BufRead + Send,
+{
+    thread::scope(|scope| {
+        let (tx, rx) = sync_channel(IN_FLIGHT);
+        thread::Builder::new()
+            .name("inboxlog-read".into())
+            .spawn_scoped(scope, move || produce(reader, limit, &tx))?;
+        Ok(consume(rx))
+    })
+}
+
+fn produce<R: BufRead>(reader: R, limit: usize, tx: &SyncSender<Msg>) {
+    let mut lines = Lines::new(reader, limit);
+    let mut batch = Batch::default();
+    loop {
+        match lines.next() {
+            Err(e) => {
+                let _ = tx.send(Msg::Failed(e));
+                return;
+            }
+            Ok(None) => break,
+            Ok(Some(line)) => {
+                let item = line.checked().map(|text| {
+                    let start = batch.text.len();
+                    batch.text.push_str(text);
+                    start..batch.text.len()
+                });
+                batch.lines.push((line.number, line.offset, item));
+                if batch.text.len() >= BATCH_BYTES
+                    && tx.send(Msg::Lines(std::mem::take(&mut batch))).is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+    if !batch.lines.is_empty() && tx.send(Msg::Lines(batch)).is_err() {
+        return;
+    }
+    let _ = tx.send(Msg::End {
+        end: lines.end(),
+        torn: lines.torn(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_arrive_in_order_with_their_faults() {
+        let long = "y".repeat(300_000);
+        let mut input = format!("a\n{long}\nbz\nc\n\ntorn").into_bytes();
+        // Line 3 is not UTF-8.
+        let z = input.iter().position(|&b| b == b'z').unwrap();
+        input[z] = 0xff;
+        let got = run(&input[..], 400_000, |rx| {
+            let mut seen = Vec::new();
+            for msg in rx {
+                match msg {
+                    Msg::Lines(batch) => {
+                        for (n, off, item) in batch.lines {
+                            seen.push((
+                                n,
+                                off,
+                                item.map(|r| batch.text[r].len())
+                                    .map_err(|f| matches!(f, Fault::NotUtf8(_))),
+                            ));
+                        }
+                    }
+                    Msg::End { end, torn } => return (seen, end, torn),
+                    Msg::Failed(e) => panic!("{e}"),
+                }
+            }
+            unreachable!("no end")
+        })
+        .unwrap();
+        let (seen, end, torn) = got;
+        assert_eq!(seen[0], (1, 0, Ok(1)));
+        assert_eq!(seen[1], (2, 2, Ok(300_000)));
+        assert_eq!(seen[2], (3, 300_003, Err(true)));
+        assert_eq!(seen[3], (4, 300_006, Ok(1)));
+        assert_eq!(seen[4], (5, 300_008, Ok(0)));
+        assert_eq!((end, torn), (300_009, 4));
+    }
+
+    #[test]
+    fn an_early_stop_ends_the_helper() {
+        let input = "x\n".repeat(1_000_000).into_bytes();
+        let first = run(&input[..], 10, |rx| match rx.recv().unwrap() {
+            Msg::Lines(batch) => batch.lines.len(),
+            other => panic!("{other:?}"),
+        })
+        .unwrap();
+        assert!(first > 0);
+    }
+}

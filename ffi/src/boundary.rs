@@ -1,0 +1,122 @@
+//! The one boundary every exported body runs inside: panics are caught, errors become
+//! a status code plus optional error JSON.
+
+use std::ffi::{CString, c_char, c_int};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::status::inboxlog_status;
+
+/// An error on its way to C: a code, its kind name and a message.
+#[derive(Debug)]
+pub(crate) struct FfiError {
+    code: c_int,
+    kind: &'static str,
+    message: String,
+}
+
+pub(crate) type FfiResult<T> = Result<T, FfiError>;
+
+impl FfiError {
+    pub fn new(status: inboxlog_status, message: impl Into<String>) -> FfiError {
+        FfiError {
+            code: status.code(),
+            kind: status.name(),
+            message: message.into(),
+        }
+    }
+
+    /// The number returned to C.
+    #[cfg(test)]
+    pub fn code(&self) -> c_int {
+        self.code
+    }
+
+    /// `invalid_input` with a message.
+    pub fn invalid(message: impl Into<String>) -> FfiError {
+        FfiError::new(inboxlog_status::InvalidInput, message)
+    }
+
+    /// `{"code":N,"kind":"…","message":"…"}`.
+    fn to_json(&self) -> String {
+        format!(
+            r#"{{"code":{},"kind":{},"message":{}}}"#,
+            self.code,
+            quote(self.kind),
+            quote(&self.message)
+        )
+    }
+}
+
+impl From<inboxlog_core::Error> for FfiError {
+    fn from(e: inboxlog_core::Error) -> FfiError {
+        // Core kinds and C statuses share their numbers; a kind added to the core
+        // later still crosses with its own number and name.
+        let kind = e.kind();
+        FfiError {
+            code: kind.code() as c_int,
+            kind: kind.name(),
+            message: e.message().to_owned(),
+        }
+    }
+}
+
+pub(crate) fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let what = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("unknown cause");
+    format!("inboxlog panicked (a bug, please report it): {what}")
+}
+
+/// Runs an exported body: `OK` on success; on failure the error's code, with its JSON
+/// written to `*error` when `error` is not NULL. A panic becomes `PANIC`.
+///
+/// The body writes its out-parameters itself, last, so they are written only on
+/// success.
+pub(crate) fn boundary(error: *mut *mut c_char, body: impl FnOnce() -> FfiResult<()>) -> c_int {
+    let failure = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => return inboxlog_status::Ok.code(),
+        Ok(Err(e)) => e,
+        Err(panic) => FfiError::new(inboxlog_status::Panic, panic_message(&*panic)),
+    };
+    if !error.is_null() {
+        // Formatting cannot panic on its own, but nothing may unwind into C.
+        let json = catch_unwind(|| failure.to_json()).unwrap_or_default();
+        if let Ok(text) = CString::new(json) {
+            // SAFETY: `error` is not NULL, and every exported function documents that a
+            // non-NULL `error` points to a writable `char *`.
+            unsafe { error.write(text.into_raw()) };
+        }
+    }
+    failure.code
+}
+
+/// Runs an exported body that returns nothing (the `_free` functions): a panic is
+/// swallowed, never unwound into C.
+pub(crate) fn boundary_void(body: impl FnOnce()) {
+    let _ = catch_unwind(AssertUnwindSafe(body));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_serialize_with_escaping() {
+        let e = FfiError::new(inboxlog_status::NullArgument, "argument \"id\" is NULL");
+        assert_eq!(
+            e.to_json(),
+            r#"{"code":100,"kind":"null_argument","message":"argument \"id\" is NULL"}"#
+        );
+        let core = inboxlog_core::Error::new(inboxlog_core::ErrorKind::Locked, "held");
+        assert_eq!(
+            FfiError::from(core).to_json(),
+            r#"{"code":3,"kind":"locked","message":"held"}"#
+        );
+    }
+}

@@ -1,0 +1,251 @@
+//! The inbox of a session: two ordered lists of pending messages (SPEC §3).
+//!
+//! Targets cross as the strings `"next-turn"` and `"next-step"`; messages as JSON
+//! objects with a non-empty string `id`.
+
+use std::ffi::{c_char, c_int};
+
+use inboxlog_core::{Message, Target};
+
+use crate::boundary::{FfiResult, boundary};
+use crate::session::inboxlog_session;
+use crate::strings::{Out, handle, json_arg, json_list, raw_array, str_arg};
+
+/// # Safety
+/// `ptr` is NULL or a NUL-terminated string.
+unsafe fn target_arg(ptr: *const c_char) -> FfiResult<Target> {
+    // SAFETY: forwarded contract of this function.
+    Ok(Target::parse(unsafe { str_arg(ptr, "target") }?)?)
+}
+
+/// # Safety
+/// `ptr` is NULL or a NUL-terminated string.
+unsafe fn message_arg(ptr: *const c_char, name: &str) -> FfiResult<Message> {
+    // SAFETY: forwarded contract of this function.
+    let json = unsafe { json_arg(ptr, name) }?;
+    Ok(Message::from_json(&json).map_err(|e| e.context(format_args!("argument `{name}`")))?)
+}
+
+fn messages_json(messages: &[Message]) -> String {
+    json_list(messages.iter().map(Message::json))
+}
+
+/// `splice(target, start, delete_count, inserted)` with JavaScript
+/// `Array.prototype.splice` arithmetic: `start` and `delete_count` may be any double,
+/// NaN and ±Infinity included (a negative `start` counts from the end).
+///
+/// `inserted_json` is a JSON array of messages. The change is durable before the call
+/// returns; a change that does nothing writes nothing. `INVALID_SPLICE` or
+/// `DUPLICATE_MESSAGE` when the result would be invalid (nothing is changed then). On
+/// success `*out_removed_json` receives the removed messages as a JSON array (free it
+/// with `inboxlog_string_free`). `session`, `target`, `inserted_json` and
+/// `out_removed_json` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `target` and `inserted_json` are NUL-terminated
+/// strings; `out_removed_json` and a non-NULL `error` point to writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_inbox_splice(
+    session: *mut inboxlog_session,
+    target: *const c_char,
+    start: f64,
+    delete_count: f64,
+    inserted_json: *const c_char,
+    out_removed_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all four): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let target = unsafe { target_arg(target) }?;
+        let inserted = unsafe { json_arg(inserted_json, "inserted_json") }?;
+        let out = unsafe { Out::new(out_removed_json, "out_removed_json") }?;
+        let inserted = raw_array(&inserted, "inserted_json", "messages")?
+            .into_iter()
+            .enumerate()
+            .map(|(i, raw)| {
+                Message::from_json(raw.get()).map_err(|e| {
+                    e.context(format_args!("argument `inserted_json` element {i}"))
+                        .into()
+                })
+            })
+            .collect::<FfiResult<Vec<Message>>>()?;
+        let removed = s
+            .session
+            .inbox()
+            .splice(target, start, delete_count, inserted)?;
+        out.write_string(messages_json(&removed))
+    })
+}
+
+/// Adds `message_json` at the end of `target`. `DUPLICATE_MESSAGE` when its id is
+/// already pending. `session`, `target` and `message_json` must not be NULL.
+/// Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `target` and `message_json` are NUL-terminated
+/// strings; a non-NULL `error` points to a writable pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_inbox_append(
+    session: *mut inboxlog_session,
+    target: *const c_char,
+    message_json: *const c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let target = unsafe { target_arg(target) }?;
+        let m = unsafe { message_arg(message_json, "message_json") }?;
+        Ok(s.session.inbox().append(target, m)?)
+    })
+}
+
+/// Adds `message_json` at the front of `target`. As `inboxlog_inbox_append` otherwise.
+///
+/// # Safety
+/// As for `inboxlog_inbox_append`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_inbox_prepend(
+    session: *mut inboxlog_session,
+    target: *const c_char,
+    message_json: *const c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let target = unsafe { target_arg(target) }?;
+        let m = unsafe { message_arg(message_json, "message_json") }?;
+        Ok(s.session.inbox().prepend(target, m)?)
+    })
+}
+
+/// Replaces the pending message `id` (looked up in `next-turn`, then `next-step`) with
+/// `message_json`, which may have a new id. `*out_replaced` receives false (and nothing
+/// is written) when `id` is not pending. `session`, `id`, `message_json` and
+/// `out_replaced` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `id` and `message_json` are NUL-terminated
+/// strings; `out_replaced` and a non-NULL `error` point to writable memory.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_inbox_replace(
+    session: *mut inboxlog_session,
+    id: *const c_char,
+    message_json: *const c_char,
+    out_replaced: *mut bool,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all four): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let id = unsafe { str_arg(id, "id") }?;
+        let m = unsafe { message_arg(message_json, "message_json") }?;
+        let out = unsafe { Out::new(out_replaced, "out_replaced") }?;
+        out.write(s.session.inbox().replace(id, m)?);
+        Ok(())
+    })
+}
+
+/// Removes the pending message `id` (a durable cancellation). `*out_removed` receives
+/// false (and nothing is written) when `id` is not pending. `session`, `id` and
+/// `out_removed` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `id` is a NUL-terminated string; `out_removed`
+/// and a non-NULL `error` point to writable memory.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_inbox_remove(
+    session: *mut inboxlog_session,
+    id: *const c_char,
+    out_removed: *mut bool,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let id = unsafe { str_arg(id, "id") }?;
+        let out = unsafe { Out::new(out_removed, "out_removed") }?;
+        out.write(s.session.inbox().remove(id)?);
+        Ok(())
+    })
+}
+
+/// Cancels everything pending, `next-step` first, then `next-turn` (an empty list
+/// writes nothing). `session` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; a non-NULL `error` points to a writable pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_inbox_clear(
+    session: *mut inboxlog_session,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY: the caller passes NULL or a live handle.
+        let s = unsafe { handle(session, "session") }?;
+        Ok(s.session.inbox().clear()?)
+    })
+}
+
+/// A copy of `next-turn` as a JSON array of messages. On success `*out_json` receives a
+/// new string (free it with `inboxlog_string_free`). `session` and `out_json` must not
+/// be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `out_json` and a non-NULL `error` point to
+/// writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_inbox_next_turn(
+    session: *const inboxlog_session,
+    out_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let out = unsafe { Out::new(out_json, "out_json") }?;
+        out.write_string(messages_json(&s.session.inbox().next_turn()?))
+    })
+}
+
+/// A copy of `next-step` as a JSON array of messages. As `inboxlog_inbox_next_turn`
+/// otherwise.
+///
+/// # Safety
+/// As for `inboxlog_inbox_next_turn`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_inbox_next_step(
+    session: *const inboxlog_session,
+    out_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let out = unsafe { Out::new(out_json, "out_json") }?;
+        out.write_string(messages_json(&s.session.inbox().next_step()?))
+    })
+}
+
+/// Whether either list holds a message: `*out` receives true or false. `session` and
+/// `out` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `out` and a non-NULL `error` point to writable
+/// memory.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_inbox_has_pending(
+    session: *const inboxlog_session,
+    out: *mut bool,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        out.write(s.session.inbox().has_pending()?);
+        Ok(())
+    })
+}

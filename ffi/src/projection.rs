@@ -1,0 +1,272 @@
+//! Read-side projections (SPEC §5): the consumed-work fold and the queue projection
+//! that keeps a consumer's copy of the inbox equal to the live one.
+
+use std::ffi::{c_char, c_int};
+use std::sync::{Mutex, MutexGuard};
+
+use inboxlog_core::{Baseline, Event, Message, QueueProjection, fold_consumed_work};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::boundary::{FfiError, FfiResult, boundary, boundary_void};
+use crate::session::{inboxlog_session, parse_events};
+use crate::strings::{Out, handle, json_arg, optional_index, parse_shape};
+
+/// A standalone copy of an inbox that follows a log's `agent/inbox/spliced` events.
+/// Opaque.
+///
+/// Created by `inboxlog_projection_new` or `inboxlog_projection_replay`, released by
+/// `inboxlog_projection_free`. Thread-safe (calls serialize).
+pub struct inboxlog_projection {
+    inner: Mutex<QueueProjection>,
+}
+
+impl inboxlog_projection {
+    fn lock(&self) -> MutexGuard<'_, QueueProjection> {
+        // `apply` validates before it changes anything, so a panic cannot leave a
+        // half-applied projection behind.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn give(out: Out<*mut inboxlog_projection>, projection: QueueProjection) {
+    let handle = Box::new(inboxlog_projection {
+        inner: Mutex::new(projection),
+    });
+    out.write(Box::into_raw(handle));
+}
+
+/// Folds a log, or an owned suffix of one, into the turn that last accounted for
+/// pending work: `events_json` is a JSON array of events. On success `*out_json`
+/// receives `{"end":<turn/end event>|null,"droppedUnrun":bool}` (free it with
+/// `inboxlog_string_free`). `events_json` and `out_json` must not be NULL.
+/// Thread-safe.
+///
+/// # Safety
+/// `events_json` is a NUL-terminated string; `out_json` and a non-NULL `error` point to
+/// writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_fold_consumed_work(
+    events_json: *const c_char,
+    out_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let events = unsafe { json_arg(events_json, "events_json") }?;
+        let out = unsafe { Out::new(out_json, "out_json") }?;
+        let events = parse_events(&events, "events_json")?;
+        out.write_string(fold_consumed_work(&events).to_json())
+    })
+}
+
+/// The inbox of `session` as of the event at seq `upto` (-1: the current end), as a
+/// baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}` to hand to a consumer
+/// (`inboxlog_projection_new`), which then applies the events after `seq`
+/// (`inboxlog_session_events(session, seq + 1, …)`). On success `*out_json` receives a
+/// new string (free it with `inboxlog_string_free`). `upto` must be -1 or a
+/// non-negative seq. `session` and `out_json` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `out_json` and a non-NULL `error` point to
+/// writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_baseline(
+    session: *const inboxlog_session,
+    upto: i64,
+    out_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let out = unsafe { Out::new(out_json, "out_json") }?;
+        let upto = optional_index(upto, "upto")?;
+        let events = s.session.events(0)?;
+        let from = s.session.header().replay_from();
+        let projection = QueueProjection::replay(&events, from, upto)?;
+        out.write_string(projection.baseline().to_json())
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BaselineWire<'a> {
+    seq: Option<u64>,
+    #[serde(borrow)]
+    next_turn: Vec<&'a RawValue>,
+    #[serde(borrow)]
+    next_step: Vec<&'a RawValue>,
+}
+
+fn parse_baseline(json: &str) -> FfiResult<Baseline> {
+    let wire: BaselineWire<'_> = parse_shape(
+        json,
+        "baseline_json",
+        r#"{"seq":N|null,"next_turn":[…],"next_step":[…]}"#,
+    )?;
+    if wire
+        .seq
+        .is_some_and(|s| s > inboxlog_core::MAX_SAFE_INTEGER)
+    {
+        return Err(FfiError::invalid(
+            "argument `baseline_json`: seq is larger than 2^53-1",
+        ));
+    }
+    let messages = |list: Vec<&RawValue>, key: &str| {
+        list.into_iter()
+            .enumerate()
+            .map(|(i, raw)| {
+                Message::from_json(raw.get()).map_err(|e| {
+                    e.context(format_args!("argument `baseline_json` {key}[{i}]"))
+                        .into()
+                })
+            })
+            .collect::<FfiResult<Vec<Message>>>()
+    };
+    Ok(Baseline {
+        seq: wire.seq,
+        next_turn: messages(wire.next_turn, "next_turn")?,
+        next_step: messages(wire.next_step, "next_step")?,
+    })
+}
+
+/// Starts a projection from a baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}`
+/// (ids unique across both lists). On success `*out` receives a new projection handle
+/// owned by the caller (release it with `inboxlog_projection_free`). `baseline_json`
+/// and `out` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `baseline_json` is a NUL-terminated string; `out` and a non-NULL `error` point to
+/// writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_projection_new(
+    baseline_json: *const c_char,
+    out: *mut *mut inboxlog_projection,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let baseline = unsafe { json_arg(baseline_json, "baseline_json") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        give(out, QueueProjection::new(parse_baseline(&baseline)?)?);
+        Ok(())
+    })
+}
+
+/// Builds a projection by replaying `events_json` (a JSON array of a log's events, in
+/// order): splices before seq `replay_from` (the header's `seedLength`, 0 when absent)
+/// are skipped, and events after seq `upto` (-1: none) are ignored. On success `*out`
+/// receives a new projection handle owned by the caller. `events_json` and `out` must
+/// not be NULL. Thread-safe.
+///
+/// # Safety
+/// `events_json` is a NUL-terminated string; `out` and a non-NULL `error` point to
+/// writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_projection_replay(
+    events_json: *const c_char,
+    replay_from: u64,
+    upto: i64,
+    out: *mut *mut inboxlog_projection,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let events = unsafe { json_arg(events_json, "events_json") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let upto = optional_index(upto, "upto")?;
+        let events = parse_events(&events, "events_json")?;
+        give(out, QueueProjection::replay(&events, replay_from, upto)?);
+        Ok(())
+    })
+}
+
+/// Releases a projection. NULL is a no-op.
+///
+/// # Safety
+/// `projection` is NULL or a live projection handle that no other thread is using; it
+/// must not be used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_projection_free(projection: *mut inboxlog_projection) {
+    boundary_void(|| {
+        if !projection.is_null() {
+            // SAFETY: a live handle made by `Box::into_raw`, released exactly once.
+            drop(unsafe { Box::from_raw(projection) });
+        }
+    })
+}
+
+/// Applies the next event (`event_json`, one event object, seq after the
+/// projection's): a splice changes the lists, validated as the live inbox is
+/// (`INVALID_SPLICE`, `DUPLICATE_MESSAGE`); other events only advance the seq; an event
+/// already applied is `INVALID_INPUT`. On failure nothing changes. `projection` and
+/// `event_json` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `projection` is a live projection handle; `event_json` is a NUL-terminated string; a
+/// non-NULL `error` points to a writable pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_projection_apply(
+    projection: *mut inboxlog_projection,
+    event_json: *const c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let p = unsafe { handle(projection, "projection") }?;
+        let event = unsafe { json_arg(event_json, "event_json") }?;
+        let event = Event::from_json(&event)?;
+        Ok(p.lock().apply(&event)?)
+    })
+}
+
+/// Applies a JSON array of events in order (e.g. the output of
+/// `inboxlog_session_events`), all or nothing: on failure the projection is unchanged
+/// and the error names the event. `projection` and `events_json` must not be NULL.
+/// Thread-safe.
+///
+/// # Safety
+/// `projection` is a live projection handle; `events_json` is a NUL-terminated string; a
+/// non-NULL `error` points to a writable pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_projection_apply_all(
+    projection: *mut inboxlog_projection,
+    events_json: *const c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let p = unsafe { handle(projection, "projection") }?;
+        let events = unsafe { json_arg(events_json, "events_json") }?;
+        let events = parse_events(&events, "events_json")?;
+        let mut guard = p.lock();
+        let mut next = guard.clone();
+        for event in &events {
+            next.apply(event)?;
+        }
+        *guard = next;
+        Ok(())
+    })
+}
+
+/// The projection as a baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}`. On
+/// success `*out_json` receives a new string (free it with `inboxlog_string_free`).
+/// `projection` and `out_json` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `projection` is a live projection handle; `out_json` and a non-NULL `error` point to
+/// writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_projection_baseline(
+    projection: *const inboxlog_projection,
+    out_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let p = unsafe { handle(projection, "projection") }?;
+        let out = unsafe { Out::new(out_json, "out_json") }?;
+        out.write_string(p.lock().baseline().to_json())
+    })
+}

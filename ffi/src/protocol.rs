@@ -1,0 +1,198 @@
+//! The step-boundary protocol (SPEC §4): open a turn, propose a step (claim input),
+//! decide once, end the step, close the turn; cancel and fail.
+
+use std::ffi::{c_char, c_int};
+
+use inboxlog_core::{CancelCause, Decision, StepOutcome, TurnError};
+
+use crate::boundary::{FfiError, boundary};
+use crate::session::inboxlog_session;
+use crate::strings::{Out, handle, json_arg, opt_json_arg, str_arg};
+
+/// Opens a turn (idle only; `PROTOCOL` otherwise): writes `turn/start` before any
+/// claim. `*out_turn` receives the turn number (the first turn of a log is 1).
+/// `session` and `out_turn` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `out_turn` and a non-NULL `error` point to
+/// writable memory.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_open_turn(
+    session: *mut inboxlog_session,
+    out_turn: *mut u64,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let out = unsafe { Out::new(out_turn, "out_turn") }?;
+        out.write(s.session.open_turn()?);
+        Ok(())
+    })
+}
+
+/// Proposes the next step: claims all of `next-step` (and, for the first proposal of
+/// the turn, the first message of `next-turn`). The claimed batch belongs to the turn
+/// from now on. On success `*out_proposal_json` receives
+/// `{"turn":N,"step":K,"messages":[…]}` (free it with `inboxlog_string_free`); pass
+/// the final batch to `inboxlog_session_decide`. `PROTOCOL` when no turn is open, a
+/// step is open or a proposal is pending. `session` and `out_proposal_json` must not be
+/// NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `out_proposal_json` and a non-NULL `error` point
+/// to writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_propose_step(
+    session: *mut inboxlog_session,
+    out_proposal_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let out = unsafe { Out::new(out_proposal_json, "out_proposal_json") }?;
+        out.write_string(s.session.propose_step()?.to_json())
+    })
+}
+
+/// The one pre-step decision for the pending proposal: `decision_json` is
+/// `{"kind":"reject"}` (the turn ends `blocked`) or `{"kind":"enter","messages":[…]}`
+/// (the complete final batch; empty ends a turn that has nothing left to do).
+///
+/// On success `*out_decided_json` receives `{"kind":"step","turn":N,"step":K}` or
+/// `{"kind":"turn-end","turn":N,"reason":{…}}` (free it with `inboxlog_string_free`).
+/// `PROTOCOL` when no proposal is pending. `session`, `decision_json` and
+/// `out_decided_json` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `decision_json` is a NUL-terminated string;
+/// `out_decided_json` and a non-NULL `error` point to writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_decide(
+    session: *mut inboxlog_session,
+    decision_json: *const c_char,
+    out_decided_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let decision = unsafe { json_arg(decision_json, "decision_json") }?;
+        let out = unsafe { Out::new(out_decided_json, "out_decided_json") }?;
+        let decision = Decision::from_json(&decision)?;
+        out.write_string(s.session.decide(decision)?.to_json())
+    })
+}
+
+/// Ends the open step with `outcome`: `"continue"` (the step owes another model call),
+/// `"completed"` or `"max-tokens"`. `*out_again` receives whether the loop must propose
+/// another step (the turn has not concluded, or steering arrived in `next-step`);
+/// otherwise call `inboxlog_session_close_turn`. `PROTOCOL` when no step is open.
+/// `session`, `outcome` and `out_again` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `outcome` is a NUL-terminated string;
+/// `out_again` and a non-NULL `error` point to writable memory.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_end_step(
+    session: *mut inboxlog_session,
+    outcome: *const c_char,
+    out_again: *mut bool,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let outcome = unsafe { str_arg(outcome, "outcome") }?;
+        let out = unsafe { Out::new(out_again, "out_again") }?;
+        let outcome = StepOutcome::parse(outcome)?;
+        out.write(s.session.end_step(outcome)?);
+        Ok(())
+    })
+}
+
+/// Closes a concluded turn (between steps, no steering pending) with its concluded
+/// reason. On success `*out_decided_json` receives `{"kind":"turn-end","turn":N,
+/// "reason":{…}}` (free it with `inboxlog_string_free`). `PROTOCOL`, naming the state,
+/// otherwise. `session` and `out_decided_json` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `out_decided_json` and a non-NULL `error` point
+/// to writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_close_turn(
+    session: *mut inboxlog_session,
+    out_decided_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let out = unsafe { Out::new(out_decided_json, "out_decided_json") }?;
+        out.write_string(s.session.close_turn()?.to_json())
+    })
+}
+
+/// Cancels: unless `keep_inbox` is 1, clears the inbox first (durable cancellations);
+/// then, if a turn is open, ends an open step and the turn as `aborted` with `cause`.
+/// Idle with nothing pending writes nothing.
+///
+/// `cause_json` is NULL (meaning `{"kind":"user"}`) or one of `{"kind":"user"}`,
+/// `{"kind":"parent"}`, `{"kind":"hook","reason":"…"}`, `{"kind":"disposed"}`.
+/// `keep_inbox` must be 0 or 1 (`INVALID_INPUT` otherwise). `session` must not be NULL.
+/// Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; a non-NULL `cause_json` is a NUL-terminated
+/// string; a non-NULL `error` points to a writable pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_cancel(
+    session: *mut inboxlog_session,
+    cause_json: *const c_char,
+    keep_inbox: c_int,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let cause = unsafe { opt_json_arg(cause_json, "cause_json") }?;
+        let keep_inbox = match keep_inbox {
+            0 => false,
+            1 => true,
+            other => {
+                return Err(FfiError::invalid(format!(
+                    "argument `keep_inbox` must be 0 or 1, got {other}"
+                )));
+            }
+        };
+        let cause = match cause {
+            None => CancelCause::User,
+            Some(json) => CancelCause::from_json(&json)?,
+        };
+        Ok(s.session.cancel(cause, keep_inbox)?)
+    })
+}
+
+/// Fails the open turn (any state but idle; `PROTOCOL` when idle): ends an open step,
+/// then the turn with `{"kind":"error","error":…}`. `error_json` is an object with
+/// string `message` and `code` (other keys kept). `session` and `error_json` must not
+/// be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; `error_json` is a NUL-terminated string; a
+/// non-NULL `error` points to a writable pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_fail(
+    session: *mut inboxlog_session,
+    error_json: *const c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let turn_error = unsafe { json_arg(error_json, "error_json") }?;
+        let turn_error = TurnError::from_json(&turn_error)?;
+        Ok(s.session.fail(turn_error)?)
+    })
+}

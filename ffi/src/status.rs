@@ -1,0 +1,119 @@
+//! The status codes every exported function returns (SPEC §8, §9.1).
+
+use inboxlog_core::ErrorKind;
+
+/// The result of every call: `INBOXLOG_STATUS_OK` (0) or what went wrong.
+///
+/// Codes 1–14 are the error kinds shared by every layer (same numbers as the Rust
+/// `ErrorKind::code()` and the Python `.code`); codes from 100 exist only at the C
+/// boundary. Numbers are never reused. Functions return them as `int`.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum inboxlog_status {
+    /// Success.
+    Ok = 0,
+    /// The OS refused a read, write, fsync or lock.
+    Io = 1,
+    /// A stored log fails validation (the message names file, line, offset, seq).
+    Corrupt = 2,
+    /// Another writer holds the session.
+    Locked = 3,
+    /// A write or fsync failed earlier; reopen the session to continue.
+    Poisoned = 4,
+    /// No such session.
+    NotFound = 5,
+    /// A session with that id already exists.
+    AlreadyExists = 6,
+    /// Splice coordinates out of range.
+    InvalidSplice = 7,
+    /// A message id already pending.
+    DuplicateMessage = 8,
+    /// A step-boundary call out of order (the message names the state).
+    Protocol = 9,
+    /// A bad message, event, id, reason or argument value, or JSON of the wrong shape.
+    InvalidInput = 10,
+    /// A log written in another on-disk format version.
+    FormatUnsupported = 11,
+    /// A record or a JSON nesting over the limits.
+    TooLarge = 12,
+    /// Use of a closed session.
+    Closed = 13,
+    /// A mutation from inside an observer.
+    Reentrant = 14,
+    /// A required pointer argument was NULL.
+    NullArgument = 100,
+    /// A string argument was not valid UTF-8.
+    InvalidUtf8 = 101,
+    /// A JSON argument was not well-formed JSON.
+    InvalidJson = 102,
+    /// The library panicked; the call was abandoned (a bug: please report it).
+    Panic = 199,
+}
+
+/// Every status, in code order.
+pub(crate) const ALL_STATUSES: [inboxlog_status; 19] = [
+    inboxlog_status::Ok,
+    inboxlog_status::Io,
+    inboxlog_status::Corrupt,
+    inboxlog_status::Locked,
+    inboxlog_status::Poisoned,
+    inboxlog_status::NotFound,
+    inboxlog_status::AlreadyExists,
+    inboxlog_status::InvalidSplice,
+    inboxlog_status::DuplicateMessage,
+    inboxlog_status::Protocol,
+    inboxlog_status::InvalidInput,
+    inboxlog_status::FormatUnsupported,
+    inboxlog_status::TooLarge,
+    inboxlog_status::Closed,
+    inboxlog_status::Reentrant,
+    inboxlog_status::NullArgument,
+    inboxlog_status::InvalidUtf8,
+    inboxlog_status::InvalidJson,
+    inboxlog_status::Panic,
+];
+
+impl inboxlog_status {
+    /// The number returned to C.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The snake_case kind name used in error JSON (`"not_found"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            inboxlog_status::Ok => "ok",
+            inboxlog_status::NullArgument => "null_argument",
+            inboxlog_status::InvalidUtf8 => "invalid_utf8",
+            inboxlog_status::InvalidJson => "invalid_json",
+            inboxlog_status::Panic => "panic",
+            other => ErrorKind::ALL
+                .iter()
+                .find(|k| k.code() as i32 == other.code())
+                .map_or("unknown", |k| k.name()),
+        }
+    }
+
+    /// The status with this number, if any.
+    pub fn from_code(code: i32) -> Option<inboxlog_status> {
+        ALL_STATUSES.iter().copied().find(|s| s.code() == code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_kinds_keep_their_numbers_and_names() {
+        for kind in ErrorKind::ALL {
+            let status = inboxlog_status::from_code(kind.code() as i32)
+                .unwrap_or_else(|| panic!("no status for core kind {kind}"));
+            assert_eq!(status.name(), kind.name());
+        }
+        assert_eq!(ALL_STATUSES.len(), ErrorKind::ALL.len() + 5);
+        assert_eq!(inboxlog_status::Panic.code(), 199);
+        assert_eq!(inboxlog_status::InvalidJson.name(), "invalid_json");
+    }
+}

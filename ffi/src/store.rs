@@ -1,0 +1,147 @@
+//! Stores: where session logs live (SPEC §7.1).
+
+use std::ffi::{c_char, c_int};
+
+use inboxlog_core::Session;
+use inboxlog_core::store::{Durability, JsonlStore, MemoryStore, Store};
+
+use crate::boundary::{boundary, boundary_void};
+use crate::strings::{Out, handle, json_list, str_arg};
+
+/// A place that holds session logs (memory or a JSONL directory). Opaque.
+///
+/// Created by `inboxlog_store_new_memory` or `inboxlog_store_open_jsonl`, released by
+/// `inboxlog_store_free`. Sessions created from a store stay usable after the store
+/// handle is freed. Thread-safe.
+pub struct inboxlog_store {
+    pub(crate) store: Box<dyn Store>,
+}
+
+/// Creates an empty in-memory store (for tests and ephemeral agents).
+///
+/// On success `*out` receives a new store handle owned by the caller (release it with
+/// `inboxlog_store_free`). `out` must not be NULL; `error` may be NULL.
+///
+/// # Safety
+/// `out` and a non-NULL `error` point to writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_new_memory(
+    out: *mut *mut inboxlog_store,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY: the caller passes NULL or a writable pointer (see # Safety).
+        let out = unsafe { Out::new(out, "out") }?;
+        let store = Box::new(inboxlog_store {
+            store: Box::new(MemoryStore::new()),
+        });
+        out.write(Box::into_raw(store));
+        Ok(())
+    })
+}
+
+/// Opens the JSONL directory store at `root` (one `<id>.jsonl` file per session; the
+/// directory and its parents are created if missing).
+///
+/// `durability` is `"sync"` (each mutation is fdatasynced before it returns),
+/// `"batched"` (group commit within 5 ms; `inboxlog_session_flush` is the barrier) or
+/// `"none"` (OS buffered; only flush syncs); anything else is `INVALID_INPUT`. On
+/// success `*out` receives a new store handle owned by the caller (release it with
+/// `inboxlog_store_free`). `root`, `durability` and `out` must not be NULL; `error` may
+/// be NULL. Thread-safe.
+///
+/// # Safety
+/// `root` and `durability` are NUL-terminated strings; `out` and a non-NULL `error`
+/// point to writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_open_jsonl(
+    root: *const c_char,
+    durability: *const c_char,
+    out: *mut *mut inboxlog_store,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract above.
+        let root = unsafe { str_arg(root, "root") }?;
+        let durability = unsafe { str_arg(durability, "durability") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let durability = Durability::parse(durability)?;
+        let store = JsonlStore::open(root, durability)?;
+        out.write(Box::into_raw(Box::new(inboxlog_store {
+            store: Box::new(store),
+        })));
+        Ok(())
+    })
+}
+
+/// Releases a store handle. NULL is a no-op. Open sessions are not affected.
+///
+/// # Safety
+/// `store` is NULL or a live store handle that no other thread is using; it must not
+/// be used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_free(store: *mut inboxlog_store) {
+    boundary_void(|| {
+        if !store.is_null() {
+            // SAFETY: a live handle made by `Box::into_raw`, released exactly once.
+            drop(unsafe { Box::from_raw(store) });
+        }
+    })
+}
+
+/// Lists the headers of every stored session, sorted by id.
+///
+/// On success `*out_json` receives a JSON array of header objects (free it with
+/// `inboxlog_string_free`). `store` and `out_json` must not be NULL; `error` may be
+/// NULL. Thread-safe.
+///
+/// # Safety
+/// `store` is a live store handle; `out_json` and a non-NULL `error` point to writable
+/// pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_list(
+    store: *const inboxlog_store,
+    out_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY: the caller passes a live handle or NULL (see # Safety).
+        let store = unsafe { handle(store, "store") }?;
+        // SAFETY: the caller passes NULL or a writable pointer (see # Safety).
+        let out = unsafe { Out::new(out_json, "out_json") }?;
+        let headers: Vec<String> = store.store.list()?.iter().map(|h| h.to_json()).collect();
+        out.write_string(json_list(headers.iter().map(String::as_str)))
+    })
+}
+
+/// Reads a stored session as it is, without locking or repairing it (a session open
+/// for writing elsewhere may be inspected).
+///
+/// On success `*out_json` receives `{"header":{…},"events":[…]}` (free it with
+/// `inboxlog_string_free`). `NOT_FOUND` when there is no such session. `store`, `id` and
+/// `out_json` must not be NULL; `error` may be NULL. Thread-safe.
+///
+/// # Safety
+/// `store` is a live store handle; `id` is a NUL-terminated string; `out_json` and a
+/// non-NULL `error` point to writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_inspect(
+    store: *const inboxlog_store,
+    id: *const c_char,
+    out_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY: the caller passes a live handle or NULL (see # Safety).
+        let store = unsafe { handle(store, "store") }?;
+        // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety).
+        let id = unsafe { str_arg(id, "id") }?;
+        // SAFETY: the caller passes NULL or a writable pointer (see # Safety).
+        let out = unsafe { Out::new(out_json, "out_json") }?;
+        let (header, events) = Session::inspect(&*store.store, id)?;
+        let mut json = format!("{{\"header\":{},\"events\":", header.to_json());
+        crate::session::write_events(&mut json, &events);
+        json.push('}');
+        out.write_string(json)
+    })
+}

@@ -1,0 +1,257 @@
+//! Arguments in, results out: C strings decoded strictly, JSON checked strictly,
+//! out-parameters checked before any work and written only on success.
+
+use std::borrow::Cow;
+use std::ffi::{CStr, CString, c_char};
+use std::ptr::NonNull;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+
+use crate::boundary::{FfiError, FfiResult};
+use crate::status::inboxlog_status;
+
+/// Deepest JSON nesting accepted (the core's limit, SPEC §7.5).
+const MAX_DEPTH: usize = inboxlog_core::MAX_DEPTH;
+
+/// A borrowed, NUL-terminated, strictly UTF-8 string argument.
+///
+/// # Safety
+/// `ptr` is NULL or points to a NUL-terminated string that stays valid and unchanged
+/// for `'a`.
+pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, name: &str) -> FfiResult<&'a str> {
+    if ptr.is_null() {
+        return Err(null(name));
+    }
+    // SAFETY: not NULL; the caller guarantees a NUL-terminated string valid for 'a.
+    let bytes = unsafe { CStr::from_ptr(ptr) };
+    bytes.to_str().map_err(|e| {
+        FfiError::new(
+            inboxlog_status::InvalidUtf8,
+            format!(
+                "argument `{name}` is not valid UTF-8 (bad byte at offset {})",
+                e.valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Like [`str_arg`], but NULL is allowed and gives `None`.
+///
+/// # Safety
+/// As for [`str_arg`].
+pub(crate) unsafe fn opt_str_arg<'a>(ptr: *const c_char, name: &str) -> FfiResult<Option<&'a str>> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract of this function.
+    unsafe { str_arg(ptr, name) }.map(Some)
+}
+
+/// A JSON text argument: strict UTF-8, nesting at most 512 levels, well-formed JSON
+/// (`INVALID_JSON` otherwise). Returned without insignificant whitespace, so raw values
+/// taken from it never carry a newline into a log record.
+///
+/// # Safety
+/// As for [`str_arg`].
+pub(crate) unsafe fn json_arg<'a>(ptr: *const c_char, name: &str) -> FfiResult<Cow<'a, str>> {
+    // SAFETY: forwarded contract of this function.
+    let text = unsafe { str_arg(ptr, name) }?;
+    check_json(text, name)
+}
+
+/// Like [`json_arg`], but NULL is allowed and gives `None`.
+///
+/// # Safety
+/// As for [`str_arg`].
+pub(crate) unsafe fn opt_json_arg<'a>(
+    ptr: *const c_char,
+    name: &str,
+) -> FfiResult<Option<Cow<'a, str>>> {
+    // SAFETY: forwarded contract of this function.
+    match unsafe { opt_str_arg(ptr, name) }? {
+        None => Ok(None),
+        Some(text) => check_json(text, name).map(Some),
+    }
+}
+
+fn null(name: &str) -> FfiError {
+    FfiError::new(
+        inboxlog_status::NullArgument,
+        format!("argument `{name}` is NULL"),
+    )
+}
+
+/// Checks depth first (so the parser below cannot overflow the stack), then syntax on
+/// the text as given, then strips whitespace outside strings.
+pub(crate) fn check_json<'a>(text: &'a str, name: &str) -> FfiResult<Cow<'a, str>> {
+    let bytes = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    let mut spaces = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(FfiError::new(
+                        inboxlog_status::TooLarge,
+                        format!(
+                            "argument `{name}`: JSON nesting deeper than {MAX_DEPTH} levels at byte {i}"
+                        ),
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b' ' | b'\t' | b'\n' | b'\r' => spaces = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    IgnoredAny::deserialize(&mut de)
+        .and_then(|_| de.end())
+        .map_err(|e| {
+            FfiError::new(
+                inboxlog_status::InvalidJson,
+                format!("argument `{name}` is not valid JSON: {e}"),
+            )
+        })?;
+    if !spaces {
+        return Ok(Cow::Borrowed(text));
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    Ok(Cow::Owned(out))
+}
+
+/// Parses checked JSON into `T` (serde shape errors are `INVALID_INPUT`).
+pub(crate) fn parse_shape<'a, T: Deserialize<'a>>(
+    json: &'a str,
+    name: &str,
+    expected: &str,
+) -> FfiResult<T> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    // The depth was bounded by `check_json`.
+    de.disable_recursion_limit();
+    T::deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| FfiError::invalid(format!("argument `{name}` must be {expected}: {e}")))
+}
+
+/// The elements of a checked JSON array, as raw JSON.
+pub(crate) fn raw_array<'a>(json: &'a str, name: &str, of: &str) -> FfiResult<Vec<&'a RawValue>> {
+    parse_shape(json, name, &format!("a JSON array of {of}"))
+}
+
+/// A required pointer to a handle.
+///
+/// # Safety
+/// `ptr` is NULL or points to a live handle of type `T` for `'a`.
+pub(crate) unsafe fn handle<'a, T>(ptr: *const T, name: &str) -> FfiResult<&'a T> {
+    // SAFETY: the caller guarantees NULL or a live handle for 'a.
+    unsafe { ptr.as_ref() }.ok_or_else(|| null(name))
+}
+
+/// A required out-parameter, checked before any work is done and written at the end.
+pub(crate) struct Out<T>(NonNull<T>);
+
+impl<T> Out<T> {
+    /// # Safety
+    /// `ptr` is NULL or valid for writing one `T` (it need not be initialized) for the
+    /// rest of the exported call.
+    pub unsafe fn new(ptr: *mut T, name: &str) -> FfiResult<Out<T>> {
+        NonNull::new(ptr).map(Out).ok_or_else(|| null(name))
+    }
+
+    /// Writes the result; called only once the call has succeeded.
+    pub fn write(self, value: T) {
+        // SAFETY: `Out::new`'s contract: valid for one write during this call. `write`
+        // does not read or drop the old (possibly uninitialized) value.
+        unsafe { self.0.as_ptr().write(value) }
+    }
+}
+
+impl Out<*mut c_char> {
+    /// Hands a library-allocated string to C (freed with `inboxlog_string_free`).
+    pub fn write_string(self, text: String) -> FfiResult<()> {
+        let text = CString::new(text).map_err(|_| {
+            FfiError::new(
+                inboxlog_status::Panic,
+                "internal error: an output string holds a NUL byte",
+            )
+        })?;
+        self.write(text.into_raw());
+        Ok(())
+    }
+}
+
+/// `[a,b,…]` from JSON texts.
+pub(crate) fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::from("[");
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(item);
+    }
+    out.push(']');
+    out
+}
+
+/// A signed integer from C that is -1 ("absent") or a safe non-negative integer.
+pub(crate) fn optional_index(value: i64, name: &str) -> FfiResult<Option<u64>> {
+    match value {
+        -1 => Ok(None),
+        v if (0..=inboxlog_core::MAX_SAFE_INTEGER as i64).contains(&v) => Ok(Some(v as u64)),
+        v => Err(FfiError::invalid(format!(
+            "argument `{name}` must be -1 (absent) or 0..=2^53-1, got {v}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_checked_then_compacted() {
+        assert_eq!(
+            check_json("{ \"a b\" :\n [1, \"x\\\" y\"] }", "x").unwrap(),
+            "{\"a b\":[1,\"x\\\" y\"]}"
+        );
+        for bad in ["1 2", "{", "NaN", "", "[1,]", "\"\\"] {
+            let e = check_json(bad, "x").unwrap_err();
+            assert_eq!(e.code(), 102, "{bad}");
+        }
+        let deep = format!("{}{}", "[".repeat(513), "]".repeat(513));
+        assert_eq!(check_json(&deep, "x").unwrap_err().code(), 12);
+        let ok = format!("{}{}", "[".repeat(512), "]".repeat(512));
+        assert!(check_json(&ok, "x").is_ok());
+        assert_eq!(optional_index(-2, "n").unwrap_err().code(), 10);
+        assert_eq!(optional_index(-1, "n").unwrap(), None);
+        assert_eq!(optional_index(7, "n").unwrap(), Some(7));
+    }
+}

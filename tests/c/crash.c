@@ -1,0 +1,126 @@
+/* Crash recovery through the C ABI: this program re-executes itself as a child writer,
+ * kills it with SIGKILL in the middle of a step, leaves a torn record behind, and
+ * checks that reopening drops the torn tail and closes the turn as interrupted. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "check.h"
+
+static const char TORN[] = "{\"type\":\"assistant/message\",\"seq\":9,\"ti";
+
+/* The child: writes half a turn, reports, and waits to be killed. */
+static int child(const char *root, int ready_fd) {
+    inboxlog_store *store = NULL;
+    inboxlog_session *s = NULL;
+    char *json = NULL;
+    uint64_t turn = 0;
+    OK(inboxlog_store_open_jsonl(root, "sync", &store, &err));
+    OK(inboxlog_session_create(store, "crashy", NULL, &s, &err));
+    OK(inboxlog_inbox_append(s, "next-turn", "{\"id\":\"m1\"}", &err));
+    OK(inboxlog_inbox_append(s, "next-turn", "{\"id\":\"m2\"}", &err));
+    OK(inboxlog_session_open_turn(s, &turn, &err));
+    OK(inboxlog_session_propose_step(s, &json, &err));
+    inboxlog_string_free(json);
+    OK(inboxlog_session_decide(s, "{\"kind\":\"enter\",\"messages\":[{\"id\":\"m1\"}]}", &json, &err));
+    inboxlog_string_free(json);
+    OK(inboxlog_session_append(s, "assistant/message", "{\"text\":\"half\"}", NULL, NULL, &err));
+    /* Every call above returned in sync mode: acknowledged, so it must survive. */
+    if (write(ready_fd, "r", 1) != 1) return 2;
+    for (;;) pause();
+}
+
+int main(int argc, char **argv) {
+    char root[] = "/tmp/inboxlog-c-crash-XXXXXX";
+    char path[4200], fd_arg[16];
+    int fds[2], status = 0, fd;
+    char ready = 0;
+    pid_t pid;
+    inboxlog_store *store = NULL;
+    inboxlog_session *s = NULL;
+    char *json = NULL;
+    uint64_t turn = 0;
+    int64_t last = 0;
+
+    if (argc == 4 && strcmp(argv[1], "--child") == 0) return child(argv[2], atoi(argv[3]));
+    if (mkdtemp(root) == NULL) FAIL("mkdtemp failed");
+    if (pipe(fds) != 0) FAIL("pipe failed");
+    snprintf(fd_arg, sizeof fd_arg, "%d", fds[1]);
+    pid = fork();
+    if (pid < 0) FAIL("fork failed");
+    if (pid == 0) {
+        char *child_argv[5];
+        child_argv[0] = argv[0];
+        child_argv[1] = "--child";
+        child_argv[2] = root;
+        child_argv[3] = fd_arg;
+        child_argv[4] = NULL;
+        close(fds[0]);
+        execv(argv[0], child_argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    if (read(fds[0], &ready, 1) != 1 || ready != 'r') FAIL("the child writer did not get ready");
+    close(fds[0]);
+
+    /* The live child holds the OS lock: a second writer is refused at once. */
+    OK(inboxlog_store_open_jsonl(root, "sync", &store, &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_LOCKED, "locked", inboxlog_session_open(store, "crashy", &s, &err));
+
+    if (kill(pid, SIGKILL) != 0) FAIL("kill failed");
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+    /* A crash mid-write leaves a partial record: simulate it after the kill. */
+    snprintf(path, sizeof path, "%s/crashy.jsonl", root);
+    fd = open(path, O_WRONLY | O_APPEND);
+    if (fd < 0) FAIL("cannot open %s", path);
+    if (write(fd, TORN, strlen(TORN)) != (ssize_t)strlen(TORN)) FAIL("write failed");
+    close(fd);
+
+    /* Read-only inspection shows the log as stored: 7 complete events, no repair. */
+    OK(inboxlog_store_inspect(store, "crashy", &json, &err));
+    EXPECT(count_of(json, "{\"type\":") == 7);
+    EXPECT(count_of(json, "turn/end") == 0);
+    inboxlog_string_free(json);
+
+    /* Opening for writing drops the torn tail and closes turn 1 as interrupted. */
+    OK(inboxlog_session_open(store, "crashy", &s, &err));
+    OK(inboxlog_session_open_report(s, &json, &err));
+    {
+        char want[64];
+        snprintf(want, sizeof want, "{\"tornBytes\":%d,\"repairedTurn\":1}", (int)strlen(TORN));
+        EXPECT_STR(json, want);
+    }
+    inboxlog_string_free(json);
+    OK(inboxlog_session_events(s, 7, &json, &err));
+    EXPECT_PREFIX(json, "[{\"type\":\"step/end\",\"seq\":7,");
+    EXPECT_CONTAINS(json, "\"data\":{\"turn\":1,\"step\":1}},{\"type\":\"turn/end\",\"seq\":8,");
+    EXPECT_CONTAINS(json, "\"data\":{\"turn\":1,\"reason\":{\"kind\":\"interrupted\"}}}]");
+    inboxlog_string_free(json);
+    /* The claimed m1 stays consumed; m2 still waits. */
+    OK(inboxlog_inbox_next_turn(s, &json, &err));
+    EXPECT_STR(json, "[{\"id\":\"m2\"}]");
+    inboxlog_string_free(json);
+    OK(inboxlog_session_close(s, &err));
+    inboxlog_session_free(s);
+
+    /* Opening twice adds nothing the second time. */
+    OK(inboxlog_session_open(store, "crashy", &s, &err));
+    OK(inboxlog_session_open_report(s, &json, &err));
+    EXPECT_STR(json, "{\"tornBytes\":0,\"repairedTurn\":null}");
+    inboxlog_string_free(json);
+    OK(inboxlog_session_last_seq(s, &last, &err));
+    EXPECT(last == 8);
+    OK(inboxlog_session_open_turn(s, &turn, &err));
+    EXPECT(turn == 2);
+    inboxlog_session_free(s);
+    inboxlog_store_free(store);
+    remove_dir(root);
+    puts("crash: ok");
+    return 0;
+}

@@ -1,0 +1,121 @@
+// The C++17 wrapper (include/inboxlog.hpp) over the C ABI: RAII handles, exceptions,
+// a whole turn with steering on a JSONL store, and the error statuses.
+#include <cstdio>
+#include <cstdlib>
+#include <stdlib.h>
+#include <string>
+#include <unistd.h>
+#include <utility>
+
+#include "inboxlog.hpp"
+
+#define EXPECT(cond)                                                                  \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            std::fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);  \
+            std::exit(1);                                                             \
+        }                                                                             \
+    } while (0)
+
+#define EXPECT_EQ(got, want)                                                          \
+    do {                                                                              \
+        if ((got) != (want)) {                                                        \
+            std::fprintf(stderr, "%s:%d:\n got  %s\n want %s\n", __FILE__, __LINE__,  \
+                         std::string(got).c_str(), std::string(want).c_str());        \
+            std::exit(1);                                                             \
+        }                                                                             \
+    } while (0)
+
+// Runs `body`, which must throw inboxlog::Error with `code`; returns its message.
+template <class F> std::string expect_error(int code, F body) {
+    try {
+        body();
+    } catch (const inboxlog::Error &e) {
+        if (e.code() != code) {
+            std::fprintf(stderr, "wanted code %d, got %d (%s): %s\n", code, e.code(), e.kind().c_str(), e.what());
+            std::exit(1);
+        }
+        return e.what();
+    }
+    std::fprintf(stderr, "wanted an inboxlog::Error with code %d, nothing was thrown\n", code);
+    std::exit(1);
+}
+
+static bool contains(const std::string &haystack, const std::string &needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+int main() {
+    char root[] = "/tmp/inboxlog-cpp-XXXXXX";
+    EXPECT(mkdtemp(root) != nullptr);
+    const std::string dir = root;
+    EXPECT_EQ(inboxlog::version(), "0.1.0");
+    {
+        auto store = inboxlog::Store::jsonl(dir, "batched");
+        auto s = store.create("cpp", R"({"agentPreset":"coder"})");
+        s.watch();
+        s.inbox_append("next-turn", R"({"id":"m1","content":"caf\u00e9"})");
+        EXPECT(s.open_turn() == 1);
+        const std::string proposal = s.propose_step();
+        EXPECT_EQ(proposal, R"({"turn":1,"step":1,"messages":[{"id":"m1","content":"caf\u00e9"}]})");
+        EXPECT_EQ(s.decide(R"({"kind":"enter","messages":[{"id":"m1"}]})"), R"({"kind":"step","turn":1,"step":1})");
+        s.append("tool/result", R"({"ok":true})", R"({"sourceEventSeqs":[0]})");
+        s.inbox_append("next-step", R"({"id":"steer"})");
+        EXPECT(s.end_step("continue"));
+        EXPECT(contains(s.propose_step(), R"("messages":[{"id":"steer"}])"));
+        s.decide(R"({"kind":"enter","messages":[{"id":"steer"}]})");
+        EXPECT(!s.end_step("completed"));
+        EXPECT_EQ(s.close_turn(), R"({"kind":"turn-end","turn":1,"reason":{"kind":"completed"}})");
+        s.flush();
+        const std::string notes = s.poll();
+        EXPECT(contains(notes, R"({"inbox":{"type":"agent/inbox/claimed","message":{"id":"steer"},"turn":1}})"));
+        EXPECT_EQ(s.poll(), "[]");
+
+        // Errors arrive as exceptions with the C status and the library's message.
+        std::string msg = expect_error(INBOXLOG_STATUS_PROTOCOL, [&] { s.close_turn(); });
+        EXPECT(contains(msg, "idle"));
+        msg = expect_error(INBOXLOG_STATUS_INVALID_JSON, [&] { s.inbox_append("next-turn", "{"); });
+        EXPECT(contains(msg, "message_json"));
+        expect_error(INBOXLOG_STATUS_INVALID_INPUT, [&] { s.end_step("done"); });
+        expect_error(INBOXLOG_STATUS_PANIC, [] {
+            char *error = nullptr;
+            const int status = inboxlog_test_panic(&error);
+            inboxlog::detail::check(status, error);
+        });
+        msg = expect_error(INBOXLOG_STATUS_LOCKED, [&] { store.open("cpp"); });
+        EXPECT(contains(msg, "locked"));
+
+        // Reject and cancel.
+        s.inbox_append("next-turn", R"({"id":"m2"})");
+        s.open_turn();
+        s.propose_step();
+        EXPECT(contains(s.decide(R"({"kind":"reject"})"), R"("reason":{"kind":"blocked"})"));
+        s.inbox_append("next-turn", R"({"id":"m3"})");
+        s.cancel(R"({"kind":"parent"})");
+        EXPECT(!s.has_pending());
+
+        // Projection and fold over the whole log.
+        auto p = inboxlog::Projection::replay(s.events());
+        EXPECT_EQ(p.baseline(), s.baseline());
+        EXPECT(contains(inboxlog::fold_consumed_work(s.events()), R"("droppedUnrun":true)"));
+
+        // Moves transfer ownership; the moved-from handle refuses calls.
+        inboxlog::Session moved = std::move(s);
+        expect_error(INBOXLOG_STATUS_NULL_ARGUMENT, [&] { s.id(); }); // NOLINT(bugprone-use-after-move)
+        EXPECT_EQ(moved.id(), "cpp");
+        moved.close();
+        moved.close();
+        expect_error(INBOXLOG_STATUS_CLOSED, [&] { moved.events(); });
+
+        auto again = store.open("cpp");
+        EXPECT_EQ(again.open_report(), R"({"tornBytes":0,"repairedTurn":null})");
+        EXPECT(contains(again.header(), R"("agentPreset":"coder")"));
+        auto child = store.fork("cpp", "cpp-child", R"({"origin":"subagent","delegationDepth":1})");
+        EXPECT(child.last_seq() == again.last_seq() + 1);
+        EXPECT(contains(store.list(), R"("id":"cpp-child")"));
+    }
+    std::string cleanup = "rm -rf '" + dir + "'";
+    EXPECT(std::system(cleanup.c_str()) == 0);
+    std::puts("wrapper: ok");
+    return 0;
+}
