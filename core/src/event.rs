@@ -1,7 +1,8 @@
 //! Events: the §1.1 envelope, the reserved vocabulary (§1.2) and their validation.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -62,33 +63,43 @@ pub(crate) enum Body {
     StepStart { turn: u64, step: u64 },
     StepEnd { turn: u64, step: u64 },
     UserMessage,
-    Spliced(Box<SpliceRecord>),
+    Spliced(SpliceRecord),
     EndSeed,
 }
 
-/// One committed log event.
-#[derive(Clone, Debug)]
-pub struct Event {
+/// One committed log event. Cloning is cheap: clones share one immutable copy.
+#[derive(Clone)]
+pub struct Event(Arc<Inner>);
+
+struct Inner {
     /// Reserved types borrow their static name; host types own theirs.
     ty: Cow<'static, str>,
     seq: u64,
     time: u64,
-    data: Box<RawValue>,
+    /// Compact JSON text, validated when the event was built.
+    data: Box<str>,
     envelope: Envelope,
     body: Body,
 }
 
 impl PartialEq for Event {
     fn eq(&self, other: &Event) -> bool {
-        self.seq == other.seq
-            && self.time == other.time
-            && self.ty == other.ty
-            && json::same(&self.data, &other.data)
-            && self.envelope == other.envelope
+        let (a, b) = (&*self.0, &*other.0);
+        a.seq == b.seq
+            && a.time == b.time
+            && a.ty == b.ty
+            && a.data == b.data
+            && a.envelope == b.envelope
     }
 }
 
 impl Eq for Event {}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_json())
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -192,7 +203,7 @@ impl Body {
                 Message::from_raw(data.to_owned()).map_err(|e| e.context("user/message data"))?;
                 Body::UserMessage
             }
-            INBOX_SPLICED => Body::Spliced(Box::new(SpliceRecord::from_json(text)?)),
+            INBOX_SPLICED => Body::Spliced(SpliceRecord::from_json(text)?),
             END_SEED => {
                 json::from_str::<Empty>(text).map_err(shape)?;
                 Body::EndSeed
@@ -239,14 +250,14 @@ impl Event {
             }
         }
         let body = Body::parse(ty, &data)?;
-        Ok(Event {
+        Ok(Event(Arc::new(Inner {
             ty: Cow::Owned(ty.to_owned()),
             seq,
             time,
-            data,
+            data: data.into(),
             envelope,
             body,
-        })
+        })))
     }
 
     /// An event the library writes itself, with data it built (no re-parse).
@@ -258,15 +269,18 @@ impl Event {
         body: Body,
         envelope: Envelope,
     ) -> Event {
-        let data = RawValue::from_string(data).expect("library-built data is valid JSON");
-        Event {
+        debug_assert!(
+            RawValue::from_string(data.clone()).is_ok(),
+            "library-built data is valid JSON"
+        );
+        Event(Arc::new(Inner {
             ty: Cow::Borrowed(ty),
             seq,
             time,
-            data,
+            data: data.into_boxed_str(),
             envelope,
             body,
-        }
+        }))
     }
 
     /// Parses one event from its JSON text and validates it (§1.1, §1.2).
@@ -287,59 +301,56 @@ impl Event {
 
     /// The event type, e.g. `turn/start`.
     pub fn ty(&self) -> &str {
-        &self.ty
+        &self.0.ty
     }
 
     /// Position in the log.
     pub fn seq(&self) -> u64 {
-        self.seq
+        self.0.seq
     }
 
     /// Unix epoch milliseconds, assigned at append.
     pub fn time(&self) -> u64 {
-        self.time
+        self.0.time
     }
 
-    /// The payload as raw JSON.
-    pub fn data(&self) -> &RawValue {
-        &self.data
+    /// The payload as compact JSON text.
+    pub fn data(&self) -> &str {
+        &self.0.data
     }
 
     /// The optional envelope keys.
     pub fn envelope(&self) -> &Envelope {
-        &self.envelope
+        &self.0.envelope
     }
 
     /// The splice record, for an `agent/inbox/spliced` event.
     pub fn splice(&self) -> Option<&SpliceRecord> {
-        match &self.body {
+        match &self.0.body {
             Body::Spliced(rec) => Some(rec),
             _ => None,
         }
     }
 
     pub(crate) fn body(&self) -> &Body {
-        &self.body
+        &self.0.body
     }
 
     /// Appends the compact JSON of the event (keys in §1.1 order, no newline) to `out`.
     pub fn write_json(&self, out: &mut String) {
+        let e = &*self.0;
         out.push_str("{\"type\":");
-        out.push_str(&json::quote(&self.ty));
-        let _ = write!(
-            out,
-            ",\"seq\":{},\"time\":{},\"data\":",
-            self.seq, self.time
-        );
-        out.push_str(self.data.get());
-        if self.envelope.ignorable {
+        out.push_str(&json::quote(&e.ty));
+        let _ = write!(out, ",\"seq\":{},\"time\":{},\"data\":", e.seq, e.time);
+        out.push_str(&e.data);
+        if e.envelope.ignorable {
             out.push_str(",\"ignorable\":true");
         }
-        if let Some(op) = &self.envelope.surface_op {
+        if let Some(op) = &e.envelope.surface_op {
             out.push_str(",\"surfaceOp\":");
             out.push_str(op.get());
         }
-        if let Some(seqs) = &self.envelope.source_event_seqs {
+        if let Some(seqs) = &e.envelope.source_event_seqs {
             out.push_str(",\"sourceEventSeqs\":[");
             for (i, s) in seqs.iter().enumerate() {
                 if i > 0 {
@@ -354,7 +365,7 @@ impl Event {
 
     /// The event as compact JSON, keys in §1.1 order.
     pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(48 + self.data.get().len());
+        let mut out = String::with_capacity(48 + self.0.data.len());
         self.write_json(&mut out);
         out
     }

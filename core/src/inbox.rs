@@ -18,7 +18,7 @@ use crate::splice::{SpliceRecord, Target, normalize};
 pub struct Inbox {
     next_turn: Queue<Message>,
     next_step: Queue<Message>,
-    index: HashMap<Box<str>, (Target, Handle)>,
+    index: HashMap<Key, (Target, Handle)>,
 }
 
 impl std::fmt::Debug for Inbox {
@@ -27,6 +27,31 @@ impl std::fmt::Debug for Inbox {
             .field("next_turn", &self.list(Target::NextTurn))
             .field("next_step", &self.list(Target::NextStep))
             .finish()
+    }
+}
+
+/// An index key: the message itself (a shared pointer, no copy of the id), hashed
+/// and compared by id.
+#[derive(Clone)]
+struct Key(Message);
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.0.id() == other.0.id()
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.id().hash(state)
+    }
+}
+
+impl std::borrow::Borrow<str> for Key {
+    fn borrow(&self) -> &str {
+        self.0.id()
     }
 }
 
@@ -140,26 +165,25 @@ impl Inbox {
     /// Applies a record that passed [`Inbox::check`]; returns the removed messages.
     pub(crate) fn apply(&mut self, record: &SpliceRecord) -> Vec<Message> {
         let target = record.target;
-        let queue = match target {
-            Target::NextTurn => &mut self.next_turn,
-            Target::NextStep => &mut self.next_step,
+        let (queue, index) = match target {
+            Target::NextTurn => (&mut self.next_turn, &mut self.index),
+            Target::NextStep => (&mut self.next_step, &mut self.index),
         };
-        let mut added = Vec::with_capacity(record.inserted.len());
-        let removed = queue.splice(
-            record.start as usize,
-            record.removed_count as usize,
-            record.inserted.iter().cloned(),
-            |m, h| added.push((m.id().into(), h)),
-        );
+        let start = record.start as usize;
+        let end = start + record.removed_count as usize;
         // Removed ids leave the index before inserted ones enter it, so a replacement
         // that keeps its id stays indexed.
-        for m in &removed {
-            self.index.remove(m.id());
+        for pos in start..end {
+            index.remove(queue.get(pos).expect("validated range").id());
         }
-        for (id, h) in added {
-            self.index.insert(id, (target, h));
-        }
-        removed
+        queue.splice(
+            start,
+            end - start,
+            record.inserted.iter().cloned(),
+            |m, h| {
+                index.insert(Key(m.clone()), (target, h));
+            },
+        )
     }
 
     /// Validates and applies a record (replay and projections).

@@ -124,7 +124,7 @@ impl<'a> Txn<'a> {
         self.record(
             INBOX_SPLICED,
             data,
-            Body::Spliced(Box::new(record)),
+            Body::Spliced(record),
             Envelope::default(),
         )?;
         self.effects.push(effect);
@@ -747,7 +747,7 @@ mod tests {
         s.events(0)
             .unwrap()
             .iter()
-            .map(|e| format!("{} {}", e.ty(), e.data().get()))
+            .map(|e| format!("{} {}", e.ty(), e.data()))
             .collect()
     }
 
