@@ -285,7 +285,7 @@ impl Event {
 
     /// Parses one event from its JSON text and validates it (§1.1, §1.2).
     pub fn from_json(text: &str) -> Result<Event> {
-        let compacted = json::compact(text)?;
+        let compacted = json::compact_within(text, json::MAX_RECORD_DEPTH)?;
         let wire: Wire<'_> =
             json::from_str(&compacted).map_err(|e| invalid(format!("invalid event: {e}")))?;
         if wire.ignorable == Some(false) {

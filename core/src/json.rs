@@ -16,6 +16,11 @@ use crate::error::{Error, ErrorKind, Result, invalid};
 /// Deepest JSON nesting accepted anywhere (§7.5).
 pub const MAX_DEPTH: usize = 512;
 
+/// Deepest nesting of a whole stored record: an event wraps its data in one level, and
+/// a splice record wraps a message in two more, so data and messages at
+/// [`MAX_DEPTH`] stay readable.
+pub(crate) const MAX_RECORD_DEPTH: usize = MAX_DEPTH + 3;
+
 /// Largest integer that round-trips through an IEEE double (2^53 - 1).
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
@@ -26,6 +31,11 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 /// Syntax is not checked here; this runs before any recursive parser sees the text so
 /// that no input can overflow the stack.
 pub(crate) fn compact(text: &str) -> Result<Cow<'_, str>> {
+    compact_within(text, MAX_DEPTH)
+}
+
+/// [`compact`] with another nesting limit.
+pub(crate) fn compact_within(text: &str, max_depth: usize) -> Result<Cow<'_, str>> {
     let bytes = text.as_bytes();
     let mut depth = 0usize;
     let mut i = 0;
@@ -53,10 +63,10 @@ pub(crate) fn compact(text: &str) -> Result<Cow<'_, str>> {
             }
             b'[' | b'{' => {
                 depth += 1;
-                if depth > MAX_DEPTH {
+                if depth > max_depth {
                     return Err(Error::new(
                         ErrorKind::TooLarge,
-                        format!("JSON nesting deeper than {MAX_DEPTH} levels at byte {i}"),
+                        format!("JSON nesting deeper than {max_depth} levels at byte {i}"),
                     ));
                 }
             }
@@ -118,9 +128,10 @@ pub(crate) fn raw_value(text: &str, what: &str) -> Result<Box<RawValue>> {
         .map_err(|e| invalid(format!("{what}: invalid JSON: {e}")))
 }
 
-/// Parses host-supplied JSON text into `T` after bounding its depth.
+/// Parses host-supplied JSON text into `T` (a decision, a cause: structures that may
+/// wrap messages) after bounding its depth.
 pub(crate) fn parse<T: DeserializeOwned>(text: &str, what: &str) -> Result<T> {
-    let compacted = compact(text).map_err(|e| e.context(what))?;
+    let compacted = compact_within(text, MAX_RECORD_DEPTH).map_err(|e| e.context(what))?;
     from_str(&compacted).map_err(|e| invalid(format!("{what}: {e}")))
 }
 

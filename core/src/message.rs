@@ -1,10 +1,10 @@
 //! Messages: JSON objects identified by a non-empty string `id` (SPEC §2).
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::error::{Result, invalid};
@@ -21,7 +21,8 @@ pub struct Message(Arc<Inner>);
 
 struct Inner {
     id: Box<str>,
-    raw: Box<RawValue>,
+    /// Compact JSON text of the whole object.
+    json: Box<str>,
 }
 
 impl PartialEq for Message {
@@ -32,33 +33,93 @@ impl PartialEq for Message {
 
 impl Eq for Message {}
 
-#[derive(Deserialize)]
-struct IdOnly<'a> {
-    #[serde(borrow)]
-    id: Cow<'a, str>,
+/// The `id` of a message object, found in one validating pass over the object.
+struct Head(Option<String>);
+
+/// Whether a key is `"id"`, without allocating for other keys.
+struct IsId(bool);
+
+impl<'de> Deserialize<'de> for IsId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = IsId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> std::result::Result<IsId, E> {
+                Ok(IsId(key == "id"))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Head {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Head;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a message object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Head, A::Error> {
+                let mut id = None;
+                while let Some(IsId(is_id)) = map.next_key()? {
+                    if !is_id {
+                        map.next_value::<IgnoredAny>()?;
+                    } else if id.is_some() {
+                        return Err(de::Error::custom("duplicate key \"id\""));
+                    } else {
+                        id = Some(map.next_value::<String>()?);
+                    }
+                }
+                Ok(Head(id))
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 impl Message {
     /// Parses and validates a message from JSON text.
     pub fn from_json(text: &str) -> Result<Message> {
-        Message::from_raw(json::raw_value(text, "message")?)
+        let compacted = json::compact(text).map_err(|e| e.context("message"))?;
+        Message::from_compact(compacted.into_owned())
     }
 
     /// Validates a message already held as raw JSON (e.g. read back from a log).
     pub fn from_raw(raw: Box<RawValue>) -> Result<Message> {
-        if !raw.get().starts_with('{') {
+        let text: Box<str> = raw.into();
+        Message::from_compact(text.into_string())
+    }
+
+    /// One pass over compact text: syntax, object shape and the `id`.
+    fn from_compact(text: String) -> Result<Message> {
+        if !text.starts_with('{') {
             return Err(invalid(format!(
                 "message must be a JSON object, got {}",
-                excerpt(raw.get())
+                excerpt(&text)
             )));
         }
-        let id = match json::from_str::<IdOnly<'_>>(raw.get()) {
-            Ok(head) => head.id,
-            Err(e) if e.to_string().starts_with("missing field") => {
+        let id = match json::from_str::<Head>(&text) {
+            Ok(Head(Some(id))) if !id.is_empty() => id,
+            Ok(Head(Some(_))) => {
+                return Err(invalid(
+                    "message \"id\" must be a non-empty string, got \"\"",
+                ));
+            }
+            Ok(Head(None)) => {
                 return Err(invalid(format!(
                     "message has no \"id\": {}",
-                    excerpt(raw.get())
+                    excerpt(&text)
                 )));
+            }
+            Err(e) if e.is_syntax() || e.is_eof() => {
+                return Err(invalid(format!("message: invalid JSON: {e}")));
             }
             Err(e) => {
                 return Err(invalid(format!(
@@ -66,13 +127,10 @@ impl Message {
                 )));
             }
         };
-        if id.is_empty() {
-            return Err(invalid(
-                "message \"id\" must be a non-empty string, got \"\"",
-            ));
-        }
-        let id = id.into_owned().into_boxed_str();
-        Ok(Message(Arc::new(Inner { id, raw })))
+        Ok(Message(Arc::new(Inner {
+            id: id.into_boxed_str(),
+            json: text.into_boxed_str(),
+        })))
     }
 
     /// The message's identity.
@@ -82,12 +140,7 @@ impl Message {
 
     /// The message as compact JSON text.
     pub fn json(&self) -> &str {
-        self.0.raw.get()
-    }
-
-    /// The message as a raw JSON value.
-    pub fn raw(&self) -> &RawValue {
-        &self.0.raw
+        &self.0.json
     }
 }
 
@@ -107,12 +160,6 @@ pub(crate) fn excerpt(text: &str) -> String {
 impl fmt::Debug for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.json())
-    }
-}
-
-impl Serialize for Message {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        self.0.raw.serialize(s)
     }
 }
 
@@ -137,7 +184,6 @@ mod tests {
             m.json(),
             r#"{"role":"user","id":"m1","n":123456789012345678901}"#
         );
-        assert_eq!(serde_json::to_string(&m).unwrap(), m.json());
     }
 
     #[test]

@@ -783,6 +783,33 @@ mod tests {
     }
 
     #[test]
+    fn data_and_messages_at_the_depth_limit_stay_readable() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        let deep = format!(
+            "{}{}",
+            "[".repeat(crate::MAX_DEPTH),
+            "]".repeat(crate::MAX_DEPTH)
+        );
+        let event = s.append("x/deep", &deep, Envelope::default()).unwrap();
+        let nested = format!(r#"{{"id":"m","x":{}}}"#, &deep[2..deep.len() - 2]);
+        let m = Message::from_json(&nested).unwrap();
+        s.inbox().append(Target::NextTurn, m.clone()).unwrap();
+        for e in s.events(0).unwrap() {
+            assert_eq!(Event::from_json(&e.to_json()).unwrap(), e);
+        }
+        assert_eq!(event.data(), deep);
+        drop(s);
+        let s = Session::open(&store, "s").unwrap();
+        assert_eq!(s.inbox().next_turn().unwrap(), vec![m]);
+        let too_deep = format!("[{deep}]");
+        let err = s
+            .append("x/deep", &too_deep, Envelope::default())
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TooLarge);
+    }
+
+    #[test]
     fn reopen_replays_and_repairs() {
         let store = MemoryStore::new();
         let s = Session::create(&store, "s", SessionMeta::default()).unwrap();

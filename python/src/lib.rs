@@ -1,1 +1,29 @@
-//! placeholder
+//! The native half of the `inboxlog` Python package (`inboxlog._native`).
+//!
+//! A thin PyO3 layer over the `inboxlog` core crate: values cross as plain dicts and
+//! lists (converted in Rust, key order and big integers kept), errors as the §8
+//! exception classes, and every core call runs with the GIL released. The public
+//! package `inboxlog` re-exports these names and adds the pre-step composer.
+
+mod convert;
+mod errors;
+mod projection;
+mod session;
+mod store;
+mod values;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("FORMAT_VERSION", inboxlog::FORMAT_VERSION)?;
+    m.add("MAX_DEPTH", inboxlog::MAX_DEPTH)?;
+    m.add_class::<store::PyStore>()?;
+    m.add_class::<session::PySession>()?;
+    m.add_class::<session::PyInbox>()?;
+    m.add_class::<projection::PyQueueProjection>()?;
+    m.add_function(wrap_pyfunction!(projection::fold_consumed_work, m)?)?;
+    errors::register(m)?;
+    Ok(())
+}

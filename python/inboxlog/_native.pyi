@@ -1,0 +1,355 @@
+"""The native engine of :mod:`inboxlog` (private: import from ``inboxlog``)."""
+
+import builtins
+from collections.abc import Callable, Mapping, Sequence
+from os import PathLike
+from typing import Any, Final, TypeAlias, TypeVar, final
+
+from inboxlog.types import (
+    Baseline,
+    ConsumedWork,
+    Decided,
+    Event,
+    Header,
+    Message,
+    OpenReport,
+    Proposal,
+)
+
+_F = TypeVar("_F", bound=Callable[..., object])
+_JSONObject: TypeAlias = Mapping[str, Any]
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MAX_DEPTH",
+    "AlreadyExistsError",
+    "ClosedError",
+    "CorruptLogError",
+    "DuplicateMessageError",
+    "FormatUnsupportedError",
+    "Inbox",
+    "InboxlogError",
+    "InvalidInputError",
+    "InvalidSpliceError",
+    "LockedError",
+    "NotFoundError",
+    "PoisonedError",
+    "ProtocolError",
+    "QueueProjection",
+    "ReentrantError",
+    "Session",
+    "StorageError",
+    "Store",
+    "TooLargeError",
+    "__version__",
+    "fold_consumed_work",
+]
+
+__version__: Final[str]
+FORMAT_VERSION: Final[int]
+"""The on-disk format version this library reads and writes."""
+MAX_DEPTH: Final[int]
+"""Deepest JSON nesting accepted in data and messages."""
+
+@final
+class Store:
+    """A place that holds session logs.
+
+    ``Store(path, durability)`` is the JSONL directory store (one ``<id>.jsonl`` file
+    per session, readable with ``jq``); ``Store.memory()`` keeps logs in memory.
+    """
+
+    def __new__(
+        cls,
+        path: str | PathLike[str],
+        durability: str = "sync",
+        *,
+        record_limit: int | None = None,
+    ) -> Store:
+        """Opens (creating if missing) the directory ``path``.
+
+        ``durability`` is ``"sync"`` (fsync before each call returns), ``"batched"``
+        (group commit; ``Session.flush()`` is the barrier) or ``"none"`` (OS buffered).
+        ``record_limit`` caps one event line in bytes (default 64 MiB).
+        """
+
+    @staticmethod
+    def memory() -> Store:
+        """A store in process memory (tests, ephemeral agents)."""
+
+    def create(
+        self,
+        id: str,
+        *,
+        cwd: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int | None = None,
+        agent_preset: str | None = None,
+        seed: Sequence[_JSONObject] | None = None,
+        seed_length: int | None = None,
+    ) -> Session:
+        """Starts a new log ``id`` (``AlreadyExistsError`` if taken).
+
+        ``seed`` (events of another log, seq from 0) starts it with a copy of them;
+        ``seed_length`` is recorded as the header's ``seedLength``.
+        """
+
+    def open(self, id: str) -> Session:
+        """Opens log ``id`` for writing: replays its inbox, drops a torn tail and closes
+        a turn the previous writer left open as ``interrupted``."""
+
+    def fork(
+        self,
+        parent_id: str,
+        child_id: str,
+        *,
+        cwd: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int | None = None,
+        agent_preset: str | None = None,
+    ) -> Session:
+        """Forks ``parent_id`` into ``child_id``: a copy of its whole turns, an empty
+        inbox; the parent is unchanged."""
+
+    def inspect(self, id: str) -> tuple[Header, builtins.list[Event]]:
+        """Reads log ``id`` as stored, without locking or repairing."""
+
+    def list(self) -> builtins.list[Header]:
+        """The headers of every stored log, sorted by id."""
+
+@final
+class Session:
+    """One open session: the exclusive writer of a log, its inbox and the step-boundary
+    protocol. Safe to use from several threads; a context manager that closes it."""
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+
+    @property
+    def header(self) -> Header:
+        """The log's header."""
+
+    @property
+    def last_seq(self) -> int | None:
+        """Seq of the last event, ``None`` for an empty log."""
+
+    @property
+    def current_turn(self) -> int | None:
+        """The open turn's number, ``None`` when idle."""
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+
+    @property
+    def open_report(self) -> OpenReport:
+        """What opening found and fixed (torn bytes dropped, turn repaired)."""
+
+    @property
+    def inbox(self) -> Inbox:
+        """The inbox operations of this session."""
+
+    def events(self, since: int = 0) -> list[Event]:
+        """The events with ``seq >= since``."""
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        ignorable: bool = False,
+        surface_op: Any = None,
+        source_event_seqs: Sequence[int] | None = None,
+    ) -> Event:
+        """Appends a host event (any JSON ``data``, kept byte-for-byte); returns it.
+
+        Reserved types are refused, except ``user/message`` with a valid message.
+        """
+
+    def flush(self) -> None:
+        """Makes everything appended so far durable (the barrier of ``batched``)."""
+
+    def close(self) -> None:
+        """Flushes and releases the log; later calls raise ``ClosedError``. Idempotent."""
+
+    def __enter__(self) -> Session: ...
+    def __exit__(
+        self,
+        *_exc: object,
+    ) -> bool: ...
+    def on_event(self, callback: _F) -> _F:
+        """Registers ``callback(event)`` for every committed event; returns it.
+
+        Called synchronously, in commit order, with no lock held. An exception in the
+        callback is reported as a ``RuntimeWarning`` and contained; mutating this
+        session from inside raises ``ReentrantError``.
+        """
+
+    def on_inbox(self, callback: _F) -> _F:
+        """Registers ``callback(notice)`` for every inbox notification; returns it.
+
+        ``notice`` is ``{"type": "agent/inbox/inserted" | "agent/inbox/discarded" |
+        "agent/inbox/claimed", "message": m}`` plus ``"turn"`` for a claim.
+        """
+
+    def baseline(self, at: int | None = None) -> Baseline:
+        """The inbox as of the event at seq ``at`` (default: now), for a
+        :class:`QueueProjection`."""
+
+    def open_turn(self) -> int:
+        """Opens the next turn (idle only); returns its number."""
+
+    def propose_step(self) -> Proposal:
+        """Claims input for the next step: ``{"turn", "step", "messages"}``."""
+
+    def decide(self, decision: _JSONObject) -> Decided:
+        """The one pre-step decision: ``{"kind": "reject"}`` or
+        ``{"kind": "enter", "messages": [...]}`` (the complete final batch)."""
+
+    def end_step(self, outcome: str) -> bool:
+        """Ends the open step with ``"continue"``, ``"completed"`` or ``"max-tokens"``;
+        returns whether another step must be proposed."""
+
+    def close_turn(self) -> Decided:
+        """Ends a concluded turn with no steering pending."""
+
+    def cancel(self, cause: _JSONObject | str | None = None, keep_inbox: bool = False) -> None:
+        """Clears the inbox (unless ``keep_inbox``), then aborts the open turn.
+
+        ``cause`` is ``{"kind": "user" | "parent" | "disposed"}``,
+        ``{"kind": "hook", "reason": str}``, a kind name, or ``None`` (user).
+        """
+
+    def fail(self, error: _JSONObject) -> None:
+        """Ends the open turn with ``error`` (str ``message`` and ``code``)."""
+
+@final
+class Inbox:
+    """The inbox of one session: ``next-turn`` and ``next-step``, message ids unique
+    across both. Every change is durable before it is visible."""
+
+    @property
+    def next_turn(self) -> list[Message]:
+        """A copy of ``next-turn``."""
+
+    @property
+    def next_step(self) -> list[Message]:
+        """A copy of ``next-step``."""
+
+    @property
+    def has_pending(self) -> bool:
+        """Whether either list holds a message."""
+
+    def splice(
+        self,
+        target: str,
+        start: float,
+        delete_count: float,
+        inserted: Sequence[_JSONObject] | None = None,
+    ) -> list[Message]:
+        """JavaScript ``Array.prototype.splice`` on ``target`` (any int or float, NaN
+        and ±inf included); returns the removed messages."""
+
+    def append(self, target: str, message: _JSONObject) -> None:
+        """Adds ``message`` at the end of ``target``."""
+
+    def prepend(self, target: str, message: _JSONObject) -> None:
+        """Adds ``message`` at the front of ``target``."""
+
+    def replace(self, id: str, message: _JSONObject) -> bool:
+        """Replaces pending message ``id`` (``next-turn`` first); ``False`` if absent."""
+
+    def remove(self, id: str) -> bool:
+        """Removes pending message ``id``; ``False`` if absent."""
+
+    def clear(self) -> None:
+        """Cancels everything pending: ``next-step`` first, then ``next-turn``."""
+
+@final
+class QueueProjection:
+    """A consumer's copy of an inbox, kept equal to the live one by applying later
+    ``agent/inbox/spliced`` events (same validation as the live inbox)."""
+
+    def __new__(cls, baseline: _JSONObject | None = None) -> QueueProjection:
+        """Starts from ``baseline`` (e.g. ``Session.baseline()``); default: empty."""
+
+    @staticmethod
+    def replay(
+        events: Sequence[_JSONObject], replay_from: int = 0, upto: int | None = None
+    ) -> QueueProjection:
+        """Builds it from a log's events from ``replay_from`` (the header's
+        ``seedLength``) through seq ``upto`` (all when ``None``)."""
+
+    def apply(self, event: _JSONObject) -> None:
+        """Applies the next event; events must come in seq order."""
+
+    @property
+    def seq(self) -> int | None:
+        """The last event applied, ``None`` before any."""
+
+    @property
+    def next_turn(self) -> list[Message]:
+        """The projected ``next-turn``."""
+
+    @property
+    def next_step(self) -> list[Message]:
+        """The projected ``next-step``."""
+
+    @property
+    def baseline(self) -> Baseline:
+        """The projection as a baseline."""
+
+def fold_consumed_work(events: Sequence[_JSONObject]) -> ConsumedWork:
+    """Which turn last accounted for pending work (``end``) and whether work was
+    canceled unrun after it (``droppedUnrun``)."""
+
+class InboxlogError(Exception):
+    """Root of every inboxlog error."""
+
+    kind: str
+    """The error kind, e.g. ``"invalid_splice"``."""
+    code: int
+    """The stable number of the kind, shared with the C ABI."""
+
+class StorageError(InboxlogError):
+    """The OS refused a read, write, fsync or lock (``io``, 1)."""
+
+class CorruptLogError(InboxlogError):
+    """A stored log fails validation (``corrupt``, 2)."""
+
+class LockedError(InboxlogError):
+    """Another writer holds the session (``locked``, 3)."""
+
+class PoisonedError(InboxlogError):
+    """A write or fsync failed earlier; reopen the session (``poisoned``, 4)."""
+
+class NotFoundError(InboxlogError):
+    """No such session (``not_found``, 5)."""
+
+class AlreadyExistsError(InboxlogError):
+    """A session with that id already exists (``already_exists``, 6)."""
+
+class InvalidSpliceError(InboxlogError):
+    """Splice coordinates out of range (``invalid_splice``, 7)."""
+
+class DuplicateMessageError(InboxlogError):
+    """A message id is already pending (``duplicate_message``, 8)."""
+
+class ProtocolError(InboxlogError):
+    """A step-boundary call out of order (``protocol``, 9)."""
+
+class InvalidInputError(InboxlogError):
+    """A bad message, event, id, reason or argument value (``invalid_input``, 10)."""
+
+class FormatUnsupportedError(InboxlogError):
+    """A log in another on-disk format version (``format_unsupported``, 11)."""
+
+class TooLargeError(InboxlogError):
+    """A record or a JSON nesting over the limits (``too_large``, 12)."""
+
+class ClosedError(InboxlogError):
+    """Use of a closed session or store (``closed``, 13)."""
+
+class ReentrantError(InboxlogError):
+    """A mutation of a session from inside one of its observers (``reentrant``, 14)."""

@@ -1,0 +1,146 @@
+"""The JSON shapes that cross the API, as typing aliases and ``TypedDict`` classes.
+
+At run time every value is a plain ``dict`` or ``list``; these names only help type
+checkers. Keys keep their wire spelling (``surfaceOp``, ``droppedUnrun``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+Message = dict[str, Any]
+"""A pending unit of work: a dict with a non-empty str ``"id"``; other keys verbatim."""
+
+Target = Literal["next-turn", "next-step"]
+StepOutcome = Literal["continue", "completed", "max-tokens"]
+Durability = Literal["sync", "batched", "none"]
+
+
+class _EventRequired(TypedDict):
+    type: str
+    seq: int
+    time: int
+    data: Any
+
+
+class Event(_EventRequired, total=False):
+    """One log event (§1.1)."""
+
+    ignorable: bool
+    surfaceOp: Any
+    sourceEventSeqs: list[int]
+
+
+class _HeaderRequired(TypedDict):
+    format: str
+    version: int
+    id: str
+    createdAt: int
+
+
+class Header(_HeaderRequired, total=False):
+    """The metadata beside a log (§1.4)."""
+
+    cwd: str
+    parentSession: str
+    seedLength: int
+    origin: str
+    delegationDepth: int
+    agentPreset: str
+
+
+class Proposal(TypedDict):
+    """The claimed input of a step boundary."""
+
+    turn: int
+    step: int
+    messages: list[Message]
+
+
+class EnterDecision(TypedDict):
+    """Enter a step with this complete final batch."""
+
+    kind: Literal["enter"]
+    messages: list[Message]
+
+
+class RejectDecision(TypedDict):
+    """Refuse the input: the turn ends ``blocked``."""
+
+    kind: Literal["reject"]
+
+
+Decision = EnterDecision | RejectDecision
+
+
+class StepEntered(TypedDict):
+    """``decide`` entered a step."""
+
+    kind: Literal["step"]
+    turn: int
+    step: int
+
+
+class TurnEnded(TypedDict):
+    """``decide`` or ``close_turn`` ended the turn with ``reason``."""
+
+    kind: Literal["turn-end"]
+    turn: int
+    reason: dict[str, Any]
+
+
+Decided = StepEntered | TurnEnded
+
+
+class _NoticeRequired(TypedDict):
+    type: Literal["agent/inbox/inserted", "agent/inbox/discarded", "agent/inbox/claimed"]
+    message: Message
+
+
+class InboxNotice(_NoticeRequired, total=False):
+    """One live inbox notification; ``turn`` only on ``agent/inbox/claimed``."""
+
+    turn: int
+
+
+class ConsumedWork(TypedDict):
+    """Result of ``fold_consumed_work``."""
+
+    end: Event | None
+    droppedUnrun: bool
+
+
+class Baseline(TypedDict):
+    """The inbox as of the event at ``seq`` (``None``: before any event)."""
+
+    seq: int | None
+    next_turn: list[Message]
+    next_step: list[Message]
+
+
+class OpenReport(TypedDict):
+    """What opening a stored log found and fixed."""
+
+    torn_bytes: int
+    repaired_turn: int | None
+
+
+__all__ = [
+    "Baseline",
+    "ConsumedWork",
+    "Decided",
+    "Decision",
+    "Durability",
+    "EnterDecision",
+    "Event",
+    "Header",
+    "InboxNotice",
+    "Message",
+    "OpenReport",
+    "Proposal",
+    "RejectDecision",
+    "StepEntered",
+    "StepOutcome",
+    "Target",
+    "TurnEnded",
+]

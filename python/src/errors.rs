@@ -1,0 +1,96 @@
+//! The §8 error model as Python exceptions: `InboxlogError` with one subclass per kind.
+//!
+//! Each subclass carries its kind's `kind` (str) and `code` (int) as class attributes;
+//! a kind this module does not know yet is raised as `InboxlogError` with both set on
+//! the instance. The message is the core's, unchanged.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use inboxlog::ErrorKind;
+
+create_exception!(
+    inboxlog,
+    InboxlogError,
+    PyException,
+    "Root of every inboxlog error. `kind` (str) and `code` (int) name the error kind."
+);
+
+macro_rules! kinds {
+    ($($class:ident => $kind:ident, $doc:literal;)*) => {
+        $(create_exception!(inboxlog, $class, InboxlogError, $doc);)*
+
+        fn subclass(kind: ErrorKind, message: String) -> Option<PyErr> {
+            match kind {
+                $(ErrorKind::$kind => Some($class::new_err(message)),)*
+                _ => None,
+            }
+        }
+
+        /// Adds the exception classes to the module, each with its `kind` and `code`.
+        pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            let py = m.py();
+            m.add("InboxlogError", py.get_type::<InboxlogError>())?;
+            $(
+                let ty = py.get_type::<$class>();
+                set_kind(&ty, ErrorKind::$kind)?;
+                m.add(stringify!($class), ty)?;
+            )*
+            Ok(())
+        }
+    };
+}
+
+kinds! {
+    StorageError => Io, "The OS refused a read, write, fsync or lock (kind `io`, code 1).";
+    CorruptLogError => Corrupt, "A stored log fails validation (kind `corrupt`, code 2).";
+    LockedError => Locked, "Another writer holds the session (kind `locked`, code 3).";
+    PoisonedError => Poisoned, "A write or fsync failed earlier; reopen the session (kind `poisoned`, code 4).";
+    NotFoundError => NotFound, "No such session (kind `not_found`, code 5).";
+    AlreadyExistsError => AlreadyExists, "A session with that id already exists (kind `already_exists`, code 6).";
+    InvalidSpliceError => InvalidSplice, "Splice coordinates out of range (kind `invalid_splice`, code 7).";
+    DuplicateMessageError => DuplicateMessage, "A message id is already pending (kind `duplicate_message`, code 8).";
+    ProtocolError => Protocol, "A step-boundary call out of order (kind `protocol`, code 9).";
+    InvalidInputError => InvalidInput, "A bad message, event, id, reason or argument value (kind `invalid_input`, code 10).";
+    FormatUnsupportedError => FormatUnsupported, "A log in another on-disk format version (kind `format_unsupported`, code 11).";
+    TooLargeError => TooLarge, "A record or a JSON nesting over the limits (kind `too_large`, code 12).";
+    ClosedError => Closed, "Use of a closed session or store (kind `closed`, code 13).";
+    ReentrantError => Reentrant, "A mutation of a session from inside one of its observers (kind `reentrant`, code 14).";
+}
+
+fn set_kind(ty: &Bound<'_, PyType>, kind: ErrorKind) -> PyResult<()> {
+    ty.setattr("kind", kind.name())?;
+    ty.setattr("code", kind.code())
+}
+
+/// The Python exception for a core error.
+pub(crate) fn raise(e: inboxlog::Error) -> PyErr {
+    let kind = e.kind();
+    let message = e.message().to_owned();
+    subclass(kind, message.clone()).unwrap_or_else(|| {
+        Python::attach(|py| {
+            let err = InboxlogError::new_err(message);
+            let value = err.value(py);
+            let set = value
+                .setattr("kind", kind.name())
+                .and_then(|()| value.setattr("code", kind.code()));
+            match set {
+                Ok(()) => err,
+                Err(e) => e,
+            }
+        })
+    })
+}
+
+/// `.py()` on core results: the error as its Python exception.
+pub(crate) trait OrRaise<T> {
+    fn py(self) -> PyResult<T>;
+}
+
+impl<T> OrRaise<T> for inboxlog::Result<T> {
+    fn py(self) -> PyResult<T> {
+        self.map_err(raise)
+    }
+}

@@ -1,0 +1,424 @@
+//! `Session` and its `inbox` view.
+//!
+//! Arguments are converted first; every core call then runs with the GIL released
+//! (`py.detach`), so file I/O and fsync never block other Python threads, and an
+//! observer running on another thread can take the GIL. Results are converted back
+//! with the GIL held.
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyRuntimeWarning, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use serde_json::value::RawValue;
+
+use inboxlog::{
+    CancelCause, Decision, Envelope, QueueProjection, Session, StepOutcome, Target, TurnError,
+};
+
+use crate::convert::{dict_to_json, to_json, to_py};
+use crate::errors::OrRaise;
+use crate::values;
+
+/// One open session: the exclusive writer of a log, with its inbox and the
+/// step-boundary protocol. Safe to share between threads.
+#[pyclass(frozen, name = "Session", module = "inboxlog")]
+pub(crate) struct PySession {
+    inner: Arc<Session>,
+    /// The one inbox view, made once (`session.inbox` is read on every call).
+    inbox: Py<PyInbox>,
+}
+
+impl PySession {
+    pub(crate) fn new(py: Python<'_>, session: Session) -> PyResult<PySession> {
+        let inner = Arc::new(session);
+        let inbox = Py::new(
+            py,
+            PyInbox {
+                inner: inner.clone(),
+            },
+        )?;
+        Ok(PySession { inner, inbox })
+    }
+}
+
+fn callable(f: &Bound<'_, PyAny>, what: &str) -> PyResult<Py<PyAny>> {
+    if !f.is_callable() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} needs a callable, not {}",
+            f.get_type().qualname()?
+        )));
+    }
+    Ok(f.clone().unbind())
+}
+
+/// Reports an exception raised by an observer as a `RuntimeWarning` (or, when warnings
+/// are errors, as an unraisable exception): the committed call stays committed.
+fn report(py: Python<'_>, callback: &Bound<'_, PyAny>, what: &str, err: PyErr) {
+    let name = callback
+        .getattr("__qualname__")
+        .and_then(|n| n.extract::<String>())
+        .or_else(|_| callback.repr().map(|r| r.to_string()))
+        .unwrap_or_else(|_| "?".to_owned());
+    let ty = err
+        .get_type(py)
+        .qualname()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".to_owned());
+    let msg = err
+        .value(py)
+        .str()
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    let text = format!(
+        "inboxlog {what} callback {name} raised {ty}: {msg} (contained; the change stays committed)"
+    );
+    let text = CString::new(text.replace('\0', "\\0")).expect("NULs replaced");
+    let category = py.get_type::<PyRuntimeWarning>();
+    if let Err(raised) = PyErr::warn(py, &category, &text, 1) {
+        raised.write_unraisable(py, Some(callback));
+    }
+}
+
+fn cancel_cause(cause: Option<&Bound<'_, PyAny>>) -> PyResult<CancelCause> {
+    let Some(cause) = cause.filter(|c| !c.is_none()) else {
+        return Ok(CancelCause::User);
+    };
+    let text = if let Ok(kind) = cause.extract::<String>() {
+        format!(
+            "{{\"kind\":{}}}",
+            serde_json::to_string(&kind).expect("str")
+        )
+    } else {
+        dict_to_json(cause, "cause")?
+    };
+    CancelCause::from_json(&text).py()
+}
+
+#[pymethods]
+impl PySession {
+    /// The session id.
+    #[getter]
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    /// The log's header as a dict.
+    #[getter]
+    fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.header().to_json())
+    }
+
+    /// Seq of the last event, `None` for an empty log.
+    #[getter]
+    fn last_seq(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        let s = &self.inner;
+        py.detach(|| s.last_seq()).py()
+    }
+
+    /// The open turn's number, `None` when idle.
+    #[getter]
+    fn current_turn(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        let s = &self.inner;
+        py.detach(|| s.turn_open()).py()
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self, py: Python<'_>) -> bool {
+        let s = &self.inner;
+        py.detach(|| {
+            s.last_seq()
+                .is_err_and(|e| e.kind() == inboxlog::ErrorKind::Closed)
+        })
+    }
+
+    /// What opening found and fixed: `{"torn_bytes": int, "repaired_turn": int | None}`.
+    #[getter]
+    fn open_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.inner.open_report();
+        let d = PyDict::new(py);
+        d.set_item("torn_bytes", r.torn_bytes)?;
+        d.set_item("repaired_turn", r.repaired_turn)?;
+        Ok(d)
+    }
+
+    /// The events with `seq >= since`, as dicts.
+    #[pyo3(signature = (since = 0))]
+    fn events<'py>(&self, py: Python<'py>, since: u64) -> PyResult<Bound<'py, PyList>> {
+        let s = &self.inner;
+        let events = py.detach(|| s.events(since)).py()?;
+        values::events(py, &events)
+    }
+
+    /// Appends a host event and returns it as stored.
+    #[pyo3(signature = (r#type, data, *, ignorable = false, surface_op = None, source_event_seqs = None))]
+    fn append<'py>(
+        &self,
+        py: Python<'py>,
+        r#type: &str,
+        data: &Bound<'py, PyAny>,
+        ignorable: bool,
+        surface_op: Option<&Bound<'py, PyAny>>,
+        source_event_seqs: Option<Vec<u64>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let data = to_json(data, "data")?;
+        let surface_op = match surface_op.filter(|op| !op.is_none()) {
+            None => None,
+            Some(op) => Some(
+                RawValue::from_string(to_json(op, "surface_op")?)
+                    .expect("the converter writes valid JSON"),
+            ),
+        };
+        let envelope = Envelope {
+            ignorable,
+            surface_op,
+            source_event_seqs,
+        };
+        let s = &self.inner;
+        let event = py.detach(|| s.append(r#type, &data, envelope)).py()?;
+        values::event(py, &event)
+    }
+
+    /// Makes everything appended so far durable (the barrier of `batched` mode).
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let s = &self.inner;
+        py.detach(|| s.flush()).py()
+    }
+
+    /// Flushes and releases the log; later calls raise `ClosedError`. Idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let s = &self.inner;
+        py.detach(|| s.close()).py()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<inboxlog.Session {:?}>", self.inner.id())
+    }
+
+    /// Registers `fn(event)`, called for every committed event; returns `fn`.
+    fn on_event<'py>(&self, callback: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let f = callable(&callback, "on_event")?;
+        self.inner.on_event(move |event| {
+            Python::attach(|py| {
+                let f = f.bind(py);
+                let called = values::event(py, event).and_then(|e| f.call1((e,)));
+                if let Err(err) = called {
+                    report(py, f, "on_event", err);
+                }
+            });
+            Ok(())
+        });
+        Ok(callback)
+    }
+
+    /// Registers `fn(notice)`, called for every inbox notification; returns `fn`.
+    fn on_inbox<'py>(&self, callback: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let f = callable(&callback, "on_inbox")?;
+        self.inner.on_inbox(move |notice| {
+            Python::attach(|py| {
+                let f = f.bind(py);
+                let called = values::notice(py, notice).and_then(|n| f.call1((n,)));
+                if let Err(err) = called {
+                    report(py, f, "on_inbox", err);
+                }
+            });
+            Ok(())
+        });
+        Ok(callback)
+    }
+
+    /// The inbox operations of this session.
+    #[getter]
+    fn inbox(&self, py: Python<'_>) -> Py<PyInbox> {
+        self.inbox.clone_ref(py)
+    }
+
+    /// The inbox as of the event at `at` (default: the end), as
+    /// `{"seq", "next_turn", "next_step"}`.
+    #[pyo3(signature = (at = None))]
+    fn baseline<'py>(&self, py: Python<'py>, at: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
+        let s = &self.inner;
+        let text = py
+            .detach(|| {
+                let events = s.events(0)?;
+                let from = s.header().replay_from();
+                QueueProjection::replay(&events, from, at).map(|p| p.baseline().to_json())
+            })
+            .py()?;
+        to_py(py, &text)
+    }
+
+    /// Opens the next turn; returns its number.
+    fn open_turn(&self, py: Python<'_>) -> PyResult<u64> {
+        let s = &self.inner;
+        py.detach(|| s.open_turn()).py()
+    }
+
+    /// Claims input for the next step: `{"turn", "step", "messages"}`.
+    fn propose_step<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.inner;
+        let p = py.detach(|| s.propose_step()).py()?;
+        values::proposal(py, &p)
+    }
+
+    /// The one pre-step decision: `{"kind": "reject"}` or
+    /// `{"kind": "enter", "messages": [...]}`.
+    fn decide<'py>(
+        &self,
+        py: Python<'py>,
+        decision: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let decision = Decision::from_json(&dict_to_json(decision, "decision")?).py()?;
+        let s = &self.inner;
+        let decided = py.detach(|| s.decide(decision)).py()?;
+        to_py(py, &decided.to_json())
+    }
+
+    /// Ends the open step (`"continue"`, `"completed"` or `"max-tokens"`); returns
+    /// whether another step must be proposed.
+    fn end_step(&self, py: Python<'_>, outcome: &str) -> PyResult<bool> {
+        let outcome = StepOutcome::parse(outcome).py()?;
+        let s = &self.inner;
+        py.detach(|| s.end_step(outcome)).py()
+    }
+
+    /// Ends a concluded turn.
+    fn close_turn<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let s = &self.inner;
+        let decided = py.detach(|| s.close_turn()).py()?;
+        to_py(py, &decided.to_json())
+    }
+
+    /// Cancels: clears the inbox unless `keep_inbox`, then aborts the open turn.
+    /// `cause` is a dict like `{"kind": "user"}`, a kind name, or `None` (user).
+    #[pyo3(signature = (cause = None, keep_inbox = false))]
+    fn cancel(
+        &self,
+        py: Python<'_>,
+        cause: Option<&Bound<'_, PyAny>>,
+        keep_inbox: bool,
+    ) -> PyResult<()> {
+        let cause = cancel_cause(cause)?;
+        let s = &self.inner;
+        py.detach(|| s.cancel(cause, keep_inbox)).py()
+    }
+
+    /// Ends the open turn with `error` (a dict with str `message` and `code`).
+    fn fail(&self, py: Python<'_>, error: &Bound<'_, PyAny>) -> PyResult<()> {
+        let error = TurnError::from_json(&dict_to_json(error, "error")?).py()?;
+        let s = &self.inner;
+        py.detach(|| s.fail(error)).py()
+    }
+}
+
+/// The inbox of one session: two ordered lists, `next-turn` and `next-step`.
+#[pyclass(frozen, name = "Inbox", module = "inboxlog")]
+pub(crate) struct PyInbox {
+    inner: Arc<Session>,
+}
+
+fn target(name: &str) -> PyResult<Target> {
+    Target::parse(name).py()
+}
+
+#[pymethods]
+impl PyInbox {
+    /// A copy of `next-turn`.
+    #[getter]
+    fn next_turn<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let s = &self.inner;
+        let list = py.detach(|| s.inbox().next_turn()).py()?;
+        values::messages(py, &list)
+    }
+
+    /// A copy of `next-step`.
+    #[getter]
+    fn next_step<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let s = &self.inner;
+        let list = py.detach(|| s.inbox().next_step()).py()?;
+        values::messages(py, &list)
+    }
+
+    /// Whether either list holds a message.
+    #[getter]
+    fn has_pending(&self, py: Python<'_>) -> PyResult<bool> {
+        let s = &self.inner;
+        py.detach(|| s.inbox().has_pending()).py()
+    }
+
+    /// JavaScript `Array.prototype.splice` on `target`; returns the removed messages.
+    #[pyo3(signature = (target, start, delete_count, inserted = None))]
+    fn splice<'py>(
+        &self,
+        py: Python<'py>,
+        target: &str,
+        start: &Bound<'py, PyAny>,
+        delete_count: &Bound<'py, PyAny>,
+        inserted: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let t = self::target(target)?;
+        let start = values::coordinate(start, "start")?;
+        let delete = values::coordinate(delete_count, "delete_count")?;
+        let inserted = match inserted {
+            None => Vec::new(),
+            Some(list) => values::messages_from(list, "inserted")?,
+        };
+        let s = &self.inner;
+        let removed = py
+            .detach(|| s.inbox().splice(t, start, delete, inserted))
+            .py()?;
+        values::messages(py, &removed)
+    }
+
+    /// Adds `message` at the end of `target`.
+    fn append(&self, py: Python<'_>, target: &str, message: &Bound<'_, PyAny>) -> PyResult<()> {
+        let t = self::target(target)?;
+        let m = values::message_from(message, "message")?;
+        let s = &self.inner;
+        py.detach(|| s.inbox().append(t, m)).py()
+    }
+
+    /// Adds `message` at the front of `target`.
+    fn prepend(&self, py: Python<'_>, target: &str, message: &Bound<'_, PyAny>) -> PyResult<()> {
+        let t = self::target(target)?;
+        let m = values::message_from(message, "message")?;
+        let s = &self.inner;
+        py.detach(|| s.inbox().prepend(t, m)).py()
+    }
+
+    /// Replaces the pending message `id` with `message`; `False` when `id` is not
+    /// pending.
+    fn replace(&self, py: Python<'_>, id: &str, message: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let m = values::message_from(message, "message")?;
+        let s = &self.inner;
+        py.detach(|| s.inbox().replace(id, m)).py()
+    }
+
+    /// Removes the pending message `id`; `False` when it is not pending.
+    fn remove(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
+        let s = &self.inner;
+        py.detach(|| s.inbox().remove(id)).py()
+    }
+
+    /// Cancels everything pending: `next-step` first, then `next-turn`.
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        let s = &self.inner;
+        py.detach(|| s.inbox().clear()).py()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<inboxlog.Inbox of session {:?}>", self.inner.id())
+    }
+}

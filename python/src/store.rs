@@ -1,0 +1,159 @@
+//! `Store`: where session logs live (the JSONL directory store or memory).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
+use inboxlog::{Session, SessionMeta};
+
+use crate::convert::to_py;
+use crate::errors::OrRaise;
+use crate::session::PySession;
+use crate::values;
+
+/// A place that holds session logs: `Store(path, durability)` for a JSONL directory,
+/// `Store.memory()` for process memory.
+#[pyclass(frozen, name = "Store", module = "inboxlog")]
+pub(crate) struct PyStore {
+    inner: Arc<dyn Store>,
+    label: String,
+}
+
+fn meta(
+    cwd: Option<String>,
+    origin: Option<String>,
+    delegation_depth: Option<u64>,
+    agent_preset: Option<String>,
+) -> SessionMeta {
+    SessionMeta {
+        cwd,
+        origin,
+        delegation_depth,
+        agent_preset,
+    }
+}
+
+#[pymethods]
+impl PyStore {
+    /// The JSONL directory store at `path` (created if missing); `durability` is
+    /// `"sync"` (fsync before each call returns), `"batched"` or `"none"`;
+    /// `record_limit` caps one event line in bytes (default 64 MiB).
+    #[new]
+    #[pyo3(signature = (path, durability = "sync", *, record_limit = None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        durability: &str,
+        record_limit: Option<u64>,
+    ) -> PyResult<PyStore> {
+        let mode = Durability::parse(durability).py()?;
+        let label = format!(
+            "Store({:?}, durability={durability:?})",
+            path.display().to_string()
+        );
+        let store = py.detach(|| JsonlStore::open(path, mode)).py()?;
+        let store = match record_limit {
+            Some(limit) => store.with_record_limit(limit),
+            None => store,
+        };
+        Ok(PyStore {
+            inner: Arc::new(store),
+            label,
+        })
+    }
+
+    /// A store in process memory (tests, ephemeral agents).
+    #[staticmethod]
+    fn memory() -> PyStore {
+        PyStore {
+            inner: Arc::new(MemoryStore::new()),
+            label: "Store.memory()".to_owned(),
+        }
+    }
+
+    /// Starts a new log `id`; `seed` (event dicts) copies events from another log.
+    #[pyo3(signature = (id, *, cwd = None, origin = None, delegation_depth = None, agent_preset = None, seed = None, seed_length = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        cwd: Option<String>,
+        origin: Option<String>,
+        delegation_depth: Option<u64>,
+        agent_preset: Option<String>,
+        seed: Option<&Bound<'_, PyAny>>,
+        seed_length: Option<u64>,
+    ) -> PyResult<PySession> {
+        let meta = meta(cwd, origin, delegation_depth, agent_preset);
+        let seed = match seed {
+            None => None,
+            Some(events) => Some(values::events_from(events, "seed")?),
+        };
+        let store = &*self.inner;
+        let session = py
+            .detach(|| match seed {
+                None if seed_length.is_none() => Session::create(store, id, meta),
+                seed => {
+                    Session::create_seeded(store, id, meta, seed.unwrap_or_default(), seed_length)
+                }
+            })
+            .py()?;
+        PySession::new(py, session)
+    }
+
+    /// Opens log `id` for writing: replays its inbox and repairs an interrupted turn.
+    fn open(&self, py: Python<'_>, id: &str) -> PyResult<PySession> {
+        let store = &*self.inner;
+        let session = py.detach(|| Session::open(store, id)).py()?;
+        PySession::new(py, session)
+    }
+
+    /// Forks `parent_id` into a new log `child_id` (whole turns only; empty inbox).
+    #[pyo3(signature = (parent_id, child_id, *, cwd = None, origin = None, delegation_depth = None, agent_preset = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn fork(
+        &self,
+        py: Python<'_>,
+        parent_id: &str,
+        child_id: &str,
+        cwd: Option<String>,
+        origin: Option<String>,
+        delegation_depth: Option<u64>,
+        agent_preset: Option<String>,
+    ) -> PyResult<PySession> {
+        let meta = meta(cwd, origin, delegation_depth, agent_preset);
+        let store = &*self.inner;
+        let session = py
+            .detach(|| Session::fork(store, parent_id, child_id, meta))
+            .py()?;
+        PySession::new(py, session)
+    }
+
+    /// Reads log `id` as stored, without locking or repairing: `(header, events)`.
+    fn inspect<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyTuple>> {
+        let store = &*self.inner;
+        let (header, events) = py.detach(|| Session::inspect(store, id)).py()?;
+        let header = to_py(py, &header.to_json())?;
+        let events = values::events(py, &events)?;
+        PyTuple::new(py, [header, events.into_any()])
+    }
+
+    /// The headers of every stored log, sorted by id.
+    fn list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let store = &*self.inner;
+        let headers = py.detach(|| store.list()).py()?;
+        let items = headers
+            .iter()
+            .map(|h| to_py(py, &h.to_json()))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<inboxlog.{}>", self.label)
+    }
+}

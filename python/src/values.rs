@@ -1,0 +1,144 @@
+//! Core values ⇄ Python dicts: events, messages, proposals, headers, inbox notices.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple,
+};
+
+use inboxlog::{Event, InboxNotice, Message, Proposal};
+
+use crate::convert::{dict_to_json, to_py};
+use crate::errors::OrRaise;
+
+/// An event as `{"type","seq","time","data"[,"ignorable"][,"surfaceOp"][,"sourceEventSeqs"]}`.
+pub(crate) fn event<'py>(py: Python<'py>, e: &Event) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "type"), e.ty())?;
+    d.set_item(intern!(py, "seq"), e.seq())?;
+    d.set_item(intern!(py, "time"), e.time())?;
+    d.set_item(intern!(py, "data"), to_py(py, e.data())?)?;
+    let env = e.envelope();
+    if env.ignorable {
+        d.set_item(intern!(py, "ignorable"), true)?;
+    }
+    if let Some(op) = &env.surface_op {
+        d.set_item(intern!(py, "surfaceOp"), to_py(py, op.get())?)?;
+    }
+    if let Some(seqs) = &env.source_event_seqs {
+        d.set_item(intern!(py, "sourceEventSeqs"), seqs)?;
+    }
+    Ok(d)
+}
+
+/// A list of events.
+pub(crate) fn events<'py>(py: Python<'py>, events: &[Event]) -> PyResult<Bound<'py, PyList>> {
+    let items = events
+        .iter()
+        .map(|e| event(py, e))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
+/// An event given as a dict, validated by the core.
+pub(crate) fn event_from(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<Event> {
+    Event::from_json(&dict_to_json(obj, root)?).py()
+}
+
+/// A sequence (list, tuple, …) of event dicts.
+pub(crate) fn events_from(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<Vec<Event>> {
+    items(obj, root)?
+        .iter()
+        .enumerate()
+        .map(|(i, e)| event_from(e, &format!("{root}[{i}]")))
+        .collect()
+}
+
+/// A message as a dict.
+pub(crate) fn message<'py>(py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, m.json())
+}
+
+/// A list of message dicts.
+pub(crate) fn messages<'py>(py: Python<'py>, ms: &[Message]) -> PyResult<Bound<'py, PyList>> {
+    let items = ms
+        .iter()
+        .map(|m| message(py, m))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
+/// A message given as a dict.
+pub(crate) fn message_from(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<Message> {
+    Message::from_json(&dict_to_json(obj, root)?).py()
+}
+
+/// A sequence (list, tuple, …) of message dicts.
+pub(crate) fn messages_from(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<Vec<Message>> {
+    items(obj, root)?
+        .iter()
+        .enumerate()
+        .map(|(i, m)| message_from(m, &format!("{root}[{i}]")))
+        .collect()
+}
+
+/// The items of a list, tuple or other sequence (`TypeError` for anything else, str
+/// and bytes included).
+fn items<'py>(obj: &Bound<'py, PyAny>, root: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if let Ok(l) = obj.cast::<PyList>() {
+        Ok(l.iter().collect())
+    } else if let Ok(t) = obj.cast::<PyTuple>() {
+        Ok(t.iter().collect())
+    } else if let Ok(seq) = obj.cast::<PySequence>()
+        && !obj.is_instance_of::<PyString>()
+        && !obj.is_instance_of::<PyBytes>()
+        && !obj.is_instance_of::<PyByteArray>()
+    {
+        seq.try_iter()?.collect()
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "{root} must be a list, not {}",
+            obj.get_type().qualname()?
+        )))
+    }
+}
+
+/// `{"turn","step","messages"}`.
+pub(crate) fn proposal<'py>(py: Python<'py>, p: &Proposal) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "turn"), p.turn)?;
+    d.set_item(intern!(py, "step"), p.step)?;
+    d.set_item(intern!(py, "messages"), messages(py, &p.messages)?)?;
+    Ok(d)
+}
+
+/// `{"type":…,"message":m[,"turn":n]}`.
+pub(crate) fn notice<'py>(py: Python<'py>, n: &InboxNotice) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "type"), n.ty())?;
+    d.set_item(intern!(py, "message"), message(py, n.message())?)?;
+    if let InboxNotice::Claimed(_, turn) = n {
+        d.set_item(intern!(py, "turn"), turn)?;
+    }
+    Ok(d)
+}
+
+/// A splice coordinate: any int or float (NaN and ±inf included) as an f64, the way
+/// JavaScript sees a number. An int too large for a float is ±inf.
+pub(crate) fn coordinate(v: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
+    if let Ok(f) = v.cast::<PyFloat>() {
+        return Ok(f.value());
+    }
+    if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() {
+        return match v.extract::<f64>() {
+            Ok(x) => Ok(x),
+            Err(_) if v.gt(0)? => Ok(f64::INFINITY),
+            Err(_) => Ok(f64::NEG_INFINITY),
+        };
+    }
+    Err(PyTypeError::new_err(format!(
+        "{name} must be an int or a float, not {}",
+        v.get_type().qualname()?
+    )))
+}

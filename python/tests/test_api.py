@@ -1,0 +1,258 @@
+"""Every call of the §9.2 surface, on both stores."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import m, next_seq, spliced
+
+import inboxlog
+
+
+def test_version_comes_from_cargo() -> None:
+    cargo = (Path(__file__).parents[2] / "Cargo.toml").read_text()
+    version = re.search(r'^version = "([^"]+)"', cargo, re.MULTILINE)
+    assert version is not None
+    assert inboxlog.__version__ == version.group(1)
+    assert inboxlog._native.__version__ == inboxlog.__version__
+
+
+def test_public_names() -> None:
+    for name in inboxlog.__all__:
+        assert hasattr(inboxlog, name), name
+    assert inboxlog.FORMAT_VERSION == 1
+    assert inboxlog.MAX_DEPTH == 512
+
+
+@pytest.mark.parametrize("durability", ["sync", "batched", "none"])
+def test_store_path_and_durability(tmp_path: Path, durability: str) -> None:
+    store = inboxlog.Store(str(tmp_path / "d"), durability)
+    with store.create("a") as s:
+        s.inbox.append("next-turn", m("m1"))
+        s.flush()
+    lines = (tmp_path / "d" / "a.jsonl").read_text().splitlines()
+    assert lines[0].startswith('{"format":"inboxlog","version":1,"id":"a","createdAt":')
+    assert lines[1].startswith('{"type":"agent/inbox/spliced","seq":0,"time":')
+    assert lines[1].endswith(',"data":{"target":"next-turn","start":0,"inserted":[{"id":"m1"}]}}')
+    assert "Store(" in repr(store)
+
+
+def test_store_create_open_fork_inspect_list(store: inboxlog.Store) -> None:
+    s = store.create("p", cwd="/w", agent_preset="coder")
+    assert s.id == "p"
+    header = s.header
+    assert list(header) == ["format", "version", "id", "createdAt", "cwd", "agentPreset"]
+    assert header["cwd"] == "/w" and header["agentPreset"] == "coder"
+    s.inbox.append("next-turn", m("m1"))
+    s.open_turn()
+    s.propose_step()
+    s.close()
+
+    s = store.open("p")
+    assert s.open_report == {"torn_bytes": 0, "repaired_turn": 1}
+    assert [e["type"] for e in s.events()][-1] == "turn/end"
+    s.inbox.append("next-turn", m("m2"))
+
+    child = store.fork("p", "c", origin="subagent", delegation_depth=1)
+    ch = child.header
+    assert ch["parentSession"] == "p" and ch["cwd"] == "/w"
+    assert ch["origin"] == "subagent" and ch["delegationDepth"] == 1
+    assert ch["seedLength"] == len(s.events())
+    assert child.inbox.next_turn == []
+    assert child.events()[-1]["type"] == "session/end-seed"
+    assert child.open_turn() == 2
+    child.close()
+
+    header, events = store.inspect("p")
+    assert header == s.header
+    assert events == s.events()
+    assert [h["id"] for h in store.list()] == ["c", "p"]
+    s.close()
+
+
+def test_create_with_seed(store: inboxlog.Store) -> None:
+    with store.create("src") as src:
+        src.append("note", {"a": 1})
+        seed = src.events()
+    with store.create("seeded", seed=seed, seed_length=1) as s:
+        assert s.header["seedLength"] == 1
+        assert [e["type"] for e in s.events()] == ["note", "session/end-seed"]
+
+
+def test_session_fields_and_events(session: inboxlog.Session) -> None:
+    assert session.last_seq is None
+    assert session.current_turn is None
+    assert session.events() == []
+    e = session.append("tool/call", {"z": 1, "a": [1, 2.5, None, True]})
+    assert e == {
+        "type": "tool/call",
+        "seq": 0,
+        "time": e["time"],
+        "data": {"z": 1, "a": [1, 2.5, None, True]},
+    }
+    assert list(e["data"]) == ["z", "a"]
+    assert isinstance(e["time"], int) and e["time"] > 0
+    e2 = session.append(
+        "tool/result",
+        "ok",
+        ignorable=True,
+        surface_op={"op": "replace", "start": 0, "end": 1},
+        source_event_seqs=[0],
+    )
+    assert list(e2) == ["type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"]
+    assert e2["surfaceOp"] == {"op": "replace", "start": 0, "end": 1}
+    assert session.append("user/message", m("u1"), surface_op="append")["surfaceOp"] == "append"
+    assert session.last_seq == 2
+    assert [e["seq"] for e in session.events(since=1)] == [1, 2]
+    assert session.events(99) == []
+    session.flush()
+
+
+def test_close_and_context_manager(store: inboxlog.Store) -> None:
+    with store.create("x") as s:
+        assert not s.closed
+    assert s.closed
+    s.close()  # idempotent
+    with pytest.raises(inboxlog.ClosedError, match='session "x" is closed'):
+        s.events()
+    # Closing released the writer: the log opens again.
+    store.open("x").close()
+
+
+def test_inbox_reads_and_mutations(session: inboxlog.Session) -> None:
+    inbox = session.inbox
+    assert inbox.next_turn == [] and inbox.next_step == [] and not inbox.has_pending
+    inbox.append("next-turn", m("b"))
+    inbox.prepend("next-turn", m("a"))
+    inbox.append("next-step", m("s"))
+    assert inbox.has_pending
+    assert [x["id"] for x in inbox.next_turn] == ["a", "b"]
+    assert inbox.splice("next-turn", 1, 1, [m("c"), m("d")]) == [m("b")]
+    assert [x["id"] for x in inbox.next_turn] == ["a", "c", "d"]
+    assert inbox.splice("next-turn", 0, 0) == []
+    assert inbox.replace("c", m("c2", text="new")) is True
+    assert inbox.replace("nope", m("z")) is False
+    assert inbox.remove("s") is True
+    assert inbox.remove("s") is False
+    assert [x["id"] for x in inbox.next_turn] == ["a", "c2", "d"]
+    inbox.clear()
+    assert not inbox.has_pending
+    assert "Inbox" in repr(inbox)
+
+
+def test_protocol_calls(session: inboxlog.Session) -> None:
+    session.inbox.append("next-turn", m("m1"))
+    assert session.open_turn() == 1
+    assert session.current_turn == 1
+    proposal = session.propose_step()
+    assert proposal == {"turn": 1, "step": 1, "messages": [m("m1")]}
+    decided = session.decide({"kind": "enter", "messages": proposal["messages"]})
+    assert decided == {"kind": "step", "turn": 1, "step": 1}
+    assert session.end_step("continue") is True
+    session.propose_step()
+    assert session.decide({"kind": "enter", "messages": []}) == {
+        "kind": "step",
+        "turn": 1,
+        "step": 2,
+    }
+    assert session.end_step("max-tokens") is False
+    assert session.close_turn() == {
+        "kind": "turn-end",
+        "turn": 1,
+        "reason": {"kind": "max-tokens"},
+    }
+    assert session.current_turn is None
+
+    session.inbox.append("next-turn", m("m2"))
+    session.open_turn()
+    session.propose_step()
+    assert session.decide({"kind": "reject"}) == {
+        "kind": "turn-end",
+        "turn": 2,
+        "reason": {"kind": "blocked"},
+    }
+
+    session.open_turn()
+    session.fail({"message": "boom", "code": "E1", "retry": True})
+    assert session.events()[-1]["data"] == {
+        "turn": 3,
+        "reason": {"kind": "error", "error": {"message": "boom", "code": "E1", "retry": True}},
+    }
+
+    for cause, expected in [
+        (None, {"kind": "user"}),
+        ("parent", {"kind": "parent"}),
+        ({"kind": "hook", "reason": "policy"}, {"kind": "hook", "reason": "policy"}),
+    ]:
+        session.open_turn()
+        session.cancel(cause)
+        assert session.events()[-1]["data"]["reason"] == {"kind": "aborted", "reason": expected}
+
+
+def test_cancel_keep_inbox(session: inboxlog.Session) -> None:
+    session.inbox.append("next-turn", m("a"))
+    session.inbox.append("next-turn", m("b"))
+    session.open_turn()
+    session.propose_step()
+    before = next_seq(session)
+    session.cancel(keep_inbox=True)
+    assert spliced(session, before) == []
+    assert session.inbox.next_turn == [m("b")]
+    # Idle with nothing pending: a cancel writes nothing.
+    session.inbox.clear()
+    seq = next_seq(session)
+    session.cancel()
+    assert next_seq(session) == seq
+
+
+def test_observers(session: inboxlog.Session) -> None:
+    events: list[dict[str, object]] = []
+    notices: list[dict[str, object]] = []
+    record = events.append
+    assert session.on_event(record) is record
+    session.on_inbox(notices.append)
+    session.inbox.append("next-turn", m("a"))
+    session.inbox.append("next-turn", m("b"))
+    session.inbox.replace("b", m("b2"))
+    session.open_turn()
+    session.propose_step()
+    assert [e["type"] for e in events] == [
+        "agent/inbox/spliced",
+        "agent/inbox/spliced",
+        "agent/inbox/spliced",
+        "turn/start",
+        "agent/inbox/spliced",
+    ]
+    assert events == session.events()
+    assert notices == [
+        {"type": "agent/inbox/inserted", "message": m("a")},
+        {"type": "agent/inbox/inserted", "message": m("b")},
+        {"type": "agent/inbox/discarded", "message": m("b")},
+        {"type": "agent/inbox/inserted", "message": m("b2")},
+        {"type": "agent/inbox/claimed", "message": m("a"), "turn": 1},
+    ]
+
+
+def test_fold_and_queue_projection(session: inboxlog.Session) -> None:
+    assert inboxlog.fold_consumed_work([]) == {"end": None, "droppedUnrun": False}
+    base = session.baseline()
+    assert base == {"seq": None, "next_turn": [], "next_step": []}
+    projection = inboxlog.QueueProjection(base)
+    session.inbox.append("next-turn", m("a"))
+    session.inbox.append("next-step", m("s"))
+    session.append("note", {})
+    session.inbox.replace("a", m("a2"))
+    for e in session.events():
+        projection.apply(e)
+    assert projection.seq == session.last_seq
+    assert projection.next_turn == session.inbox.next_turn == [m("a2")]
+    assert projection.next_step == [m("s")]
+    assert projection.baseline == session.baseline()
+    assert session.baseline(at=1) == {"seq": 1, "next_turn": [m("a")], "next_step": [m("s")]}
+    replayed = inboxlog.QueueProjection.replay(session.events(), upto=0)
+    assert replayed.baseline == {"seq": 0, "next_turn": [m("a")], "next_step": []}
+    with pytest.raises(inboxlog.InvalidInputError, match="already in the projection"):
+        projection.apply(session.events()[0])
+    assert inboxlog.QueueProjection().baseline == {"seq": None, "next_turn": [], "next_step": []}

@@ -1,0 +1,221 @@
+"""Every §8 error class, raised from Python with the core's message unchanged."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import m
+
+import inboxlog
+
+KINDS = [
+    ("StorageError", "io", 1),
+    ("CorruptLogError", "corrupt", 2),
+    ("LockedError", "locked", 3),
+    ("PoisonedError", "poisoned", 4),
+    ("NotFoundError", "not_found", 5),
+    ("AlreadyExistsError", "already_exists", 6),
+    ("InvalidSpliceError", "invalid_splice", 7),
+    ("DuplicateMessageError", "duplicate_message", 8),
+    ("ProtocolError", "protocol", 9),
+    ("InvalidInputError", "invalid_input", 10),
+    ("FormatUnsupportedError", "format_unsupported", 11),
+    ("TooLargeError", "too_large", 12),
+    ("ClosedError", "closed", 13),
+    ("ReentrantError", "reentrant", 14),
+]
+
+
+@pytest.mark.parametrize(("name", "kind", "code"), KINDS)
+def test_classes_carry_kind_and_code(name: str, kind: str, code: int) -> None:
+    cls = getattr(inboxlog, name)
+    assert issubclass(cls, inboxlog.InboxlogError)
+    assert issubclass(inboxlog.InboxlogError, Exception)
+    assert (cls.kind, cls.code) == (kind, code)
+    assert cls.__module__ == "inboxlog" and cls.__doc__
+
+
+def check(err: pytest.ExceptionInfo[inboxlog.InboxlogError], kind: str, code: int) -> None:
+    assert isinstance(err.value, inboxlog.InboxlogError)
+    assert (err.value.kind, err.value.code) == (kind, code)
+
+
+def test_storage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(inboxlog.StorageError, match="cannot create the store directory") as err:
+        inboxlog.Store(blocker / "logs")
+    check(err, "io", 1)
+
+
+def test_corrupt_log(jsonl: inboxlog.Store, tmp_path: Path) -> None:
+    with jsonl.create("s") as s:
+        s.append("note", {"n": 1})
+    path = tmp_path / "logs" / "s.jsonl"
+    before = path.read_bytes()
+    path.write_bytes(before + b'{"type":"note","seq":7,"time":0,"data":{}}\n')
+    corrupted = path.read_bytes()
+    with pytest.raises(inboxlog.CorruptLogError, match=r"line 3 .*seq 7") as err:
+        jsonl.open("s")
+    check(err, "corrupt", 2)
+    assert path.read_bytes() == corrupted  # a refused open changes nothing
+
+
+def test_locked(store: inboxlog.Store) -> None:
+    with store.create("s"):
+        with pytest.raises(inboxlog.LockedError, match='session "s" is locked') as err:
+            store.open("s")
+        check(err, "locked", 3)
+
+
+def test_poisoned_class_level() -> None:
+    # A poisoned session needs a failed fsync, which a test cannot cause honestly from
+    # Python; the mapping is checked at the class level (see test_classes_carry_kind_and_code).
+    err = inboxlog.PoisonedError("x")
+    assert isinstance(err, inboxlog.InboxlogError)
+    assert (err.kind, err.code, str(err)) == ("poisoned", 4, "x")
+
+
+def test_not_found(store: inboxlog.Store) -> None:
+    with pytest.raises(inboxlog.NotFoundError, match='"nope"') as err:
+        store.open("nope")
+    check(err, "not_found", 5)
+
+
+def test_already_exists(store: inboxlog.Store) -> None:
+    store.create("s").close()
+    with pytest.raises(inboxlog.AlreadyExistsError, match='session "s" already exists') as err:
+        store.create("s")
+    check(err, "already_exists", 6)
+
+
+def test_invalid_splice() -> None:
+    projection = inboxlog.QueueProjection()
+    event = {
+        "type": "agent/inbox/spliced",
+        "seq": 0,
+        "time": 0,
+        "data": {"target": "next-turn", "start": 1, "inserted": []},
+    }
+    with pytest.raises(inboxlog.InvalidSpliceError, match="invalid inbox splice") as err:
+        projection.apply(event)
+    check(err, "invalid_splice", 7)
+    assert str(err.value) == (
+        "projection at seq 0: invalid inbox splice: start 1 is past the end of next-turn (length 0)"
+    )
+
+
+def test_duplicate_message(session: inboxlog.Session) -> None:
+    session.inbox.append("next-turn", m("m1"))
+    with pytest.raises(inboxlog.DuplicateMessageError) as err:
+        session.inbox.append("next-step", m("m1"))
+    check(err, "duplicate_message", 8)
+    assert str(err.value) == 'message "m1" is already pending'
+
+
+def test_protocol(session: inboxlog.Session) -> None:
+    with pytest.raises(inboxlog.ProtocolError) as err:
+        session.decide({"kind": "reject"})
+    check(err, "protocol", 9)
+    assert str(err.value) == "decide is not allowed now: the session is idle (no turn open)"
+    assert session.events() == []
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        (lambda s: s.inbox.append("later", {"id": "a"}), 'target must be "next-turn"'),
+        (lambda s: s.inbox.append("next-turn", {"role": "user"}), 'message has no "id"'),
+        (lambda s: s.inbox.append("next-turn", {"id": ""}), "non-empty string"),
+        (lambda s: s.append("turn/start", {"turn": 1}), "written only by inboxlog"),
+        (lambda s: s.end_step("done"), '"done"'),
+        (lambda s: s.decide({"kind": "maybe"}), "decision kind must be"),
+        (lambda s: s.cancel({"kind": "boss"}), "cancel cause"),
+        (lambda s: s.append("tool/result", 1, source_event_seqs=[5]), "not smaller"),
+    ],
+)
+def test_invalid_input(
+    session: inboxlog.Session, call: Callable[[inboxlog.Session], object], needle: str
+) -> None:
+    with pytest.raises(inboxlog.InvalidInputError) as err:
+        call(session)
+    check(err, "invalid_input", 10)
+    assert needle in str(err.value)
+    assert session.events() == []
+
+
+def test_invalid_session_id(store: inboxlog.Store) -> None:
+    with pytest.raises(inboxlog.InvalidInputError, match="may only contain") as err:
+        store.create("a/b")
+    check(err, "invalid_input", 10)
+
+
+def test_format_unsupported(jsonl: inboxlog.Store, tmp_path: Path) -> None:
+    header = {"format": "inboxlog", "version": 2, "id": "new", "createdAt": 0}
+    (tmp_path / "logs" / "new.jsonl").write_text(json.dumps(header) + "\n")
+    with pytest.raises(inboxlog.FormatUnsupportedError, match="newer inboxlog") as err:
+        jsonl.open("new")
+    check(err, "format_unsupported", 11)
+
+
+def test_too_large(session: inboxlog.Session, tmp_path: Path) -> None:
+    deep: list[object] = []
+    for _ in range(600):
+        deep = [deep]
+    with pytest.raises(inboxlog.TooLargeError, match="deeper than 512") as err:
+        session.append("note", deep)
+    check(err, "too_large", 12)
+    small = inboxlog.Store(tmp_path / "small", "none", record_limit=200)
+    with small.create("s") as s, pytest.raises(inboxlog.TooLargeError) as err:
+        s.append("note", "x" * 500)
+    check(err, "too_large", 12)
+
+
+def test_closed(session: inboxlog.Session) -> None:
+    session.close()
+    with pytest.raises(inboxlog.ClosedError, match='session "s" is closed') as err:
+        session.inbox.append("next-turn", m("a"))
+    check(err, "closed", 13)
+
+
+def test_reentrant(session: inboxlog.Session) -> None:
+    caught: list[inboxlog.InboxlogError] = []
+
+    def observer(event: dict[str, object]) -> None:
+        try:
+            session.inbox.append("next-turn", m("inner"))
+        except inboxlog.ReentrantError as e:
+            caught.append(e)
+
+    session.on_event(observer)
+    session.inbox.append("next-turn", m("outer"))
+    assert len(caught) == 1
+    assert (caught[0].kind, caught[0].code) == ("reentrant", 14)
+    assert "cannot be changed from inside one of its observers" in str(caught[0])
+    assert [x["id"] for x in session.inbox.next_turn] == ["outer"]
+    assert len(session.events()) == 1
+
+
+def test_wrong_types_are_type_errors(session: inboxlog.Session) -> None:
+    with pytest.raises(TypeError, match="message must be a dict, not str"):
+        session.inbox.append("next-turn", "m1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="inserted must be a list"):
+        session.inbox.splice("next-turn", 0, 0, "ab")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="start must be an int or a float"):
+        session.inbox.splice("next-turn", "0", 0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="start must be an int or a float"):
+        session.inbox.splice("next-turn", True, 0)
+    with pytest.raises(TypeError):
+        session.inbox.append(7, m("a"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="decision must be a dict"):
+        session.decide(["enter"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="on_event needs a callable"):
+        session.on_event(42)  # type: ignore[type-var]
+    with pytest.raises(TypeError):
+        session.events("0")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        inboxlog.Store(42)  # type: ignore[arg-type]
+    assert session.events() == []

@@ -1,0 +1,73 @@
+"""The stubs match the module, the package type-checks strictly, and the demo runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+needs_mypy = pytest.mark.skipif(
+    importlib.util.find_spec("mypy") is None, reason="mypy is not installed"
+)
+
+
+def run(args: list[str], cwd: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
+    return subprocess.run(
+        args, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@needs_mypy
+def test_stubs_match_the_native_module(tmp_path: Path) -> None:
+    done = run([sys.executable, "-m", "mypy.stubtest", "inboxlog._native"], tmp_path, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_mypy
+def test_package_and_example_type_check_strictly(tmp_path: Path) -> None:
+    example = ROOT / "examples" / "agent_loop.py"
+    for target in (["-p", "inboxlog"], [str(example)]):
+        done = run([sys.executable, "-m", "mypy", "--strict", *target], tmp_path, tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_demo_runs(tmp_path: Path) -> None:
+    script = ROOT / "examples" / "agent_loop.py"
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for line in [
+        "steering arrives mid-step: m2:'use Celsius' -> next-step",
+        "turn 1 step 2: claimed m2:'use Celsius' -> enter",
+        "turn 1 ended: completed",
+        "turn 2 step 1: claimed m3:'rm -rf / please' -> reject",
+        "turn 2 ended: blocked",
+        "m5 canceled (outcome 'canceled'), turn 3 ended: aborted",
+        "killed mid-step (exit -9)",
+        "repaired turn 4: step/end + turn/end interrupted",
+        "inbox replayed: next-turn [c2:'then say goodbye']",
+        "next-step [c3:'keep it short']",
+        "turn 5 ended: completed",
+        "fold: end = turn/end of turn 5",
+        "droppedUnrun = False",
+    ]:
+        assert line in out, out
+    log = tmp_path / "demo-sessions" / "agent.jsonl"
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert lines[0]["format"] == "inboxlog"
+    assert [e["seq"] for e in lines[1:]] == list(range(len(lines) - 1))
+    assert str(log.relative_to(tmp_path)) in out
