@@ -67,26 +67,69 @@ pub(crate) enum Body {
     EndSeed,
 }
 
-/// One committed log event. Cloning is cheap: clones share one immutable copy.
+/// One committed log event. Cloning is cheap: clones share one immutable copy of the
+/// payload.
+///
+/// The seq, the time and the few facts the consumed-work fold needs sit inline, so a
+/// fold over a `Vec<Event>` streams through contiguous memory instead of chasing one
+/// pointer per event.
 #[derive(Clone)]
-pub struct Event(Arc<Inner>);
-
-struct Inner {
-    /// Reserved types borrow their static name; host types own theirs.
-    ty: Cow<'static, str>,
+pub struct Event {
     seq: u64,
     time: u64,
+    fold: FoldTag,
+    inner: Arc<Inner>,
+}
+
+/// What §5.1 needs to know about an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FoldTag {
+    /// Ignored by the fold.
+    Other,
+    TurnStart,
+    StepStart,
+    TurnEnd {
+        completed: bool,
+    },
+    /// A splice that removes without canceling: a claim.
+    Claim,
+    /// A canceling splice; `drops` when it inserts nothing (a bare cancel).
+    Cancel {
+        drops: bool,
+    },
+}
+
+impl FoldTag {
+    fn of(body: &Body) -> FoldTag {
+        match body {
+            Body::TurnStart { .. } => FoldTag::TurnStart,
+            Body::StepStart { .. } => FoldTag::StepStart,
+            Body::TurnEnd { completed, .. } => FoldTag::TurnEnd {
+                completed: *completed,
+            },
+            Body::Spliced(r) if r.removed_count > 0 && r.canceled => FoldTag::Cancel {
+                drops: r.inserted.is_empty(),
+            },
+            Body::Spliced(r) if r.removed_count > 0 => FoldTag::Claim,
+            _ => FoldTag::Other,
+        }
+    }
+}
+
+struct Inner {
+    body: Body,
+    /// Reserved types borrow their static name; host types own theirs.
+    ty: Cow<'static, str>,
     /// Compact JSON text, validated when the event was built.
     data: Box<str>,
     envelope: Envelope,
-    body: Body,
 }
 
 impl PartialEq for Event {
     fn eq(&self, other: &Event) -> bool {
-        let (a, b) = (&*self.0, &*other.0);
-        a.seq == b.seq
-            && a.time == b.time
+        let (a, b) = (&*self.inner, &*other.inner);
+        self.seq == other.seq
+            && self.time == other.time
             && a.ty == b.ty
             && a.data == b.data
             && a.envelope == b.envelope
@@ -250,14 +293,13 @@ impl Event {
             }
         }
         let body = Body::parse(ty, &data)?;
-        Ok(Event(Arc::new(Inner {
+        let inner = Inner {
             ty: Cow::Owned(ty.to_owned()),
-            seq,
-            time,
             data: data.into(),
             envelope,
             body,
-        })))
+        };
+        Ok(Event::assemble(seq, time, inner))
     }
 
     /// An event the library writes itself, with data it built (no re-parse).
@@ -273,14 +315,26 @@ impl Event {
             RawValue::from_string(data.clone()).is_ok(),
             "library-built data is valid JSON"
         );
-        Event(Arc::new(Inner {
+        let inner = Inner {
             ty: Cow::Borrowed(ty),
-            seq,
-            time,
             data: data.into_boxed_str(),
             envelope,
             body,
-        }))
+        };
+        Event::assemble(seq, time, inner)
+    }
+
+    fn assemble(seq: u64, time: u64, inner: Inner) -> Event {
+        Event {
+            seq,
+            time,
+            fold: FoldTag::of(&inner.body),
+            inner: Arc::new(inner),
+        }
+    }
+
+    pub(crate) fn fold_tag(&self) -> FoldTag {
+        self.fold
     }
 
     /// Parses one event from its JSON text and validates it (§1.1, §1.2).
@@ -301,47 +355,51 @@ impl Event {
 
     /// The event type, e.g. `turn/start`.
     pub fn ty(&self) -> &str {
-        &self.0.ty
+        &self.inner.ty
     }
 
     /// Position in the log.
     pub fn seq(&self) -> u64 {
-        self.0.seq
+        self.seq
     }
 
     /// Unix epoch milliseconds, assigned at append.
     pub fn time(&self) -> u64 {
-        self.0.time
+        self.time
     }
 
     /// The payload as compact JSON text.
     pub fn data(&self) -> &str {
-        &self.0.data
+        &self.inner.data
     }
 
     /// The optional envelope keys.
     pub fn envelope(&self) -> &Envelope {
-        &self.0.envelope
+        &self.inner.envelope
     }
 
     /// The splice record, for an `agent/inbox/spliced` event.
     pub fn splice(&self) -> Option<&SpliceRecord> {
-        match &self.0.body {
+        match &self.inner.body {
             Body::Spliced(rec) => Some(rec),
             _ => None,
         }
     }
 
     pub(crate) fn body(&self) -> &Body {
-        &self.0.body
+        &self.inner.body
     }
 
     /// Appends the compact JSON of the event (keys in §1.1 order, no newline) to `out`.
     pub fn write_json(&self, out: &mut String) {
-        let e = &*self.0;
+        let e = &*self.inner;
         out.push_str("{\"type\":");
         out.push_str(&json::quote(&e.ty));
-        let _ = write!(out, ",\"seq\":{},\"time\":{},\"data\":", e.seq, e.time);
+        let _ = write!(
+            out,
+            ",\"seq\":{},\"time\":{},\"data\":",
+            self.seq, self.time
+        );
         out.push_str(&e.data);
         if e.envelope.ignorable {
             out.push_str(",\"ignorable\":true");
@@ -365,7 +423,7 @@ impl Event {
 
     /// The event as compact JSON, keys in §1.1 order.
     pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(48 + self.0.data.len());
+        let mut out = String::with_capacity(48 + self.inner.data.len());
         self.write_json(&mut out);
         out
     }

@@ -1,7 +1,7 @@
 //! The consumed-work fold (SPEC §5.1): which turn last accounted for pending work,
 //! and whether work was dropped unrun after it.
 
-use crate::event::{Body, Event};
+use crate::event::{Event, FoldTag};
 
 /// Result of [`fold_consumed_work`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -26,22 +26,21 @@ pub fn fold_consumed_work<'a>(events: impl IntoIterator<Item = &'a Event>) -> Co
     // The open turn, if any: (stepped, claimed).
     let mut open: Option<(bool, bool)> = None;
     for event in events {
-        match event.body() {
-            Body::TurnStart { .. } => open = Some((false, false)),
-            Body::StepStart { .. } => {
+        match event.fold_tag() {
+            FoldTag::TurnStart => open = Some((false, false)),
+            FoldTag::StepStart => {
                 if let Some((stepped, _)) = open.as_mut() {
                     *stepped = true;
                 }
             }
-            Body::Spliced(record) if record.removed_count > 0 => {
-                if record.canceled {
-                    // A replacement keeps work pending; only a bare cancel drops it.
-                    out.dropped_unrun |= record.inserted.is_empty();
-                } else if let Some((_, claimed)) = open.as_mut() {
+            // A replacement keeps work pending; only a bare cancel drops it.
+            FoldTag::Cancel { drops } => out.dropped_unrun |= drops,
+            FoldTag::Claim => {
+                if let Some((_, claimed)) = open.as_mut() {
                     *claimed = true;
                 }
             }
-            Body::TurnEnd { completed, .. } => {
+            FoldTag::TurnEnd { completed } => {
                 if let Some((stepped, claimed)) = open.take()
                     && (stepped || (claimed && !completed))
                 {
@@ -49,7 +48,7 @@ pub fn fold_consumed_work<'a>(events: impl IntoIterator<Item = &'a Event>) -> Co
                     out.dropped_unrun = false;
                 }
             }
-            _ => {}
+            FoldTag::Other => {}
         }
     }
     out
