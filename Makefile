@@ -100,6 +100,8 @@ $(VENV)/.installed: $(VENV)/.ready $(PY_SOURCES)
 	touch $@
 
 test-python: $(VENV)/.installed
+	$(VENV)/bin/ruff format --check python/inboxlog python/tests python/bench examples
+	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
 	cd python && ../$(VENV)/bin/pytest
 
 demo: $(VENV)/.installed
