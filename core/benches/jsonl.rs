@@ -1,0 +1,286 @@
+//! Benchmarks of the JSONL directory store (SPEC §7):
+//! - `open_1m`: replay-once of a generated 1,000,000-event (~260 MB) log — the store's
+//!   open, and a full `Session::open` — against a bare serde_json parse of the same lines
+//!   into an envelope struct with `RawValue` data. The peak RSS of each is printed once.
+//! - `batched`: durable events/s on one session in `batched` mode (appends + a flush).
+//! - `sync_acks`: acknowledged appends/s in `sync` mode beside SQLite (WAL,
+//!   `synchronous=FULL`, one row per transaction), same payload, same disk.
+//!
+//! Run: `cargo bench -p inboxlog --bench jsonl` (set `INBOXLOG_BENCH_DIR` to put the
+//! files on another disk than the temp dir).
+
+use std::fs::File;
+use std::hint::black_box;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use inboxlog::store::{Durability, JsonlStore, Store};
+use inboxlog::{Envelope, Session, SessionMeta};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+const EVENTS: u64 = 1_000_000;
+
+/// Events per generated turn: splice, turn/start, claim, step/start, user/message,
+/// 93 assistant messages, step/end, turn/end.
+const PER_TURN: u64 = 100;
+
+/// An assistant chunk's text: ASCII with a few escapes and multibyte characters.
+const TEXT: &str = r#"Here is the next part of the answer, with \"quotes\", a tab\t and a newline\n, some accents (é, ü, ñ), a check ✓ and a clef 𝄞 to keep the parser honest. Lorem ipsum dolor."#;
+
+/// The payload of the write benchmarks (~260 bytes as a line).
+const DATA: &str = r#"{"text":"Here is the next part of the answer, with \"quotes\", a tab\t and a newline\n, some accents (é, ü, ñ), a check ✓ and a clef 𝄞 to keep the parser honest. Lorem ipsum dolor.","index":42}"#;
+
+fn bench_dir() -> tempfile::TempDir {
+    match std::env::var_os("INBOXLOG_BENCH_DIR") {
+        Some(dir) => tempfile::tempdir_in(dir).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    }
+}
+
+/// Writes a valid 1,000,000-event log of whole turns to `path`; returns its size.
+fn generate(path: &Path) -> u64 {
+    let mut w = BufWriter::with_capacity(1 << 20, File::create(path).unwrap());
+    writeln!(
+        w,
+        r#"{{"format":"inboxlog","version":1,"id":"big","createdAt":1700000000000}}"#
+    )
+    .unwrap();
+    let mut seq = 0u64;
+    let mut line = |w: &mut BufWriter<File>, ty: &str, data: &str, extra: &str| {
+        let time = 1_700_000_000_000 + seq;
+        writeln!(
+            w,
+            r#"{{"type":"{ty}","seq":{seq},"time":{time},"data":{data}{extra}}}"#
+        )
+        .unwrap();
+        seq += 1;
+    };
+    for turn in 1..=EVENTS / PER_TURN {
+        let m =
+            format!(r#"{{"id":"m{turn}","role":"user","content":"please do task number {turn}"}}"#);
+        line(
+            &mut w,
+            "agent/inbox/spliced",
+            &format!(r#"{{"target":"next-turn","start":0,"inserted":[{m}]}}"#),
+            "",
+        );
+        line(&mut w, "turn/start", &format!(r#"{{"turn":{turn}}}"#), "");
+        line(
+            &mut w,
+            "agent/inbox/spliced",
+            r#"{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}"#,
+            "",
+        );
+        line(
+            &mut w,
+            "step/start",
+            &format!(r#"{{"turn":{turn},"step":1}}"#),
+            "",
+        );
+        line(&mut w, "user/message", &m, r#","surfaceOp":"append""#);
+        for i in 0..PER_TURN - 7 {
+            line(
+                &mut w,
+                "assistant/message",
+                &format!(r#"{{"text":"{TEXT}","index":{i}}}"#),
+                "",
+            );
+        }
+        line(
+            &mut w,
+            "step/end",
+            &format!(r#"{{"turn":{turn},"step":1}}"#),
+            "",
+        );
+        line(
+            &mut w,
+            "turn/end",
+            &format!(r#"{{"turn":{turn},"reason":{{"kind":"completed"}}}}"#),
+            "",
+        );
+    }
+    assert_eq!(seq, EVENTS);
+    w.flush().unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// The baseline's envelope: the §1.1 keys, data kept raw.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Bare {
+    #[serde(rename = "type")]
+    ty: String,
+    seq: u64,
+    time: u64,
+    data: Box<RawValue>,
+    ignorable: Option<bool>,
+    #[serde(rename = "surfaceOp")]
+    surface_op: Option<Box<RawValue>>,
+    #[serde(rename = "sourceEventSeqs")]
+    source_event_seqs: Option<Vec<u64>>,
+}
+
+/// The baseline: every event line parsed into [`Bare`], nothing else.
+fn bare_parse(path: &Path) -> u64 {
+    let mut reader = BufReader::with_capacity(1 << 20, File::open(path).unwrap());
+    let mut line = Vec::new();
+    reader.read_until(b'\n', &mut line).unwrap(); // the header
+    let mut n = 0;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).unwrap() == 0 {
+            return n;
+        }
+        black_box(serde_json::from_slice::<Bare>(&line).unwrap());
+        n += 1;
+    }
+}
+
+fn store_open(store: &JsonlStore) -> u64 {
+    let mut n = 0;
+    let opened = store
+        .open("big", &mut |_, e| {
+            black_box(e);
+            n += 1;
+            Ok(())
+        })
+        .unwrap();
+    drop(opened);
+    n
+}
+
+fn session_open(store: &JsonlStore) -> u64 {
+    let s = Session::open(store, "big").unwrap();
+    s.last_seq().unwrap().unwrap() + 1
+}
+
+/// A `/proc/self/status` field in KiB.
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(field)?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Runs `f` once and prints the process's peak RSS during it (Linux only).
+fn report_peak(name: &str, file_bytes: u64, f: impl FnOnce() -> u64) {
+    // Writing 5 resets VmHWM to the current RSS (Linux 4.0+).
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let before = status_kib("VmRSS:");
+    let n = f();
+    let peak = status_kib("VmHWM:");
+    assert_eq!(n, EVENTS);
+    if reset {
+        eprintln!(
+            "peak RSS during {name}: {:.1} MiB ({:.1} MiB above the {:.1} MiB before; file {:.1} MiB)",
+            peak as f64 / 1024.0,
+            peak.saturating_sub(before) as f64 / 1024.0,
+            before as f64 / 1024.0,
+            file_bytes as f64 / (1 << 20) as f64
+        );
+    }
+}
+
+fn open_1m(c: &mut Criterion) {
+    let dir = bench_dir();
+    let path: PathBuf = dir.path().join("big.jsonl");
+    let size = generate(&path);
+    eprintln!(
+        "generated {EVENTS} events, {:.1} MB ({size} bytes)",
+        size as f64 / 1e6
+    );
+    let store = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
+    report_peak("bare serde parse", size, || bare_parse(&path));
+    report_peak("JsonlStore::open", size, || store_open(&store));
+    report_peak("Session::open", size, || session_open(&store));
+
+    let mut group = c.benchmark_group("open_1m");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(12));
+    group.throughput(Throughput::Elements(EVENTS));
+    group.bench_function("bare_serde_envelope_parse", |b| {
+        b.iter(|| bare_parse(&path))
+    });
+    group.bench_function("jsonl_store_open", |b| b.iter(|| store_open(&store)));
+    group.bench_function("session_open_replay_once", |b| {
+        b.iter(|| session_open(&store))
+    });
+    group.finish();
+}
+
+fn batched(c: &mut Criterion) {
+    let dir = bench_dir();
+    let store = JsonlStore::open(dir.path(), Durability::Batched).unwrap();
+    let s = Session::create(&store, "b", SessionMeta::default()).unwrap();
+    const BATCH: u64 = 1000;
+    let mut group = c.benchmark_group("batched");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8));
+    group.throughput(Throughput::Elements(BATCH));
+    group.bench_function("append_1000_then_flush", |b| {
+        b.iter(|| {
+            for _ in 0..BATCH {
+                s.append("assistant/message", DATA, Envelope::default())
+                    .unwrap();
+            }
+            s.flush().unwrap();
+        })
+    });
+    group.finish();
+}
+
+fn sync_acks(c: &mut Criterion) {
+    let dir = bench_dir();
+    let store = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    let db = rusqlite::Connection::open(dir.path().join("events.sqlite")).unwrap();
+    db.pragma_update(None, "journal_mode", "WAL").unwrap();
+    db.pragma_update(None, "synchronous", "FULL").unwrap();
+    db.execute("CREATE TABLE events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, time INTEGER NOT NULL, data TEXT NOT NULL)", [])
+        .unwrap();
+    let mut insert = db
+        .prepare(
+            "INSERT INTO events (seq, type, time, data) VALUES (?1, 'assistant/message', ?2, ?3)",
+        )
+        .unwrap();
+    let mut seq = 0u64;
+
+    let mut group = c.benchmark_group("sync_acks");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8));
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("inboxlog_sync_append", |b| {
+        b.iter(|| {
+            s.append("assistant/message", DATA, Envelope::default())
+                .unwrap()
+        })
+    });
+    group.bench_function("sqlite_wal_full_insert", |b| {
+        b.iter(|| {
+            // Autocommit: one transaction, and one WAL fsync, per row.
+            insert
+                .execute(rusqlite::params![seq, 1_700_000_000_000u64 + seq, DATA])
+                .unwrap();
+            seq += 1;
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, open_1m, batched, sync_acks);
+criterion_main!(benches);

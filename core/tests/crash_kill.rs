@@ -1,0 +1,527 @@
+//! Real crashes (SPEC §7.2–§7.4). A child process — this test binary re-executed with
+//! `INBOXLOG_CRASH_ROLE` set, running only `crash_child` — appends in `sync` mode (turns,
+//! steps, inbox splices, host events) and prints every acknowledged event. The parent
+//! SIGKILLs it at random moments, or lets a failpoint abort it between a write and its
+//! fsync, after an fsync, at a simulated power cut, or while it repairs a torn tail or an
+//! interrupted turn. After each death the parent checks the log: every acknowledged
+//! event present and byte-identical, seqs contiguous, an open turn closed as
+//! `interrupted`, the inbox equal to a replay of the surviving log, a second open a
+//! no-op. Set `INBOXLOG_CRASH_SEED` to replay a run.
+#![cfg(unix)]
+
+mod jsonl_common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use inboxlog::store::fault::{Action, FaultPlan, Point};
+use inboxlog::store::{Durability, JsonlStore, Store};
+use inboxlog::{
+    Decided, Decision, Envelope, Event, QueueProjection, Session, SessionMeta, StepOutcome, Target,
+};
+use jsonl_common::*;
+
+const ROLE: &str = "INBOXLOG_CRASH_ROLE";
+const ROOT: &str = "INBOXLOG_CRASH_ROOT";
+const SEED: &str = "INBOXLOG_CRASH_SEED";
+const FAULT: &str = "INBOXLOG_CRASH_FAULT";
+
+/// SplitMix64: small, seedable, good enough to pick moments and operations.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+// ---------------------------------------------------------------- the child side
+
+/// The child's entry point; a no-op in a normal test run.
+#[test]
+fn crash_child() {
+    // Ends the harness's "test crash_child ... " line: each line of ours stands alone.
+    println!();
+    match std::env::var(ROLE).as_deref() {
+        Ok("writer") => writer(),
+        Ok("holder") => holder(),
+        _ => {}
+    }
+}
+
+/// `point:nth:action[:n]`, e.g. `write:3:power-cut:40`.
+fn parse_fault(spec: &str) -> FaultPlan {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let point = match parts[0] {
+        "write" => Point::Write,
+        "sync" => Point::Sync,
+        "truncate" => Point::Truncate,
+        other => panic!("bad point {other}"),
+    };
+    let nth = parts[1].parse().unwrap();
+    let action = match parts[2] {
+        "crash-before" => Action::CrashBefore,
+        "crash-after" => Action::CrashAfter,
+        "power-cut" => Action::PowerCut(parts[3].parse().unwrap()),
+        other => panic!("bad action {other}"),
+    };
+    FaultPlan::new().on(point, nth, action)
+}
+
+fn child_store() -> JsonlStore {
+    let store = JsonlStore::open(std::env::var(ROOT).unwrap(), Durability::Sync).unwrap();
+    match std::env::var(FAULT) {
+        Ok(spec) if !spec.is_empty() => store.with_faults(parse_fault(&spec)),
+        _ => store,
+    }
+}
+
+enum Phase {
+    Idle,
+    TurnOpen,
+    InStep,
+}
+
+/// Appends forever, printing `ack <event json>` for each acknowledged event.
+fn writer() {
+    let seed: u64 = std::env::var(SEED).unwrap().parse().unwrap();
+    let mut rng = Rng(seed);
+    let store = child_store();
+    let s = Session::open(&store, "s").unwrap();
+    let mut printed = s.last_seq().unwrap().map_or(0, |l| l + 1);
+    let mut phase = Phase::Idle;
+    for i in 0u64.. {
+        let id = format!("m{seed}-{i}");
+        let chunk = |rng: &mut Rng| {
+            let pad = "x".repeat(rng.below(300) as usize);
+            format!(r#"{{"text":"chunk {i} é ✓ 𝄞 \"q\" \\ \n","pad":"{pad}"}}"#)
+        };
+        phase = match phase {
+            Phase::Idle => match rng.below(5) {
+                0 | 1 => {
+                    s.inbox().append(Target::NextTurn, msg(&id)).unwrap();
+                    Phase::Idle
+                }
+                2 => {
+                    s.append("host/note", &chunk(&mut rng), Envelope::default())
+                        .unwrap();
+                    Phase::Idle
+                }
+                3 => {
+                    s.inbox()
+                        .splice(Target::NextTurn, rng.below(3) as f64, 1.0, vec![])
+                        .unwrap();
+                    Phase::Idle
+                }
+                _ if s.inbox().has_pending().unwrap() => {
+                    s.open_turn().unwrap();
+                    Phase::TurnOpen
+                }
+                _ => Phase::Idle,
+            },
+            Phase::TurnOpen => {
+                let p = s.propose_step().unwrap();
+                match s.decide(Decision::Enter(p.messages)).unwrap() {
+                    Decided::Step { .. } => Phase::InStep,
+                    Decided::TurnEnded { .. } => Phase::Idle,
+                }
+            }
+            Phase::InStep => match rng.below(6) {
+                0..=2 => {
+                    s.append("assistant/message", &chunk(&mut rng), Envelope::default())
+                        .unwrap();
+                    Phase::InStep
+                }
+                3 => {
+                    s.inbox().append(Target::NextStep, msg(&id)).unwrap();
+                    Phase::InStep
+                }
+                4 => {
+                    assert!(s.end_step(StepOutcome::Continue).unwrap());
+                    Phase::TurnOpen
+                }
+                _ => {
+                    if s.end_step(StepOutcome::Completed).unwrap() {
+                        Phase::TurnOpen
+                    } else {
+                        s.close_turn().unwrap();
+                        Phase::Idle
+                    }
+                }
+            },
+        };
+        for e in s.events(printed).unwrap() {
+            println!("ack {}", e.to_json());
+            printed = e.seq() + 1;
+        }
+    }
+}
+
+/// Opens the log, leaves a turn open, says so, and holds the lock until killed.
+fn holder() {
+    let store = child_store();
+    let s = Session::open(&store, "s").unwrap();
+    s.inbox().append(Target::NextTurn, msg("held")).unwrap();
+    s.open_turn().unwrap();
+    let e = s.append("host/x", "{}", Envelope::default()).unwrap();
+    println!("holding {}", e.seq());
+    loop {
+        thread::sleep(Duration::from_secs(1));
+    }
+}
+
+// ---------------------------------------------------------------- the parent side
+
+/// Starts a child in `role` and a thread forwarding its complete stdout lines.
+fn spawn(role: &str, root: &Path, seed: u64, fault: &str) -> (Child, Receiver<String>) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(ROOT, root)
+        .env(SEED, seed.to_string())
+        .env(FAULT, fault)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut line = Vec::new();
+        // Only newline-terminated lines count: a kill can cut the last one.
+        while out.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+            if line.last() == Some(&b'\n') {
+                line.pop();
+                if tx
+                    .send(String::from_utf8(std::mem::take(&mut line)).unwrap())
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            line.clear();
+        }
+    });
+    (child, rx)
+}
+
+/// How a round ends the child.
+#[derive(Clone, Copy, Debug)]
+enum Death {
+    /// SIGKILL after a random delay.
+    Kill,
+    /// Abort after the n-th write landed, before its fsync.
+    AfterWrite,
+    /// Abort after the n-th fsync, before the call returned.
+    AfterSync,
+    /// A power cut at the n-th write: the file keeps only its synced bytes plus a few.
+    PowerCut,
+    /// Abort right after the first write: the repair of an interrupted turn on open.
+    DuringTurnRepair,
+    /// Abort before, or after, dropping the torn tail on open (before its fsync).
+    BeforeTailRepair,
+    AfterTailRepair,
+}
+
+impl Death {
+    fn fault(self, rng: &mut Rng) -> String {
+        let nth = 1 + rng.below(25);
+        match self {
+            Death::Kill => String::new(),
+            Death::AfterWrite => format!("write:{nth}:crash-after"),
+            Death::AfterSync => format!("sync:{nth}:crash-after"),
+            Death::PowerCut => format!("write:{nth}:power-cut:{}", rng.below(400)),
+            Death::DuringTurnRepair => "write:1:crash-after".into(),
+            Death::BeforeTailRepair => "truncate:1:crash-before".into(),
+            Death::AfterTailRepair => "truncate:1:crash-after".into(),
+        }
+    }
+}
+
+/// Open turn and step at the end of `events`, as the log invariants track them.
+fn open_turn_of(events: &[Event]) -> (Option<u64>, bool) {
+    let (mut turn, mut step) = (None, false);
+    for e in events {
+        let data: serde_json::Value = serde_json::from_str(e.data()).unwrap();
+        match e.ty() {
+            "turn/start" => turn = data["turn"].as_u64(),
+            "turn/end" => turn = None,
+            "step/start" => step = true,
+            "step/end" => step = false,
+            _ => {}
+        }
+    }
+    (turn, step)
+}
+
+/// Checks the log after a death; `acked` holds every event acknowledged so far.
+fn verify(root: &Path, acked: &BTreeMap<u64, String>, what: &str) {
+    let store = JsonlStore::open(root, Durability::Sync).unwrap();
+    let path = store.path("s").unwrap();
+    let raw = bytes(&path);
+    let (header, stored) = store
+        .inspect("s")
+        .unwrap_or_else(|e| panic!("{what}: inspect: {e}"));
+    let ls = lines(&raw);
+    for (seq, json) in acked {
+        let line = ls
+            .get(*seq as usize + 1)
+            .unwrap_or_else(|| panic!("{what}: acknowledged seq {seq} lost"));
+        assert_eq!(
+            std::str::from_utf8(line).unwrap(),
+            json,
+            "{what}: seq {seq} changed"
+        );
+    }
+    let torn = raw.len() - raw.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    let (open, step_open) = open_turn_of(&stored);
+
+    let s = Session::open(&store, "s").unwrap_or_else(|e| panic!("{what}: open: {e}"));
+    assert_eq!(s.open_report().torn_bytes, torn as u64, "{what}");
+    assert_eq!(s.open_report().repaired_turn, open, "{what}");
+    let after = s.events(0).unwrap();
+    assert_eq!(
+        after.len(),
+        stored.len() + open.map_or(0, |_| 1 + step_open as usize),
+        "{what}"
+    );
+    for (a, b) in stored.iter().zip(&after) {
+        assert_eq!(
+            a.to_json(),
+            b.to_json(),
+            "{what}: events before the repair are never rewritten"
+        );
+    }
+    if let Some(turn) = open {
+        let end = after.last().unwrap();
+        assert_eq!(end.ty(), "turn/end", "{what}");
+        assert_eq!(
+            end.data(),
+            format!(r#"{{"turn":{turn},"reason":{{"kind":"interrupted"}}}}"#),
+            "{what}"
+        );
+        assert_eq!(
+            end.time(),
+            stored.last().unwrap().time(),
+            "{what}: repairs reuse the last time"
+        );
+    }
+    let projection = QueueProjection::replay(&after, header.replay_from(), None).unwrap();
+    assert_eq!(
+        s.inbox().next_turn().unwrap(),
+        projection.inbox().list(Target::NextTurn),
+        "{what}"
+    );
+    assert_eq!(
+        s.inbox().next_step().unwrap(),
+        projection.inbox().list(Target::NextStep),
+        "{what}"
+    );
+    drop(s);
+    let repaired = bytes(&path);
+    let again = Session::open(&store, "s").unwrap();
+    assert_eq!(
+        (
+            again.open_report().torn_bytes,
+            again.open_report().repaired_turn
+        ),
+        (0, None),
+        "{what}"
+    );
+    drop(again);
+    assert_eq!(
+        bytes(&path),
+        repaired,
+        "{what}: a second open changed the file"
+    );
+}
+
+/// Sets the stage a repair failpoint needs: an open turn with an open step, or a torn
+/// tail (a cut-off record followed by NULs, as a crash mid-write leaves).
+fn prepare(root: &Path, death: Death, rng: &mut Rng) {
+    let store = JsonlStore::open(root, Durability::Sync).unwrap();
+    match death {
+        Death::DuringTurnRepair => {
+            let s = Session::open(&store, "s").unwrap();
+            s.inbox()
+                .append(Target::NextTurn, msg(&format!("prep{}", rng.next())))
+                .unwrap();
+            s.open_turn().unwrap();
+            let p = s.propose_step().unwrap();
+            assert!(matches!(
+                s.decide(Decision::Enter(p.messages)).unwrap(),
+                Decided::Step { .. }
+            ));
+        }
+        Death::BeforeTailRepair | Death::AfterTailRepair => {
+            let path = store.path("s").unwrap();
+            let mut raw = bytes(&path);
+            let last = *line_starts(&raw).last().unwrap();
+            let cut = last + 1 + rng.below((raw.len() - last - 1) as u64) as usize;
+            let fragment = raw[last..cut].to_vec();
+            raw.extend_from_slice(&fragment);
+            raw.extend(std::iter::repeat_n(0u8, rng.below(64) as usize));
+            std::fs::write(&path, raw).unwrap();
+        }
+        _ => {}
+    }
+}
+
+fn base_seed() -> u64 {
+    std::env::var(SEED)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        })
+}
+
+#[test]
+fn crash_every_acknowledged_event_survives_kills_and_failpoints() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    let seed = base_seed();
+    eprintln!("crash test seed {seed} (set {SEED}={seed} to replay)");
+    let mut rng = Rng(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    drop(
+        Session::create(
+            &JsonlStore::open(root, Durability::Sync).unwrap(),
+            "s",
+            SessionMeta::default(),
+        )
+        .unwrap(),
+    );
+
+    use Death::*;
+    let faults = [
+        PowerCut,
+        BeforeTailRepair,
+        AfterWrite,
+        DuringTurnRepair,
+        PowerCut,
+        AfterTailRepair,
+        AfterSync,
+        PowerCut,
+    ];
+    // 24 SIGKILL rounds with a failpoint round after every third.
+    let mut rounds = Vec::new();
+    for i in 0..24 {
+        rounds.push(Kill);
+        if i % 3 == 2 {
+            rounds.push(faults[i / 3]);
+        }
+    }
+    let started = Instant::now();
+    let mut acked = BTreeMap::new();
+    let mut kills = 0;
+    for (round, death) in rounds.into_iter().enumerate() {
+        let fault = death.fault(&mut rng);
+        let what = format!("seed {seed} round {round} {death:?} {fault}");
+        prepare(root, death, &mut rng);
+        let (mut child, rx) = spawn("writer", root, rng.next() >> 11, &fault);
+        let limit = match death {
+            Kill => Duration::from_millis(10 + rng.below(150)),
+            _ => Duration::from_secs(3),
+        };
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+            thread::sleep(Duration::from_millis(2));
+        }
+        let _ = child.kill(); // SIGKILL; a no-op when a failpoint already ended it
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        match status.signal() {
+            Some(9) => kills += 1,
+            Some(6) => {}
+            _ => panic!("{what}: child ended with {status}:\n{stderr}"),
+        }
+        for line in rx.iter() {
+            if let Some(json) = line.strip_prefix("ack ") {
+                let seq = Event::from_json(json).unwrap().seq();
+                if let Some(old) = acked.insert(seq, json.to_owned()) {
+                    assert_eq!(
+                        old, json,
+                        "{what}: seq {seq} acknowledged twice, differently"
+                    );
+                }
+            }
+        }
+        verify(root, &acked, &what);
+    }
+    assert!(kills >= 20, "only {kills} rounds ended by SIGKILL");
+    assert!(acked.len() > 50, "only {} events acknowledged", acked.len());
+    eprintln!(
+        "{} rounds, {} acknowledged events, {:?}",
+        kills,
+        acked.len(),
+        started.elapsed()
+    );
+}
+
+#[test]
+fn crash_a_second_process_is_locked_out_until_the_holder_dies() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
+    drop(Session::create(&store, "s", SessionMeta::default()).unwrap());
+    let (mut holder, rx) = spawn("holder", dir.path(), 0, "");
+    let held: u64 = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the holder starts");
+        if let Some(seq) = line.strip_prefix("holding ") {
+            break seq.parse().unwrap();
+        }
+    };
+
+    let started = Instant::now();
+    let path = store.path("s").unwrap();
+    let locked = format!(
+        "session \"s\" is locked by another writer ({})",
+        path.display()
+    );
+    assert_err(
+        Session::open(&store, "s").map(drop),
+        inboxlog::ErrorKind::Locked,
+        &[&locked],
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(
+        store.inspect("s").unwrap().1.len() as u64,
+        held + 1,
+        "inspection needs no lock"
+    );
+
+    holder.kill().unwrap();
+    assert_eq!(holder.wait().unwrap().signal(), Some(9));
+    let s = Session::open(&store, "s").unwrap();
+    assert_eq!(s.open_report().repaired_turn, Some(1));
+    assert_eq!(s.last_seq().unwrap(), Some(held + 1));
+    assert_eq!(
+        s.events(held + 1).unwrap()[0].data(),
+        r#"{"turn":1,"reason":{"kind":"interrupted"}}"#
+    );
+}

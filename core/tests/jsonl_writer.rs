@@ -1,0 +1,555 @@
+//! The JSONL store's writer (SPEC §7.1–§7.3): file layout, exclusive lock, tail
+//! checks, durability modes, and failure handling under injected ENOSPC/EIO.
+
+mod jsonl_common;
+
+use std::time::{Duration, Instant};
+
+use inboxlog::store::fault::{Action, Errno, FaultPlan, Point};
+use inboxlog::store::{Durability, JsonlStore, Store};
+use inboxlog::{Decision, Envelope, ErrorKind, Header, Session, SessionMeta, StepOutcome, Target};
+use jsonl_common::*;
+
+fn faulty(durability: Durability, plan: &FaultPlan) -> (tempfile::TempDir, JsonlStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::open(dir.path(), durability)
+        .unwrap()
+        .with_faults(plan.clone());
+    (dir, store)
+}
+
+#[test]
+fn the_file_is_the_header_then_one_compact_event_per_line() {
+    let (_dir, store) = store(Durability::None);
+    let meta = SessionMeta {
+        cwd: Some("/w".into()),
+        ..Default::default()
+    };
+    let s = Session::create(&store, "s", meta).unwrap();
+    let e0 = s
+        .append(
+            "host/x",
+            "{ \"b\" : 1,\n \"a\" : [1, 2.50, \"x y\"] }",
+            Envelope::default(),
+        )
+        .unwrap();
+    s.inbox().append(Target::NextTurn, msg("m1")).unwrap();
+    s.open_turn().unwrap();
+    let p = s.propose_step().unwrap();
+    s.decide(Decision::Enter(p.messages)).unwrap();
+    drop(s);
+    let file = bytes(&store.path("s").unwrap());
+    assert_eq!(file.last(), Some(&b'\n'));
+    let ls: Vec<&str> = lines(&file)
+        .into_iter()
+        .map(|l| std::str::from_utf8(l).unwrap())
+        .collect();
+    let header = Header::from_json(ls[0]).unwrap();
+    assert_eq!(ls[0], header.to_json());
+    assert!(
+        ls[0].starts_with(r#"{"format":"inboxlog","version":1,"id":"s","createdAt":"#),
+        "{}",
+        ls[0]
+    );
+    assert_eq!(
+        ls[1],
+        format!(
+            r#"{{"type":"host/x","seq":0,"time":{},"data":{{"b":1,"a":[1,2.50,"x y"]}}}}"#,
+            e0.time()
+        )
+    );
+    assert!(
+        ls[2].starts_with(r#"{"type":"agent/inbox/spliced","seq":1,"#),
+        "{}",
+        ls[2]
+    );
+    assert!(
+        ls[6].starts_with(r#"{"type":"user/message","seq":5,"#)
+            && ls[6].ends_with(r#","surfaceOp":"append"}"#),
+        "{}",
+        ls[6]
+    );
+    for line in &ls {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(value.is_object());
+        assert!(
+            !line.contains(": ") && !line.contains(", "),
+            "not compact: {line}"
+        );
+    }
+}
+
+#[test]
+fn create_never_overwrites() {
+    let (_dir, store) = store(Durability::None);
+    drop(populated(&store));
+    let path = store.path("s").unwrap();
+    let before = bytes(&path);
+    let shown = format!("session \"s\" already exists ({})", path.display());
+    assert_err(
+        Session::create(&store, "s", SessionMeta::default()).map(drop),
+        ErrorKind::AlreadyExists,
+        &[&shown],
+    );
+    let header = Header::new("s", 1, SessionMeta::default()).unwrap();
+    assert_err(
+        store.create(&header, &[]).map(drop),
+        ErrorKind::AlreadyExists,
+        &[&shown],
+    );
+    assert_eq!(bytes(&path), before);
+}
+
+#[test]
+fn a_second_writer_is_refused_at_once_and_admitted_after_the_first_closes() {
+    let (dir, store) = store(Durability::Sync);
+    let first = populated(&store);
+    let path = store.path("s").unwrap();
+    let locked = format!(
+        "session \"s\" is locked by another writer ({})",
+        path.display()
+    );
+    let started = Instant::now();
+    assert_err(
+        Session::open(&store, "s").map(drop),
+        ErrorKind::Locked,
+        &[&locked],
+    );
+    // Another store object on the same directory is another handle: refused too.
+    let other = JsonlStore::open(dir.path().join("logs"), Durability::Sync).unwrap();
+    assert_err(
+        Session::open(&other, "s").map(drop),
+        ErrorKind::Locked,
+        &[&locked],
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "refusal waited {:?}",
+        started.elapsed()
+    );
+    // Read-only inspection and forking never lock.
+    assert_eq!(other.inspect("s").unwrap().1.len(), 10);
+    drop(Session::fork(&other, "s", "child", SessionMeta::default()).unwrap());
+    // A writer from `create` holds the lock as well.
+    let fresh = Session::create(&store, "t", SessionMeta::default()).unwrap();
+    assert_err(
+        Session::open(&other, "t").map(drop),
+        ErrorKind::Locked,
+        &["session \"t\" is locked"],
+    );
+    drop(fresh);
+    first.close().unwrap();
+    drop(first);
+    let second = Session::open(&other, "s").unwrap();
+    assert_eq!(second.last_seq().unwrap(), Some(9));
+    drop(Session::open(&store, "t").unwrap());
+}
+
+#[test]
+fn every_append_continues_the_stored_tail() {
+    let (_dir, store) = store(Durability::None);
+    let header = Header::new("s", 1, SessionMeta::default()).unwrap();
+    assert_err(
+        store.create(&header, &[ev(0, "1"), ev(2, "2")]).map(drop),
+        ErrorKind::InvalidInput,
+        &["seed event at index 1 has seq 2"],
+    );
+    assert!(!store.path("s").unwrap().exists());
+    let mut w = store.create(&header, &[ev(0, "1"), ev(1, "2")]).unwrap();
+    let path = store.path("s").unwrap();
+    let before = bytes(&path);
+    let tail = format!(
+        "append at seq 5 does not continue the stored tail of {} (next seq 2)",
+        path.display()
+    );
+    assert_err(w.append(&[ev(5, "{}")]), ErrorKind::Corrupt, &[&tail]);
+    assert_err(
+        w.append(&[ev(2, "{}"), ev(4, "{}")]),
+        ErrorKind::Corrupt,
+        &["append at seq 4", "(next seq 3)"],
+    );
+    assert_eq!(bytes(&path), before);
+    w.append(&[ev(2, "{}"), ev(3, "{}")]).unwrap();
+    assert_eq!(w.read(0).unwrap().len(), 4);
+    w.append(&[]).unwrap();
+}
+
+#[test]
+fn read_since_returns_the_suffix_across_the_seek_index() {
+    let (_dir, store) = store(Durability::None);
+    let header = Header::new("s", 1, SessionMeta::default()).unwrap();
+    let mut w = store.create(&header, &[ev(0, "\"seed\"")]).unwrap();
+    for chunk in 0..30u64 {
+        let events: Vec<_> = (0..100)
+            .map(|i| {
+                ev(
+                    1 + chunk * 100 + i,
+                    &format!("{{\"i\":{i},\"s\":\"é\\n\"}}"),
+                )
+            })
+            .collect();
+        w.append(&events).unwrap();
+    }
+    let (_, all) = store.inspect("s").unwrap();
+    assert_eq!(all.len(), 3001);
+    let check = |w: &dyn inboxlog::store::LogWriter| {
+        for since in [0, 1, 1023, 1024, 1025, 2047, 2048, 2049, 3000, 3001, 9999] {
+            let got: Vec<String> = w.read(since).unwrap().iter().map(|e| e.to_json()).collect();
+            let want: Vec<String> = all
+                .iter()
+                .skip(since as usize)
+                .map(|e| e.to_json())
+                .collect();
+            assert_eq!(got, want, "since {since}");
+        }
+    };
+    check(&*w);
+    drop(w);
+    let opened = store.open("s", &mut |_, _| Ok(())).unwrap();
+    check(&*opened.writer);
+}
+
+#[test]
+fn a_failed_write_leaves_nothing_and_the_writer_goes_on() {
+    // Write 1 is the create; 2 lands 10 bytes then fails; 3 fails outright.
+    let plan = FaultPlan::new()
+        .on(Point::Write, 2, Action::FailAfter(10, Errno::Enospc))
+        .on(Point::Write, 3, Action::Fail(Errno::Eio));
+    let (_dir, store) = faulty(Durability::Sync, &plan);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    let path = store.path("s").unwrap();
+    let before = bytes(&path);
+    let cannot = format!("cannot append to {}", path.display());
+    assert_err(
+        s.append("host/x", "{}", Envelope::default()),
+        ErrorKind::Io,
+        &[&cannot, "No space left on device"],
+    );
+    assert_eq!(bytes(&path), before, "the short write was rolled back");
+    assert_err(
+        s.inbox().append(Target::NextTurn, msg("m")),
+        ErrorKind::Io,
+        &[&cannot, "Input/output error"],
+    );
+    assert_eq!(bytes(&path), before);
+    assert!(
+        s.inbox().next_turn().unwrap().is_empty(),
+        "nothing changed in memory either"
+    );
+    let e = s.append("host/x", "{}", Envelope::default()).unwrap();
+    assert_eq!(e.seq(), 0);
+    assert_eq!(plan.hits(Point::Truncate), 2);
+}
+
+#[test]
+fn a_failed_rollback_poisons_until_reopened() {
+    let plan = FaultPlan::new()
+        .on(Point::Write, 2, Action::FailAfter(10, Errno::Enospc))
+        .on(Point::Truncate, 1, Action::Fail(Errno::Eio));
+    let (dir, store) = faulty(Durability::Sync, &plan);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    let path = store.path("s").unwrap();
+    let before = bytes(&path);
+    let poisoned = "session \"s\" is poisoned after a failed write; reopen it";
+    assert_err(
+        s.append("host/x", "{}", Envelope::default()),
+        ErrorKind::Poisoned,
+        &[
+            poisoned,
+            "No space left on device",
+            "rollback to",
+            "Input/output error",
+        ],
+    );
+    assert_eq!(
+        bytes(&path).len(),
+        before.len() + 10,
+        "the fragment stays: the rollback failed"
+    );
+    assert_err(
+        s.append("host/x", "{}", Envelope::default()),
+        ErrorKind::Poisoned,
+        &[poisoned],
+    );
+    assert_err(s.flush(), ErrorKind::Poisoned, &[poisoned]);
+    assert_eq!(
+        plan.hits(Point::Write),
+        2,
+        "a poisoned writer writes nothing"
+    );
+    drop(s);
+    // Reopened: the fragment is a torn tail, and the seq continues.
+    let clean = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
+    let s = Session::open(&clean, "s").unwrap();
+    assert_eq!(s.open_report().torn_bytes, 10);
+    assert_eq!(bytes(&path), before);
+    assert_eq!(
+        s.append("host/x", "{}", Envelope::default()).unwrap().seq(),
+        0
+    );
+}
+
+#[test]
+fn a_failed_fsync_poisons_and_is_never_retried() {
+    // Sync 1 is the create's.
+    let plan = FaultPlan::new().on(Point::Sync, 3, Action::Fail(Errno::Eio));
+    let (dir, store) = faulty(Durability::Sync, &plan);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    s.append("host/x", "{}", Envelope::default()).unwrap();
+    let path = store.path("s").unwrap();
+    let before = bytes(&path);
+    let fsync = format!(
+        "session \"s\" is poisoned after a failed fsync; reopen it: fdatasync {}: Input/output error",
+        path.display()
+    );
+    assert_err(
+        s.inbox().append(Target::NextTurn, msg("m")),
+        ErrorKind::Poisoned,
+        &[&fsync],
+    );
+    assert_eq!(bytes(&path), before, "the unsynced record was cut");
+    assert!(s.inbox().next_turn().unwrap().is_empty());
+    for _ in 0..2 {
+        assert_err(
+            s.append("host/x", "{}", Envelope::default()),
+            ErrorKind::Poisoned,
+            &[&fsync],
+        );
+        assert_err(s.flush(), ErrorKind::Poisoned, &[&fsync]);
+    }
+    assert_eq!(
+        plan.hits(Point::Sync),
+        3,
+        "fsync is never retried on the same handle"
+    );
+    drop(s);
+    let s = Session::open(
+        &JsonlStore::open(dir.path(), Durability::Sync).unwrap(),
+        "s",
+    )
+    .unwrap();
+    assert_eq!(
+        s.append("host/x", "{}", Envelope::default()).unwrap().seq(),
+        1
+    );
+}
+
+#[test]
+fn a_failed_group_commit_poisons_the_batched_writer() {
+    let plan = FaultPlan::new().on(Point::Sync, 2, Action::Fail(Errno::Eio));
+    let (dir, store) = faulty(Durability::Batched, &plan);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    let path = store.path("s").unwrap();
+    let before = bytes(&path);
+    s.append("host/x", "{}", Envelope::default()).unwrap();
+    assert_err(
+        s.flush(),
+        ErrorKind::Poisoned,
+        &["session \"s\" is poisoned after a failed fsync; reopen it"],
+    );
+    assert_err(
+        s.append("host/x", "{}", Envelope::default()),
+        ErrorKind::Poisoned,
+        &["poisoned"],
+    );
+    assert_eq!(bytes(&path), before, "the unacknowledged record was cut");
+    assert_eq!(plan.hits(Point::Sync), 2);
+    drop(s);
+    let s = Session::open(
+        &JsonlStore::open(dir.path(), Durability::Batched).unwrap(),
+        "s",
+    )
+    .unwrap();
+    assert_eq!(
+        s.append("host/x", "{}", Envelope::default()).unwrap().seq(),
+        0
+    );
+}
+
+#[test]
+fn a_failed_torn_tail_repair_refuses_the_open_and_changes_nothing() {
+    let (dir, store) = store(Durability::Sync);
+    drop(populated(&store));
+    let path = store.path("s").unwrap();
+    let mut torn = bytes(&path);
+    let good_len = torn.len();
+    torn.extend_from_slice(b"{\"type\":");
+    std::fs::write(&path, &torn).unwrap();
+    let plan = FaultPlan::new().on(Point::Truncate, 1, Action::Fail(Errno::Eio));
+    let broken = JsonlStore::open(dir.path().join("logs"), Durability::Sync)
+        .unwrap()
+        .with_faults(plan);
+    let needle = format!(
+        "cannot drop the torn tail of {} (8 bytes after byte {good_len})",
+        path.display()
+    );
+    assert_err(
+        Session::open(&broken, "s").map(drop),
+        ErrorKind::Io,
+        &[&needle, "Input/output error"],
+    );
+    assert_eq!(bytes(&path), torn);
+    assert_eq!(
+        Session::open(&store, "s").unwrap().open_report().torn_bytes,
+        8
+    );
+}
+
+#[test]
+fn a_failed_create_leaves_no_file() {
+    // The first create fails at its write (and never reaches an fsync), the second at
+    // its fsync.
+    let plan = FaultPlan::new()
+        .on(Point::Write, 1, Action::Fail(Errno::Enospc))
+        .on(Point::Sync, 1, Action::Fail(Errno::Eio));
+    let (_dir, store) = faulty(Durability::Sync, &plan);
+    let path = store.path("s").unwrap();
+    assert_err(
+        Session::create(&store, "s", SessionMeta::default()).map(drop),
+        ErrorKind::Io,
+        &["cannot write", "No space left"],
+    );
+    assert!(!path.exists());
+    assert_err(
+        Session::create(&store, "s", SessionMeta::default()).map(drop),
+        ErrorKind::Io,
+        &["cannot fsync", "Input/output"],
+    );
+    assert!(!path.exists());
+    drop(Session::create(&store, "s", SessionMeta::default()).unwrap());
+    assert!(path.exists());
+}
+
+#[test]
+fn sync_mode_fsyncs_before_every_append_returns() {
+    let plan = FaultPlan::new();
+    let (_dir, store) = faulty(Durability::Sync, &plan);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    assert_eq!(plan.hits(Point::Sync), 1, "creation is durable");
+    for i in 0..3 {
+        s.append("host/x", "{}", Envelope::default()).unwrap();
+        assert_eq!(plan.hits(Point::Sync), 2 + i);
+    }
+    s.flush().unwrap();
+    assert_eq!(plan.hits(Point::Sync), 4, "nothing left to flush");
+}
+
+#[test]
+fn batched_mode_groups_fsyncs_within_a_bounded_window() {
+    let plan = FaultPlan::new();
+    let dir = tempfile::tempdir().unwrap();
+    let window = Duration::from_millis(200);
+    let store = JsonlStore::open(dir.path(), Durability::Batched)
+        .unwrap()
+        .with_batch_window(window)
+        .with_faults(plan.clone());
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    assert_eq!(
+        plan.hits(Point::Sync),
+        1,
+        "creation is durable in every mode"
+    );
+    let started = Instant::now();
+    for _ in 0..50 {
+        s.append("host/x", "{}", Envelope::default()).unwrap();
+    }
+    let took = started.elapsed();
+    if took < window * 4 / 5 {
+        assert_eq!(plan.hits(Point::Sync), 1, "no fsync inside the window");
+    }
+    // No further append comes: the window still closes. Wait until the flusher is idle.
+    let (mut last, mut stable) = (plan.hits(Point::Sync), Instant::now());
+    while started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+        let now = plan.hits(Point::Sync);
+        if now != last {
+            (last, stable) = (now, Instant::now());
+        } else if now > 1 && stable.elapsed() > window * 3 {
+            break;
+        }
+    }
+    let grouped = plan.hits(Point::Sync);
+    assert!(
+        grouped > 1,
+        "no fsync {:?} after the appends",
+        started.elapsed()
+    );
+    // At most one fsync per window the appends spanned, plus the last.
+    let bound = 2 + took.as_millis() / window.as_millis();
+    assert!(
+        u128::from(grouped - 1) <= bound,
+        "{} fsyncs for 50 appends in {took:?}",
+        grouped - 1
+    );
+    s.flush().unwrap();
+    assert_eq!(
+        plan.hits(Point::Sync),
+        grouped,
+        "flush has nothing left to do"
+    );
+    // flush() is the barrier: it syncs at once, without waiting for the window.
+    s.append("host/x", "{}", Envelope::default()).unwrap();
+    let t = Instant::now();
+    s.flush().unwrap();
+    assert_eq!(plan.hits(Point::Sync), grouped + 1);
+    assert!(t.elapsed() < window / 2, "flush waited {:?}", t.elapsed());
+    // Closing is a barrier too, and releases the lock at once.
+    s.append("host/x", "{}", Envelope::default()).unwrap();
+    let before = plan.hits(Point::Sync);
+    drop(s);
+    assert_eq!(plan.hits(Point::Sync), before + 1);
+    assert_eq!(
+        Session::open(&store, "s").unwrap().last_seq().unwrap(),
+        Some(51)
+    );
+}
+
+#[test]
+fn none_mode_fsyncs_only_on_flush() {
+    let plan = FaultPlan::new();
+    let (_dir, store) = faulty(Durability::None, &plan);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    for _ in 0..10 {
+        s.append("host/x", "{}", Envelope::default()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(plan.hits(Point::Sync), 1);
+    s.flush().unwrap();
+    assert_eq!(plan.hits(Point::Sync), 2);
+    s.flush().unwrap();
+    assert_eq!(plan.hits(Point::Sync), 2);
+    drop(s);
+    assert_eq!(plan.hits(Point::Sync), 2);
+}
+
+#[test]
+fn protocol_calls_and_splices_append_one_write_each() {
+    let plan = FaultPlan::new();
+    let (_dir, store) = faulty(Durability::Sync, &plan);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    s.inbox().append(Target::NextTurn, msg("m1")).unwrap();
+    s.inbox().append(Target::NextStep, msg("m2")).unwrap();
+    s.open_turn().unwrap();
+    let writes = plan.hits(Point::Write);
+    let p = s.propose_step().unwrap(); // claims both lists: two splice events
+    s.decide(Decision::Enter(p.messages)).unwrap(); // step/start + two user/message
+    assert_eq!(plan.hits(Point::Write), writes + 2);
+    assert!(!s.end_step(StepOutcome::Completed).unwrap());
+    s.close_turn().unwrap();
+    assert_eq!(plan.hits(Point::Write), writes + 4);
+    assert_eq!(plan.hits(Point::Sync), plan.hits(Point::Write));
+}
+
+#[test]
+fn durability_names_parse() {
+    assert_eq!(Durability::parse("batched").unwrap(), Durability::Batched);
+    assert_eq!("none".parse::<Durability>().unwrap(), Durability::None);
+    assert_eq!(Durability::default(), Durability::Sync);
+    assert_err(
+        Durability::parse("SYNC"),
+        ErrorKind::InvalidInput,
+        &["durability must be \"sync\", \"batched\" or \"none\", got \"SYNC\""],
+    );
+    let (_dir, store) = store(Durability::Batched);
+    assert_eq!(store.durability(), Durability::Batched);
+}
