@@ -150,13 +150,13 @@ impl<'py> Writer<'py> {
                 type_name(&k)
             )));
         };
-        let text = key.to_str().map_err(|_| {
+        let text = key.to_cow().map_err(|_| {
             Why::Invalid("dict key is not valid Unicode (a lone surrogate?)".to_owned())
         })?;
         if frame.count > 0 {
             self.out.push(b',');
         }
-        serde_json::to_writer(&mut self.out, text).expect("writing to a Vec");
+        serde_json::to_writer(&mut self.out, &*text).expect("writing to a Vec");
         self.out.push(b':');
         frame.key = Some(k);
         Ok(Some(v))
@@ -180,10 +180,10 @@ impl<'py> Writer<'py> {
     fn value(&mut self, v: &Bound<'py, PyAny>) -> Result<(), Why> {
         let out = &mut self.out;
         if let Ok(s) = v.cast::<PyString>() {
-            let text = s.to_str().map_err(|_| {
+            let text = s.to_cow().map_err(|_| {
                 Why::Invalid("string is not valid Unicode (a lone surrogate?)".to_owned())
             })?;
-            serde_json::to_writer(&mut *out, text).expect("writing to a Vec");
+            serde_json::to_writer(&mut *out, &*text).expect("writing to a Vec");
         } else if let Ok(d) = v.cast::<PyDict>() {
             self.open(Items::Dict(d.iter()), b'{')?;
         } else if let Ok(b) = v.cast::<PyBool>() {
@@ -201,7 +201,7 @@ impl<'py> Writer<'py> {
                     .call1((v,))
                     .and_then(|i| i.str())
                     .map_err(|e| Why::Invalid(format!("integer not representable: {e}")))?;
-                out.extend_from_slice(digits.to_str()?.as_bytes());
+                out.extend_from_slice(digits.to_cow()?.as_bytes());
             }
         } else if let Ok(f) = v.cast::<PyFloat>() {
             let x = f.value();

@@ -4,14 +4,14 @@ semantics (§3.2), checked call by call, then by replay."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Union
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 
 import inboxlog
 
-Number = int | float
+Number = Union[int, float]
 TARGETS = ["next-turn", "next-step"]
 
 
