@@ -52,6 +52,9 @@ struct State {
     phase: Phase,
     /// Committed notices not yet published.
     outbox: Vec<Notice>,
+    /// Buffers reused by every transaction (cleared, capacity kept).
+    staged: Vec<Event>,
+    effects: Vec<Effect>,
 }
 
 /// How a staged splice affects notifications.
@@ -183,6 +186,8 @@ impl Session {
                 inbox,
                 phase: Phase::Idle,
                 outbox: Vec::new(),
+                staged: Vec::new(),
+                effects: Vec::new(),
             }),
             publish: Mutex::new(()),
             observers: Mutex::new(Observers::default()),
@@ -546,8 +551,8 @@ impl Session {
                 inbox: &st.inbox,
                 log: st.log.clone(),
                 phase: st.phase.clone(),
-                events: Vec::new(),
-                effects: Vec::new(),
+                events: std::mem::take(&mut st.staged),
+                effects: std::mem::take(&mut st.effects),
                 time: now_ms(),
                 touched: [false; 2],
             };
@@ -555,8 +560,8 @@ impl Session {
             let Txn {
                 log,
                 phase,
-                events,
-                effects,
+                mut events,
+                mut effects,
                 ..
             } = txn;
             if !events.is_empty() {
@@ -566,11 +571,11 @@ impl Session {
             st.log = log;
             st.phase = phase;
             let notify = !lock(&self.observers).is_empty();
-            let mut effects = effects.into_iter();
-            for event in events {
+            let mut effect_of = effects.drain(..);
+            for event in events.drain(..) {
                 if let Some(record) = event.splice() {
                     let removed = st.inbox.apply(record);
-                    let effect = effects.next().expect("one effect per splice");
+                    let effect = effect_of.next().expect("one effect per splice");
                     if notify {
                         let inserted = record.inserted.clone();
                         st.outbox.push(Notice::Event(event));
@@ -600,6 +605,8 @@ impl Session {
                     st.outbox.push(Notice::Event(event));
                 }
             }
+            drop(effect_of);
+            (st.staged, st.effects) = (events, effects);
             (result, notify)
         };
         // Only a call that queued notices must see them published before it returns.
