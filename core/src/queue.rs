@@ -216,6 +216,12 @@ impl<T> Queue<T> {
         if t == NIL {
             return (NIL, NIL);
         }
+        // Splitting at either end leaves the tree whole: no path to walk. Like `visit`,
+        // detach it, since its caller re-links it (or it becomes a root).
+        if k == 0 || k >= self.size(t) as usize {
+            self.nodes[t as usize].parent = NIL;
+            return if k == 0 { (NIL, t) } else { (t, NIL) };
+        }
         self.visit(t);
         let Node { left, right, .. } = self.nodes[t as usize];
         let ls = self.size(left) as usize;
