@@ -406,6 +406,15 @@ pub(crate) fn fail(txn: &mut Txn<'_>, error: TurnError) -> Result<()> {
     abort(txn, TurnEndReason::Error(error))
 }
 
+/// Closes a turn the previous writer left open (§7.4): `step/end` for an open step,
+/// then `turn/end {"kind":"interrupted"}`.
+pub(crate) fn interrupt(txn: &mut Txn<'_>, turn: u64) -> Result<()> {
+    if let Some(step) = txn.open_step() {
+        step_end(txn, turn, step)?;
+    }
+    turn_end(txn, turn, &TurnEndReason::Interrupted)
+}
+
 /// Closes an open step, then the open turn, with `reason`; nothing when idle.
 fn abort(txn: &mut Txn<'_>, reason: TurnEndReason) -> Result<()> {
     let Phase::Turn(t) = &txn.phase else {

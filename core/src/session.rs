@@ -18,7 +18,7 @@ use crate::log::LogState;
 use crate::message::Message;
 use crate::observer::{self, EventObserver, InboxNotice, InboxObserver, Notice, Observers};
 use crate::protocol::{self, Decided, Decision, Phase, Proposal};
-use crate::reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
+use crate::reason::{CancelCause, StepOutcome, TurnError};
 use crate::splice::{SpliceRecord, Target};
 use crate::store::{LogWriter, Store};
 
@@ -89,6 +89,11 @@ impl<'a> Txn<'a> {
     /// Number of the last `turn/start` in the log.
     pub fn last_turn(&self) -> u64 {
         self.log.last_turn
+    }
+
+    /// The step open in the log, if any.
+    pub fn open_step(&self) -> Option<u64> {
+        self.log.open_step
     }
 
     /// Stages a library-built event.
@@ -288,6 +293,7 @@ impl Session {
             let mut guard = lock(&session.state);
             let st = &mut *guard;
             if let Some(turn) = st.log.open_turn {
+                // Closing it reuses the last event's time: nothing happened since.
                 let mut txn = Txn {
                     inbox: &st.inbox,
                     log: st.log.clone(),
@@ -297,26 +303,7 @@ impl Session {
                     time: st.log.last_time,
                     touched: [false; 2],
                 };
-                if let Some(step) = txn.log.open_step {
-                    let data = format!(r#"{{"turn":{turn},"step":{step}}}"#);
-                    txn.record(
-                        crate::event::STEP_END,
-                        data,
-                        Body::StepEnd { turn, step },
-                        Envelope::default(),
-                    )?;
-                }
-                let reason = TurnEndReason::Interrupted;
-                let data = format!(r#"{{"turn":{turn},"reason":{}}}"#, reason.to_json());
-                txn.record(
-                    crate::event::TURN_END,
-                    data,
-                    Body::TurnEnd {
-                        turn,
-                        completed: false,
-                    },
-                    Envelope::default(),
-                )?;
+                protocol::interrupt(&mut txn, turn)?;
                 let writer = st.writer.as_mut().expect("just opened");
                 writer
                     .append(&txn.events)
