@@ -14,6 +14,9 @@ test: lint test-rust test-c test-python
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	@$(PYTHON) -c 'import sys; ex = open("tests/c/readme_example.c").read().strip(); \
+		sys.exit(0 if ex in open("README.md").read() else \
+		"README.md: the C example differs from tests/c/readme_example.c")'
 
 # The Python extension crate is tested through pytest (its lib needs libpython).
 test-rust:
@@ -22,6 +25,9 @@ test-rust:
 # C and C++ hosts against the built library (section owned by the C ABI).
 test-c: c-lib c-symbols c-hosts
 	@set -e; for host in $(C_HOST_BINS); do echo "== $$host"; $$host; done
+	@command -v $(VALGRIND) >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
+		|| { echo "make test-c: installing valgrind with apt-get"; \
+		     apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
 	@command -v $(VALGRIND) >/dev/null || { \
 		echo "make test-c: $(VALGRIND) not found; install it (apt-get install valgrind)" >&2; exit 1; }
 	@set -e; for host in $(C_HOST_BINS); do \
