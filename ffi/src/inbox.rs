@@ -5,9 +5,10 @@
 
 use std::ffi::{c_char, c_int};
 
-use inboxlog_core::{Message, Target};
+use inboxlog_core::{Message, Session, Target};
 
 use crate::boundary::{FfiResult, boundary};
+use crate::call::{session_string, session_value, with_session};
 use crate::session::inboxlog_session;
 use crate::strings::{Out, handle, json_arg, json_list, raw_array, str_arg};
 
@@ -78,6 +79,27 @@ pub unsafe extern "C" fn inboxlog_inbox_splice(
     })
 }
 
+/// The body of `inboxlog_inbox_append` and `_prepend`: checks `session`, `target` and
+/// `message_json`, in that order, then lets `op` put the message in the inbox.
+///
+/// # Safety
+/// As for `inboxlog_inbox_append`.
+unsafe fn add(
+    session: *const inboxlog_session,
+    target: *const c_char,
+    message_json: *const c_char,
+    error: *mut *mut c_char,
+    op: impl FnOnce(&Session, Target, Message) -> inboxlog_core::Result<()>,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): this function's contract.
+        let s = unsafe { handle(session, "session") }?;
+        let target = unsafe { target_arg(target) }?;
+        let m = unsafe { message_arg(message_json, "message_json") }?;
+        Ok(op(&s.session, target, m)?)
+    })
+}
+
 /// Adds `message_json` at the end of `target`. `DUPLICATE_MESSAGE` when its id is
 /// already pending. `session`, `target` and `message_json` must not be NULL.
 /// Thread-safe.
@@ -92,13 +114,12 @@ pub unsafe extern "C" fn inboxlog_inbox_append(
     message_json: *const c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (all three): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let target = unsafe { target_arg(target) }?;
-        let m = unsafe { message_arg(message_json, "message_json") }?;
-        Ok(s.session.inbox().append(target, m)?)
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        add(session, target, message_json, error, |s, t, m| {
+            s.inbox().append(t, m)
+        })
+    }
 }
 
 /// Adds `message_json` at the front of `target`. As `inboxlog_inbox_append` otherwise.
@@ -112,13 +133,12 @@ pub unsafe extern "C" fn inboxlog_inbox_prepend(
     message_json: *const c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (all three): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let target = unsafe { target_arg(target) }?;
-        let m = unsafe { message_arg(message_json, "message_json") }?;
-        Ok(s.session.inbox().prepend(target, m)?)
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        add(session, target, message_json, error, |s, t, m| {
+            s.inbox().prepend(t, m)
+        })
+    }
 }
 
 /// Replaces the pending message `id` (looked up in `next-turn`, then `next-step`) with
@@ -182,11 +202,8 @@ pub unsafe extern "C" fn inboxlog_inbox_clear(
     session: *mut inboxlog_session,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY: the caller passes NULL or a live handle.
-        let s = unsafe { handle(session, "session") }?;
-        Ok(s.session.inbox().clear()?)
-    })
+    // SAFETY: the caller's contract above.
+    unsafe { with_session(session, error, |s| Ok(s.session.inbox().clear()?)) }
 }
 
 /// A copy of `next-turn` as a JSON array of messages. On success `*out_json` receives a
@@ -202,12 +219,12 @@ pub unsafe extern "C" fn inboxlog_inbox_next_turn(
     out_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out_json, "out_json") }?;
-        out.write_string(messages_json(&s.session.inbox().next_turn()?))
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(session, out_json, "out_json", error, |s| {
+            Ok(messages_json(&s.session.inbox().next_turn()?))
+        })
+    }
 }
 
 /// A copy of `next-step` as a JSON array of messages. As `inboxlog_inbox_next_turn`
@@ -221,12 +238,12 @@ pub unsafe extern "C" fn inboxlog_inbox_next_step(
     out_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out_json, "out_json") }?;
-        out.write_string(messages_json(&s.session.inbox().next_step()?))
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(session, out_json, "out_json", error, |s| {
+            Ok(messages_json(&s.session.inbox().next_step()?))
+        })
+    }
 }
 
 /// Whether either list holds a message: `*out` receives true or false. `session` and
@@ -241,11 +258,10 @@ pub unsafe extern "C" fn inboxlog_inbox_has_pending(
     out: *mut bool,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out, "out") }?;
-        out.write(s.session.inbox().has_pending()?);
-        Ok(())
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_value(session, out, "out", error, |s| {
+            Ok(s.session.inbox().has_pending()?)
+        })
+    }
 }

@@ -22,6 +22,7 @@
 #![allow(non_camel_case_types)] // C names: inboxlog_session, inboxlog_status, …
 
 mod boundary;
+mod call;
 mod inbox;
 mod projection;
 mod protocol;

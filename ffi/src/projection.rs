@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::boundary::{FfiError, FfiResult, boundary, boundary_void};
+use crate::call::session_string;
 use crate::session::{inboxlog_session, parse_events};
 use crate::strings::{Out, handle, json_arg, optional_index, parse_shape};
 
@@ -77,16 +78,16 @@ pub unsafe extern "C" fn inboxlog_session_baseline(
     out_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out_json, "out_json") }?;
-        let upto = optional_index(upto, "upto")?;
-        let events = s.session.events(0)?;
-        let from = s.session.header().replay_from();
-        let projection = QueueProjection::replay(&events, from, upto)?;
-        out.write_string(projection.baseline().to_json())
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(session, out_json, "out_json", error, |s| {
+            let upto = optional_index(upto, "upto")?;
+            let events = s.session.events(0)?;
+            let from = s.session.header().replay_from();
+            let projection = QueueProjection::replay(&events, from, upto)?;
+            Ok(projection.baseline().to_json())
+        })
+    }
 }
 
 #[derive(Deserialize)]

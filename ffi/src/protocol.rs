@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_int};
 use inboxlog_core::{CancelCause, Decision, StepOutcome, TurnError};
 
 use crate::boundary::{FfiError, boundary};
+use crate::call::{session_string, session_value};
 use crate::session::inboxlog_session;
 use crate::strings::{Out, handle, json_arg, opt_json_arg, str_arg};
 
@@ -22,13 +23,12 @@ pub unsafe extern "C" fn inboxlog_session_open_turn(
     out_turn: *mut u64,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out_turn, "out_turn") }?;
-        out.write(s.session.open_turn()?);
-        Ok(())
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_value(session, out_turn, "out_turn", error, |s| {
+            Ok(s.session.open_turn()?)
+        })
+    }
 }
 
 /// Proposes the next step: claims all of `next-step` (and, for the first proposal of
@@ -48,12 +48,16 @@ pub unsafe extern "C" fn inboxlog_session_propose_step(
     out_proposal_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out_proposal_json, "out_proposal_json") }?;
-        out.write_string(s.session.propose_step()?.to_json())
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(
+            session,
+            out_proposal_json,
+            "out_proposal_json",
+            error,
+            |s| Ok(s.session.propose_step()?.to_json()),
+        )
+    }
 }
 
 /// The one pre-step decision for the pending proposal: `decision_json` is
@@ -126,12 +130,12 @@ pub unsafe extern "C" fn inboxlog_session_close_turn(
     out_decided_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out_decided_json, "out_decided_json") }?;
-        out.write_string(s.session.close_turn()?.to_json())
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(session, out_decided_json, "out_decided_json", error, |s| {
+            Ok(s.session.close_turn()?.to_json())
+        })
+    }
 }
 
 /// Cancels: unless `keep_inbox` is 1, clears the inbox first (durable cancellations);

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::boundary::{FfiResult, boundary, boundary_void};
+use crate::call::{session_string, session_value, with_session};
 use crate::store::inboxlog_store;
 use crate::strings::{
     Out, handle, json_arg, json_list, opt_json_arg, optional_index, parse_shape, raw_array, str_arg,
@@ -268,11 +269,8 @@ pub unsafe extern "C" fn inboxlog_session_flush(
     session: *mut inboxlog_session,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY: the caller passes NULL or a live handle.
-        let s = unsafe { handle(session, "session") }?;
-        Ok(s.session.flush()?)
-    })
+    // SAFETY: the caller's contract above.
+    unsafe { with_session(session, error, |s| Ok(s.session.flush()?)) }
 }
 
 /// The session id. On success `*out` receives it as a new string (free it with
@@ -287,12 +285,12 @@ pub unsafe extern "C" fn inboxlog_session_id(
     out: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out, "out") }?;
-        out.write_string(s.live()?.id().to_owned())
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(session, out, "out", error, |s| {
+            Ok(s.live()?.id().to_owned())
+        })
+    }
 }
 
 /// The log's header as JSON (`{"format":"inboxlog","version":1,"id":…,"createdAt":…}`
@@ -308,12 +306,12 @@ pub unsafe extern "C" fn inboxlog_session_header(
     out_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out_json, "out_json") }?;
-        out.write_string(s.live()?.header().to_json())
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(session, out_json, "out_json", error, |s| {
+            Ok(s.live()?.header().to_json())
+        })
+    }
 }
 
 /// What opening found and fixed: `{"tornBytes":N,"repairedTurn":N|null}` (bytes of a
@@ -331,19 +329,19 @@ pub unsafe extern "C" fn inboxlog_session_open_report(
     out_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out_json, "out_json") }?;
-        let report = s.live()?.open_report();
-        let repaired = report
-            .repaired_turn
-            .map_or_else(|| "null".to_owned(), |t| t.to_string());
-        out.write_string(format!(
-            r#"{{"tornBytes":{},"repairedTurn":{repaired}}}"#,
-            report.torn_bytes
-        ))
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(session, out_json, "out_json", error, |s| {
+            let report = s.live()?.open_report();
+            let repaired = report
+                .repaired_turn
+                .map_or_else(|| "null".to_owned(), |t| t.to_string());
+            Ok(format!(
+                r#"{{"tornBytes":{},"repairedTurn":{repaired}}}"#,
+                report.torn_bytes
+            ))
+        })
+    }
 }
 
 /// The seq of the last event: `*out` receives it, or -1 for an empty log. `session`
@@ -358,14 +356,13 @@ pub unsafe extern "C" fn inboxlog_session_last_seq(
     out: *mut i64,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out, "out") }?;
-        // Seqs are safe integers (< 2^53), so they fit an int64_t.
-        out.write(s.session.last_seq()?.map_or(-1, |seq| seq as i64));
-        Ok(())
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_value(session, out, "out", error, |s| {
+            // Seqs are safe integers (< 2^53), so they fit an int64_t.
+            Ok(s.session.last_seq()?.map_or(-1, |seq| seq as i64))
+        })
+    }
 }
 
 /// The open turn: `*out` receives its number, or 0 when no turn is open (turns count
@@ -380,13 +377,12 @@ pub unsafe extern "C" fn inboxlog_session_current_turn(
     out: *mut u64,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out, "out") }?;
-        out.write(s.session.turn_open()?.unwrap_or(0));
-        Ok(())
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_value(session, out, "out", error, |s| {
+            Ok(s.session.turn_open()?.unwrap_or(0))
+        })
+    }
 }
 
 /// The events with `seq >= since`, as a JSON array of event objects (keys `type`,
@@ -404,14 +400,14 @@ pub unsafe extern "C" fn inboxlog_session_events(
     out_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out_json, "out_json") }?;
-        let mut json = String::new();
-        write_events(&mut json, &s.session.events(since)?);
-        out.write_string(json)
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(session, out_json, "out_json", error, |s| {
+            let mut json = String::new();
+            write_events(&mut json, &s.session.events(since)?);
+            Ok(json)
+        })
+    }
 }
 
 /// The optional envelope keys of an appended event.
@@ -536,12 +532,12 @@ pub unsafe extern "C" fn inboxlog_session_poll(
     out_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    boundary(error, || {
-        // SAFETY (both): the caller's contract above.
-        let s = unsafe { handle(session, "session") }?;
-        let out = unsafe { Out::new(out_json, "out_json") }?;
-        s.live()?;
-        let taken = std::mem::take(&mut *lock(&s.notices));
-        out.write_string(json_list(taken.iter().map(String::as_str)))
-    })
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(session, out_json, "out_json", error, |s| {
+            s.live()?;
+            let taken = std::mem::take(&mut *lock(&s.notices));
+            Ok(json_list(taken.iter().map(String::as_str)))
+        })
+    }
 }
