@@ -161,10 +161,14 @@ class Session:
         ignorable: bool = False,
         surface_op: Any = None,
         source_event_seqs: Sequence[int] | None = None,
+        surfaceOp: Any = None,
+        sourceEventSeqs: Sequence[int] | None = None,
     ) -> Event:
         """Appends a host event (any JSON ``data``, kept byte-for-byte); returns it.
 
-        Reserved types are refused, except ``user/message`` with a valid message.
+        Envelope keys may be spelled as in the log (``surfaceOp``, ``sourceEventSeqs``)
+        or in snake case, not both. Reserved types are refused, except ``user/message``
+        with a valid message.
         """
 
     def flush(self) -> None:

@@ -81,6 +81,15 @@ fn report(py: Python<'_>, callback: &Bound<'_, PyAny>, what: &str, err: PyErr) {
     }
 }
 
+/// An optional argument, with `None` read as absent.
+fn present<'a, 'py>(v: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+    v.filter(|v| !v.is_none())
+}
+
+fn both(snake: &str, camel: &str) -> PyErr {
+    PyTypeError::new_err(format!("append() got both {snake} and {camel}; pass one"))
+}
+
 fn cancel_cause(cause: Option<&Bound<'_, PyAny>>) -> PyResult<CancelCause> {
     let Some(cause) = cause.filter(|c| !c.is_none()) else {
         return Ok(CancelCause::User);
@@ -152,8 +161,13 @@ impl PySession {
         values::events(py, &events)
     }
 
-    /// Appends a host event and returns it as stored.
-    #[pyo3(signature = (r#type, data, *, ignorable = false, surface_op = None, source_event_seqs = None))]
+    /// Appends a host event and returns it as stored. The envelope keys may be spelled
+    /// as in the log (`surfaceOp`, `sourceEventSeqs`) or in snake case.
+    #[pyo3(signature = (
+        r#type, data, *, ignorable = false, surface_op = None, source_event_seqs = None,
+        surfaceOp = None, sourceEventSeqs = None
+    ))]
+    #[allow(non_snake_case, clippy::too_many_arguments)]
     fn append<'py>(
         &self,
         py: Python<'py>,
@@ -162,14 +176,21 @@ impl PySession {
         ignorable: bool,
         surface_op: Option<&Bound<'py, PyAny>>,
         source_event_seqs: Option<Vec<u64>>,
+        surfaceOp: Option<&Bound<'py, PyAny>>,
+        sourceEventSeqs: Option<Vec<u64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let data = to_json(data, "data")?;
-        let surface_op = match surface_op.filter(|op| !op.is_none()) {
-            None => None,
-            Some(op) => Some(
-                RawValue::from_string(to_json(op, "surface_op")?)
+        let surface_op = match (present(surface_op), present(surfaceOp)) {
+            (Some(_), Some(_)) => return Err(both("surface_op", "surfaceOp")),
+            (None, None) => None,
+            (Some(op), None) | (None, Some(op)) => Some(
+                RawValue::from_string(to_json(op, "surfaceOp")?)
                     .expect("the converter writes valid JSON"),
             ),
+        };
+        let source_event_seqs = match (source_event_seqs, sourceEventSeqs) {
+            (Some(_), Some(_)) => return Err(both("source_event_seqs", "sourceEventSeqs")),
+            (a, b) => a.or(b),
         };
         let envelope = Envelope {
             ignorable,

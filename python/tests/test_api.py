@@ -104,8 +104,15 @@ def test_session_fields_and_events(session: inboxlog.Session) -> None:
     assert list(e2) == ["type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"]
     assert e2["surfaceOp"] == {"op": "replace", "start": 0, "end": 1}
     assert session.append("user/message", m("u1"), surface_op="append")["surfaceOp"] == "append"
-    assert session.last_seq == 2
-    assert [e["seq"] for e in session.events(since=1)] == [1, 2]
+    envelope = {"surfaceOp": "append", "sourceEventSeqs": [0, 1]}  # spelled as in the log
+    e3 = session.append("assistant/message", {"text": "hi"}, **envelope)
+    assert (e3["surfaceOp"], e3["sourceEventSeqs"]) == ("append", [0, 1])
+    with pytest.raises(TypeError, match="both surface_op and surfaceOp"):
+        session.append("tool/result", {}, surface_op="append", surfaceOp="append")
+    with pytest.raises(TypeError):
+        session.append("tool/result", {}, surfaceop="append")  # type: ignore[call-arg]
+    assert session.last_seq == 3
+    assert [e["seq"] for e in session.events(since=2)] == [2, 3]
     assert session.events(99) == []
     session.flush()
 
