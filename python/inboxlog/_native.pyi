@@ -87,11 +87,15 @@ class Store:
         agent_preset: str | None = None,
         seed: Sequence[_JSONObject] | None = None,
         seed_length: int | None = None,
+        delegationDepth: int | None = None,
+        agentPreset: str | None = None,
+        seedLength: int | None = None,
     ) -> Session:
         """Starts a new log ``id`` (``AlreadyExistsError`` if taken).
 
         ``seed`` (events of another log, seq from 0) starts it with a copy of them;
-        ``seed_length`` is recorded as the header's ``seedLength``.
+        ``seed_length`` is recorded as the header's ``seedLength``. Meta keys may also be
+        spelled as in the header (``delegationDepth``, ``agentPreset``, ``seedLength``).
         """
 
     def open(self, id: str) -> Session:
@@ -107,6 +111,8 @@ class Store:
         origin: str | None = None,
         delegation_depth: int | None = None,
         agent_preset: str | None = None,
+        delegationDepth: int | None = None,
+        agentPreset: str | None = None,
     ) -> Session:
         """Forks ``parent_id`` into ``child_id``: a copy of its whole turns, an empty
         inbox; the parent is unchanged."""

@@ -36,6 +36,16 @@ fn meta(
     }
 }
 
+/// A keyword given in snake case or as the header spells it (camelCase), not both.
+fn one_of<T>(snake: &str, a: Option<T>, b: Option<T>) -> PyResult<Option<T>> {
+    match (a, b) {
+        (Some(_), Some(_)) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{snake} was given twice (snake case and camelCase); pass one"
+        ))),
+        (a, b) => Ok(a.or(b)),
+    }
+}
+
 #[pymethods]
 impl PyStore {
     /// The JSONL directory store at `path` (created if missing); `durability` is
@@ -75,8 +85,13 @@ impl PyStore {
     }
 
     /// Starts a new log `id`; `seed` (event dicts) copies events from another log.
-    #[pyo3(signature = (id, *, cwd = None, origin = None, delegation_depth = None, agent_preset = None, seed = None, seed_length = None))]
-    #[allow(clippy::too_many_arguments)]
+    /// Meta keys may be spelled as in the header (`delegationDepth`) or in snake case.
+    #[pyo3(signature = (
+        id, *, cwd = None, origin = None, delegation_depth = None, agent_preset = None,
+        seed = None, seed_length = None, delegationDepth = None, agentPreset = None,
+        seedLength = None
+    ))]
+    #[allow(clippy::too_many_arguments, non_snake_case)]
     fn create(
         &self,
         py: Python<'_>,
@@ -87,8 +102,17 @@ impl PyStore {
         agent_preset: Option<String>,
         seed: Option<&Bound<'_, PyAny>>,
         seed_length: Option<u64>,
+        delegationDepth: Option<u64>,
+        agentPreset: Option<String>,
+        seedLength: Option<u64>,
     ) -> PyResult<PySession> {
-        let meta = meta(cwd, origin, delegation_depth, agent_preset);
+        let meta = meta(
+            cwd,
+            origin,
+            one_of("delegation_depth", delegation_depth, delegationDepth)?,
+            one_of("agent_preset", agent_preset, agentPreset)?,
+        );
+        let seed_length = one_of("seed_length", seed_length, seedLength)?;
         let seed = match seed {
             None => None,
             Some(events) => Some(values::events_from(events, "seed")?),
@@ -113,8 +137,11 @@ impl PyStore {
     }
 
     /// Forks `parent_id` into a new log `child_id` (whole turns only; empty inbox).
-    #[pyo3(signature = (parent_id, child_id, *, cwd = None, origin = None, delegation_depth = None, agent_preset = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (
+        parent_id, child_id, *, cwd = None, origin = None, delegation_depth = None,
+        agent_preset = None, delegationDepth = None, agentPreset = None
+    ))]
+    #[allow(clippy::too_many_arguments, non_snake_case)]
     fn fork(
         &self,
         py: Python<'_>,
@@ -124,8 +151,15 @@ impl PyStore {
         origin: Option<String>,
         delegation_depth: Option<u64>,
         agent_preset: Option<String>,
+        delegationDepth: Option<u64>,
+        agentPreset: Option<String>,
     ) -> PyResult<PySession> {
-        let meta = meta(cwd, origin, delegation_depth, agent_preset);
+        let meta = meta(
+            cwd,
+            origin,
+            one_of("delegation_depth", delegation_depth, delegationDepth)?,
+            one_of("agent_preset", agent_preset, agentPreset)?,
+        );
         let store = &*self.inner;
         let session = py
             .detach(|| Session::fork(store, parent_id, child_id, meta))

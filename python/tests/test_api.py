@@ -64,11 +64,17 @@ def test_store_create_open_fork_inspect_list(store: inboxlog.Store) -> None:
     assert child.events()[-1]["type"] == "session/end-seed"
     assert child.open_turn() == 2
     child.close()
+    # The header's own spelling works too, but not both at once.
+    grandchild = store.fork("c", "g", origin="subagent", delegationDepth=2, agentPreset="x")
+    assert (grandchild.header["delegationDepth"], grandchild.header["agentPreset"]) == (2, "x")
+    grandchild.close()
+    with pytest.raises(TypeError, match="delegation_depth was given twice"):
+        store.fork("c", "h", delegation_depth=1, delegationDepth=1)
 
     header, events = store.inspect("p")
     assert header == s.header
     assert events == s.events()
-    assert [h["id"] for h in store.list()] == ["c", "p"]
+    assert [h["id"] for h in store.list()] == ["c", "g", "p"]
     s.close()
 
 
