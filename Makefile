@@ -7,9 +7,9 @@ PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 
-.PHONY: test demo lint test-rust test-c test-python venv clean
+.PHONY: test demo lint test-rust test-c test-python test-e2e venv clean
 
-test: lint test-rust test-c test-python
+test: lint test-rust test-c test-python test-e2e
 
 lint:
 	$(CARGO) fmt --all --check
@@ -109,6 +109,12 @@ test-python: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check python/inboxlog python/tests python/bench examples
 	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
 	cd python && ../$(VENV)/bin/pytest
+
+# One log through both bindings: the wheel and the C library (via ctypes).
+test-e2e: c-lib $(VENV)/.installed
+	$(VENV)/bin/ruff format --check tests/e2e
+	$(VENV)/bin/ruff check tests/e2e
+	$(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/e2e
 
 demo: $(VENV)/.installed
 	rm -rf demo-sessions

@@ -1,0 +1,161 @@
+"""One log, two layers: the Python wheel and the C ABI (through ctypes) read and write
+the same JSONL files, share the exclusive writer lock, and agree on the inbox.
+
+Run by `make test` after the C library and the wheel are built:
+    .venv/bin/pytest -W error tests/e2e
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import inboxlog
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARY = Path(
+    os.environ.get("INBOXLOG_LIB", ROOT / "target" / "debug" / "libinboxlog.so")
+)
+
+OK, LOCKED = 0, 3
+
+
+class C:
+    """The few C functions this test needs, with their prototypes."""
+
+    def __init__(self) -> None:
+        if not LIBRARY.exists():
+            pytest.fail(
+                f"{LIBRARY} is missing: run `cargo build -p inboxlog-ffi` first"
+            )
+        lib = ctypes.CDLL(str(LIBRARY))
+        p, s, out = ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)
+        err = ctypes.POINTER(ctypes.c_void_p)
+        for name, args in {
+            "inboxlog_store_open_jsonl": [s, s, out, err],
+            "inboxlog_session_open": [p, s, out, err],
+            "inboxlog_session_create": [p, s, s, out, err],
+            "inboxlog_inbox_next_turn": [p, out, err],
+            "inboxlog_inbox_append": [p, s, s, err],
+            "inboxlog_session_open_report": [p, out, err],
+            "inboxlog_session_close": [p, err],
+        }.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = args, ctypes.c_int
+        for name in (
+            "inboxlog_session_free",
+            "inboxlog_store_free",
+            "inboxlog_string_free",
+        ):
+            getattr(lib, name).argtypes, getattr(lib, name).restype = [p], None
+        self.lib = lib
+
+    def call(self, name: str, *args: Any) -> tuple[int, Any]:
+        """Calls `name(*args, &out?, &error)`; returns (status, error dict or None)."""
+        error = ctypes.c_void_p()
+        status = getattr(self.lib, name)(*args, ctypes.byref(error))
+        message = None
+        if error.value:
+            message = json.loads(ctypes.string_at(error.value).decode())
+            self.lib.inboxlog_string_free(error)
+        return status, message
+
+    def string(self, name: str, *args: Any) -> Any:
+        """Calls a function with a `char **out_json` and returns the parsed JSON."""
+        out = ctypes.c_void_p()
+        status, error = self.call(name, *args, ctypes.byref(out))
+        assert status == OK, error
+        try:
+            return json.loads(ctypes.string_at(out.value).decode())
+        finally:
+            self.lib.inboxlog_string_free(out)
+
+    def handle(self, name: str, *args: Any) -> ctypes.c_void_p:
+        out = ctypes.c_void_p()
+        status, error = self.call(name, *args, ctypes.byref(out))
+        assert status == OK, error
+        return out
+
+
+@pytest.fixture(scope="module")
+def c() -> C:
+    return C()
+
+
+def test_c_repairs_and_continues_a_log_python_left_mid_turn(
+    c: C, tmp_path: Path
+) -> None:
+    store = inboxlog.Store(tmp_path, durability="sync")
+    s = store.create("shared")
+    for i in range(3):
+        s.inbox.append(
+            "next-turn", {"id": f"m{i}", "text": f"task {i}", "n": 2**60 + i}
+        )
+    s.open_turn()
+    p = s.propose_step()
+    s.decide({"kind": "enter", "messages": p["messages"]})
+
+    cstore = c.handle("inboxlog_store_open_jsonl", str(tmp_path).encode(), b"sync")
+    try:
+        # Python holds the writer: C is refused at once, as a second process would be.
+        status, error = c.call(
+            "inboxlog_session_open", cstore, b"shared", ctypes.byref(ctypes.c_void_p())
+        )
+        assert (status, error["kind"]) == (LOCKED, "locked"), error
+        s.close()  # the "crash": the turn stays open in the file
+
+        cs = c.handle("inboxlog_session_open", cstore, b"shared")
+        assert c.string("inboxlog_session_open_report", cs) == {
+            "tornBytes": 0,
+            "repairedTurn": 1,
+        }
+        # The C side replayed the same inbox, big integers and key order intact.
+        assert c.string("inboxlog_inbox_next_turn", cs) == [
+            {"id": "m1", "text": "task 1", "n": 2**60 + 1},
+            {"id": "m2", "text": "task 2", "n": 2**60 + 2},
+        ]
+        assert (
+            c.call("inboxlog_inbox_append", cs, b"next-step", b'{"id":"from-c"}')[0]
+            == OK
+        )
+        assert c.call("inboxlog_session_close", cs)[0] == OK
+        c.lib.inboxlog_session_free(cs)
+    finally:
+        c.lib.inboxlog_store_free(cstore)
+
+    # Python reopens what C wrote: the repair, then C's splice; nothing to repair again.
+    with store.open("shared") as again:
+        assert again.open_report == {"torn_bytes": 0, "repaired_turn": None}
+        types = [e["type"] for e in again.events()]
+        assert types[-3:] == ["step/end", "turn/end", "agent/inbox/spliced"]
+        assert again.events()[-2]["data"]["reason"] == {"kind": "interrupted"}
+        assert [m["id"] for m in again.inbox.next_step] == ["from-c"]
+        assert [m["id"] for m in again.inbox.next_turn] == ["m1", "m2"]
+        fold = inboxlog.fold_consumed_work(again.events())
+        assert fold["end"]["seq"] == types.index("turn/end")
+
+
+def test_python_reads_a_session_c_created(c: C, tmp_path: Path) -> None:
+    cstore = c.handle("inboxlog_store_open_jsonl", str(tmp_path).encode(), b"none")
+    try:
+        cs = c.handle("inboxlog_session_create", cstore, b"from-c", b'{"cwd":"/w"}')
+        assert (
+            c.call(
+                "inboxlog_inbox_append", cs, b"next-turn", b'{"id":"a","z":1,"y":2}'
+            )[0]
+            == OK
+        )
+        assert c.call("inboxlog_session_close", cs)[0] == OK
+        c.lib.inboxlog_session_free(cs)
+    finally:
+        c.lib.inboxlog_store_free(cstore)
+    store = inboxlog.Store(tmp_path)
+    header, events = store.inspect("from-c")
+    assert header["cwd"] == "/w"
+    with store.open("from-c") as s:
+        assert list(s.inbox.next_turn[0]) == ["id", "z", "y"]
+        assert s.events() == events
