@@ -22,18 +22,19 @@ pub(crate) struct PyStore {
     label: String,
 }
 
+/// Session meta from keyword arguments, each given in one of its two spellings.
 fn meta(
     cwd: Option<String>,
     origin: Option<String>,
-    delegation_depth: Option<u64>,
-    agent_preset: Option<String>,
-) -> SessionMeta {
-    SessionMeta {
+    delegation_depth: (Option<u64>, Option<u64>),
+    agent_preset: (Option<String>, Option<String>),
+) -> PyResult<SessionMeta> {
+    Ok(SessionMeta {
         cwd,
         origin,
-        delegation_depth,
-        agent_preset,
-    }
+        delegation_depth: one_of("delegation_depth", delegation_depth.0, delegation_depth.1)?,
+        agent_preset: one_of("agent_preset", agent_preset.0, agent_preset.1)?,
+    })
 }
 
 /// A keyword given in snake case or as the header spells it (camelCase), not both.
@@ -109,9 +110,9 @@ impl PyStore {
         let meta = meta(
             cwd,
             origin,
-            one_of("delegation_depth", delegation_depth, delegationDepth)?,
-            one_of("agent_preset", agent_preset, agentPreset)?,
-        );
+            (delegation_depth, delegationDepth),
+            (agent_preset, agentPreset),
+        )?;
         let seed_length = one_of("seed_length", seed_length, seedLength)?;
         let seed = match seed {
             None => None,
@@ -157,9 +158,9 @@ impl PyStore {
         let meta = meta(
             cwd,
             origin,
-            one_of("delegation_depth", delegation_depth, delegationDepth)?,
-            one_of("agent_preset", agent_preset, agentPreset)?,
-        );
+            (delegation_depth, delegationDepth),
+            (agent_preset, agentPreset),
+        )?;
         let store = &*self.inner;
         let session = py
             .detach(|| Session::fork(store, parent_id, child_id, meta))

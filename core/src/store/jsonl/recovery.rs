@@ -173,7 +173,24 @@ struct Replay<'a> {
     index: SeqIndex,
 }
 
-impl Replay<'_> {
+impl<'a> Replay<'a> {
+    fn new(
+        path: &'a Path,
+        id: &'a str,
+        limit: usize,
+        visit: &'a mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Replay<'a> {
+        Replay {
+            path,
+            id,
+            limit,
+            visit,
+            header: None,
+            next_seq: 0,
+            index: SeqIndex::default(),
+        }
+    }
+
     fn line(&mut self, number: u64, offset: u64, text: Checked<'_>) -> Result<()> {
         let Some(header) = &self.header else {
             self.header = Some(self::header(text, self.path, self.id, self.limit)?);
@@ -220,15 +237,7 @@ pub(crate) fn replay<R: BufRead>(
     limit: usize,
     visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
 ) -> Result<Replayed> {
-    let mut replay = Replay {
-        path,
-        id,
-        limit,
-        visit,
-        header: None,
-        next_seq: 0,
-        index: SeqIndex::default(),
-    };
+    let mut replay = Replay::new(path, id, limit, visit);
     let mut lines = Lines::new(reader, limit);
     while let Some(line) = lines.next().map_err(|e| read_error(path, e))? {
         replay.line(line.number, line.offset, line.checked())?;
@@ -245,15 +254,7 @@ pub(crate) fn replay_pipelined<R: BufRead + Send>(
     limit: usize,
     visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
 ) -> Result<Replayed> {
-    let mut replay = Replay {
-        path,
-        id,
-        limit,
-        visit,
-        header: None,
-        next_seq: 0,
-        index: SeqIndex::default(),
-    };
+    let mut replay = Replay::new(path, id, limit, visit);
     let consume = |rx: Receiver<Msg>| {
         for msg in rx {
             match msg {
