@@ -14,13 +14,12 @@ test: lint test-rust test-c test-python test-e2e
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	@$(PYTHON) -c 'import sys; ex = open("tests/c/readme_example.c").read().strip(); \
-		sys.exit(0 if ex in open("README.md").read() else \
-		"README.md: the C example differs from tests/c/readme_example.c")'
+	@$(PYTHON) tests/readme_examples.py check
 
 # The Python extension crate is tested through pytest (its lib needs libpython).
 test-rust:
 	$(CARGO) test --workspace --exclude inboxlog-python
+	$(CARGO) run -q -p inboxlog --example readme > /dev/null
 
 # C and C++ hosts against the built library (section owned by the C ABI).
 test-c: c-lib c-symbols c-hosts
@@ -109,11 +108,12 @@ test-python: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check python/inboxlog python/tests python/bench examples
 	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
 	cd python && ../$(VENV)/bin/pytest
+	cd "$$(mktemp -d)" && $(CURDIR)/$(VPY) $(CURDIR)/tests/readme_examples.py run-python $(CURDIR)/README.md
 
 # One log through both bindings: the wheel and the C library (via ctypes).
 test-e2e: c-lib $(VENV)/.installed
-	$(VENV)/bin/ruff format --check tests/e2e
-	$(VENV)/bin/ruff check tests/e2e
+	$(VENV)/bin/ruff format --check tests/e2e tests/readme_examples.py
+	$(VENV)/bin/ruff check tests/e2e tests/readme_examples.py
 	$(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/e2e
 
 demo: $(VENV)/.installed

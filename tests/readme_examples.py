@@ -1,0 +1,48 @@
+"""Keeps README.md's examples honest.
+
+python3 tests/readme_examples.py check              the Rust and C examples in README.md
+                                                    are the files that `make test` runs
+python3 tests/readme_examples.py run-python README  runs the README's Python example
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = {
+    "rust": ROOT / "core/examples/readme.rs",
+    "c": ROOT / "tests/c/readme_example.c",
+}
+
+
+def blocks(readme: str, lang: str) -> list[str]:
+    return [b.strip() for b in re.findall(rf"```{lang}\n(.*?)```", readme, re.S)]
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["check"]:
+        readme = (ROOT / "README.md").read_text()
+        for lang, path in FILES.items():
+            if path.read_text().strip() not in blocks(readme, lang):
+                print(
+                    f"README.md: the {lang} example differs from {path}",
+                    file=sys.stderr,
+                )
+                return 1
+        return 0
+    if argv[:1] == ["run-python"] and len(argv) == 2:
+        (example,) = blocks(Path(argv[1]).read_text(), "python")
+        exec(
+            compile(example, "README.md (python example)", "exec"),
+            {"__name__": "__main__"},
+        )
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
