@@ -19,7 +19,7 @@ FILES = {
 
 
 def blocks(readme: str, lang: str) -> list[str]:
-    return [b.strip() for b in re.findall(rf"```{lang}\n(.*?)```", readme, re.S)]
+    return [b.strip() for b in re.findall(rf"```{lang}\n(.*?)```", readme, re.DOTALL)]
 
 
 def main(argv: list[str]) -> int:
@@ -35,7 +35,8 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["run-python"] and len(argv) == 2:
         (example,) = blocks(Path(argv[1]).read_text(), "python")
-        exec(
+        # Running the README's own example is the point of this command.
+        exec(  # noqa: S102
             compile(example, "README.md (python example)", "exec"),
             {"__name__": "__main__"},
         )
