@@ -47,7 +47,8 @@ pub(crate) fn compact_within(text: &str, max_depth: usize) -> Result<Cow<'_, str
                 // Skip to the closing quote, honouring backslash escapes.
                 i += 1;
                 loop {
-                    match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+                    // An escape may be the last byte: never index past the end.
+                    match memchr::memchr2(b'"', b'\\', bytes.get(i..).unwrap_or_default()) {
                         Some(off) if bytes[i + off] == b'\\' => i += off + 2,
                         Some(off) => {
                             i += off + 1;
@@ -167,6 +168,11 @@ mod tests {
         // Brackets inside strings do not count.
         let quoted = format!("\"{}\"", "[".repeat(10_000));
         assert!(raw_value(&quoted, "data").is_ok());
+        // An unterminated escape at the very end is a syntax error, not a panic.
+        assert_eq!(
+            raw_value("\"a\\", "data").unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
         // A huge unbalanced input is refused without recursion.
         assert_eq!(
             raw_value(&"[".repeat(1_000_000), "data")
