@@ -101,7 +101,7 @@ PY_SOURCES := $(shell find core/src python/src python/inboxlog -type f -not -nam
 	Cargo.toml Cargo.lock core/Cargo.toml python/Cargo.toml python/pyproject.toml
 
 $(VENV)/.installed: $(VENV)/.ready $(PY_SOURCES)
-	$(VPY) -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./python
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./python
 	touch $@
 
 test-python: $(VENV)/.installed
