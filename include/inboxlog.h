@@ -411,16 +411,18 @@ int inboxlog_session_baseline(const struct inboxlog_session *session,
  *
  * `cause_json` is NULL (meaning `{"kind":"user"}`) or one of `{"kind":"user"}`,
  * `{"kind":"parent"}`, `{"kind":"hook","reason":"…"}`, `{"kind":"disposed"}`.
- * `keep_inbox` must be 0 or 1 (`INVALID_INPUT` otherwise). `session` must not be NULL.
- * Thread-safe.
+ * `keep_inbox` must be 0 or 1 (`INVALID_INPUT` otherwise). `extra_json` is NULL or a
+ * JSON object of host keys for the aborted turn's `turn/end` data. `session` must not
+ * be NULL. Thread-safe.
  *
  * # Safety
- * `session` is a live session handle; a non-NULL `cause_json` is a NUL-terminated
- * string; a non-NULL `error` points to a writable pointer.
+ * `session` is a live session handle; non-NULL `cause_json` and `extra_json` are
+ * NUL-terminated strings; a non-NULL `error` points to a writable pointer.
  */
 int inboxlog_session_cancel(struct inboxlog_session *session,
                             const char *cause_json,
                             int keep_inbox,
+                            const char *extra_json,
                             char **error);
 
 /**
@@ -438,14 +440,16 @@ int inboxlog_session_close(struct inboxlog_session *session, char **error);
 /**
  * Closes a concluded turn (between steps, no steering pending) with its concluded
  * reason. On success `*out_decided_json` receives `{"kind":"turn-end","turn":N,
- * "reason":{…}}` (free it with `inboxlog_string_free`). `PROTOCOL`, naming the state,
+ * "reason":{…}}` (free it with `inboxlog_string_free`). `extra_json` is NULL or a
+ * JSON object of host keys for the `turn/end` data. `PROTOCOL`, naming the state,
  * otherwise. `session` and `out_decided_json` must not be NULL. Thread-safe.
  *
  * # Safety
- * `session` is a live session handle; `out_decided_json` and a non-NULL `error` point
- * to writable pointers.
+ * `session` is a live session handle; a non-NULL `extra_json` is a NUL-terminated
+ * string; `out_decided_json` and a non-NULL `error` point to writable pointers.
  */
 int inboxlog_session_close_turn(struct inboxlog_session *session,
+                                const char *extra_json,
                                 char **out_decided_json,
                                 char **error);
 
@@ -508,15 +512,18 @@ int inboxlog_session_current_turn(const struct inboxlog_session *session,
  *
  * On success `*out_decided_json` receives `{"kind":"step","turn":N,"step":K}` or
  * `{"kind":"turn-end","turn":N,"reason":{…}}` (free it with `inboxlog_string_free`).
- * `PROTOCOL` when no proposal is pending. `session`, `decision_json` and
- * `out_decided_json` must not be NULL. Thread-safe.
+ * `extra_json` is NULL or a JSON object of host keys for the first event the decision
+ * writes (`step/start`, or `turn/end`). `PROTOCOL` when no proposal is pending.
+ * `session`, `decision_json` and `out_decided_json` must not be NULL. Thread-safe.
  *
  * # Safety
- * `session` is a live session handle; `decision_json` is a NUL-terminated string;
- * `out_decided_json` and a non-NULL `error` point to writable pointers.
+ * `session` is a live session handle; `decision_json` and a non-NULL `extra_json` are
+ * NUL-terminated strings; `out_decided_json` and a non-NULL `error` point to writable
+ * pointers.
  */
 int inboxlog_session_decide(struct inboxlog_session *session,
                             const char *decision_json,
+                            const char *extra_json,
                             char **out_decided_json,
                             char **error);
 
@@ -524,15 +531,17 @@ int inboxlog_session_decide(struct inboxlog_session *session,
  * Ends the open step with `outcome`: `"continue"` (the step owes another model call),
  * `"completed"` or `"max-tokens"`. `*out_again` receives whether the loop must propose
  * another step (the turn has not concluded, or steering arrived in `next-step`);
- * otherwise call `inboxlog_session_close_turn`. `PROTOCOL` when no step is open.
+ * otherwise call `inboxlog_session_close_turn`. `extra_json` is NULL or a JSON
+ * object of host keys for the `step/end` data. `PROTOCOL` when no step is open.
  * `session`, `outcome` and `out_again` must not be NULL. Thread-safe.
  *
  * # Safety
- * `session` is a live session handle; `outcome` is a NUL-terminated string;
- * `out_again` and a non-NULL `error` point to writable memory.
+ * `session` is a live session handle; `outcome` and a non-NULL `extra_json` are
+ * NUL-terminated strings; `out_again` and a non-NULL `error` point to writable memory.
  */
 int inboxlog_session_end_step(struct inboxlog_session *session,
                               const char *outcome,
+                              const char *extra_json,
                               bool *out_again,
                               char **error);
 
@@ -554,14 +563,18 @@ int inboxlog_session_events(const struct inboxlog_session *session,
 /**
  * Fails the open turn (any state but idle; `PROTOCOL` when idle): ends an open step,
  * then the turn with `{"kind":"error","error":…}`. `error_json` is an object with
- * string `message` and `code` (other keys kept). `session` and `error_json` must not
- * be NULL. Thread-safe.
+ * string `message` and `code` (other keys kept). `extra_json` is NULL or a JSON object
+ * of host keys for the `turn/end` data. `session` and `error_json` must not be NULL.
+ * Thread-safe.
  *
  * # Safety
- * `session` is a live session handle; `error_json` is a NUL-terminated string; a
- * non-NULL `error` points to a writable pointer.
+ * `session` is a live session handle; `error_json` and a non-NULL `extra_json` are
+ * NUL-terminated strings; a non-NULL `error` points to a writable pointer.
  */
-int inboxlog_session_fail(struct inboxlog_session *session, const char *error_json, char **error);
+int inboxlog_session_fail(struct inboxlog_session *session,
+                          const char *error_json,
+                          const char *extra_json,
+                          char **error);
 
 /**
  * Makes everything appended so far durable (the barrier of the `batched` durability
@@ -669,14 +682,18 @@ int inboxlog_session_open_report(const struct inboxlog_session *session,
 
 /**
  * Opens a turn (idle only; `PROTOCOL` otherwise): writes `turn/start` before any
- * claim. `*out_turn` receives the turn number (the first turn of a log is 1).
- * `session` and `out_turn` must not be NULL. Thread-safe.
+ * claim. `extra_json` is NULL or a JSON object of host keys for the `turn/start` data
+ * (e.g. `{"trigger":{"kind":"message"}}`). `*out_turn` receives the turn number (the
+ * first turn of a log is 1). `session` and `out_turn` must not be NULL. Thread-safe.
  *
  * # Safety
- * `session` is a live session handle; `out_turn` and a non-NULL `error` point to
- * writable memory.
+ * `session` is a live session handle; a non-NULL `extra_json` is a NUL-terminated
+ * string; `out_turn` and a non-NULL `error` point to writable memory.
  */
-int inboxlog_session_open_turn(struct inboxlog_session *session, uint64_t *out_turn, char **error);
+int inboxlog_session_open_turn(struct inboxlog_session *session,
+                               const char *extra_json,
+                               uint64_t *out_turn,
+                               char **error);
 
 /**
  * Returns and removes the notifications collected since the last poll (see

@@ -213,22 +213,29 @@ public:
     std::string next_step() const { return detail::str(inboxlog_inbox_next_step, h_.get()); }
     bool has_pending() const { return detail::value<bool>(inboxlog_inbox_has_pending, h_.get()); }
 
-    // Step-boundary protocol (SPEC §4).
-    std::uint64_t open_turn() { return detail::value<std::uint64_t>(inboxlog_session_open_turn, h_.get()); }
+    // Step-boundary protocol (SPEC §4). `extra` is a JSON object of host keys for the
+    // event the call writes (empty: none), e.g. open_turn(R"({"trigger":{"kind":"user"}})").
+    std::uint64_t open_turn(const std::string &extra = {}) {
+        return detail::value<std::uint64_t>(inboxlog_session_open_turn, h_.get(), detail::opt(extra));
+    }
     std::string propose_step() { return detail::str(inboxlog_session_propose_step, h_.get()); }
-    std::string decide(const std::string &decision) {
-        return detail::str(inboxlog_session_decide, h_.get(), decision.c_str());
+    std::string decide(const std::string &decision, const std::string &extra = {}) {
+        return detail::str(inboxlog_session_decide, h_.get(), decision.c_str(), detail::opt(extra));
     }
     /// Whether another step must be proposed.
-    bool end_step(const std::string &outcome) {
-        return detail::value<bool>(inboxlog_session_end_step, h_.get(), outcome.c_str());
+    bool end_step(const std::string &outcome, const std::string &extra = {}) {
+        return detail::value<bool>(inboxlog_session_end_step, h_.get(), outcome.c_str(), detail::opt(extra));
     }
-    std::string close_turn() { return detail::str(inboxlog_session_close_turn, h_.get()); }
+    std::string close_turn(const std::string &extra = {}) {
+        return detail::str(inboxlog_session_close_turn, h_.get(), detail::opt(extra));
+    }
     /// An empty cause means {"kind":"user"}.
-    void cancel(const std::string &cause = {}, bool keep_inbox = false) {
-        detail::call(inboxlog_session_cancel, h_.get(), detail::opt(cause), keep_inbox ? 1 : 0);
+    void cancel(const std::string &cause = {}, bool keep_inbox = false, const std::string &extra = {}) {
+        detail::call(inboxlog_session_cancel, h_.get(), detail::opt(cause), keep_inbox ? 1 : 0, detail::opt(extra));
     }
-    void fail(const std::string &error) { detail::call(inboxlog_session_fail, h_.get(), error.c_str()); }
+    void fail(const std::string &error, const std::string &extra = {}) {
+        detail::call(inboxlog_session_fail, h_.get(), error.c_str(), detail::opt(extra));
+    }
 
     inboxlog_session *get() const noexcept { return h_.get(); }
 

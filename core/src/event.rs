@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 
 use crate::error::{Result, invalid};
 use crate::json::{self, MAX_SAFE_INTEGER};
-use crate::message::{Message, excerpt};
+use crate::message::excerpt;
 use crate::splice::SpliceRecord;
 
 /// `turn/start`
@@ -160,20 +160,17 @@ struct Wire<'a> {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct TurnData {
     turn: u64,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct StepData {
     turn: u64,
     step: u64,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct TurnEndData<'a> {
     turn: u64,
     #[serde(borrow)]
@@ -187,7 +184,6 @@ struct ReasonKind<'a> {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Empty {}
 
 fn safe(name: &str, n: u64) -> Result<u64> {
@@ -198,7 +194,7 @@ fn safe(name: &str, n: u64) -> Result<u64> {
 }
 
 /// Whether `ty` is written only by the library (§1.2); `user/message` is not, a host
-/// may append it with a valid message.
+/// may append it with any JSON object as data.
 pub fn is_reserved(ty: &str) -> bool {
     matches!(
         ty,
@@ -211,6 +207,14 @@ impl Body {
     fn parse(ty: &str, data: &RawValue) -> Result<Body> {
         let text = data.get();
         let shape = |e: serde_json::Error| invalid(format!("{ty} data {}: {e}", excerpt(text)));
+        // Reserved data is always an object (serde would also take a struct from an
+        // array: `[1]` is no `{"turn":1}`).
+        if (is_reserved(ty) || ty == USER_MESSAGE) && !text.starts_with('{') {
+            return Err(invalid(format!(
+                "{ty} data must be a JSON object, got {}",
+                excerpt(text)
+            )));
+        }
         Ok(match ty {
             TURN_START => Body::TurnStart {
                 turn: safe(
@@ -242,10 +246,9 @@ impl Body {
                     completed: kind.kind == "completed",
                 }
             }
-            USER_MESSAGE => {
-                Message::from_raw(data.to_owned()).map_err(|e| e.context("user/message data"))?;
-                Body::UserMessage
-            }
+            // Any object: an inbox message entered by `decide` has an `id`, but host
+            // runtime context appended as `user/message` need not (§1.2).
+            USER_MESSAGE => Body::UserMessage,
             INBOX_SPLICED => Body::Spliced(SpliceRecord::from_json(text)?),
             END_SEED => {
                 json::from_str::<Empty>(text).map_err(shape)?;
@@ -525,12 +528,16 @@ mod tests {
                 "step/end data",
             ),
             (
-                r#"{"type":"user/message","seq":0,"time":0,"data":{"text":"hi"}}"#,
-                "no \"id\"",
+                r#"{"type":"user/message","seq":0,"time":0,"data":"hi"}"#,
+                "must be a JSON object",
             ),
             (
-                r#"{"type":"session/end-seed","seq":0,"time":0,"data":{"x":1}}"#,
-                "end-seed",
+                r#"{"type":"session/end-seed","seq":0,"time":0,"data":[]}"#,
+                "end-seed data must be a JSON object",
+            ),
+            (
+                r#"{"type":"turn/start","seq":0,"time":0,"data":[1]}"#,
+                "turn/start data must be a JSON object",
             ),
         ] {
             let err = Event::from_json(bad).unwrap_err();
@@ -545,6 +552,32 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidSplice);
+    }
+
+    #[test]
+    fn reserved_data_keeps_host_extras_verbatim() {
+        for text in [
+            r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}"#,
+            r#"{"type":"step/start","seq":0,"time":1,"data":{"note":"x","turn":1,"step":1}}"#,
+            r#"{"type":"turn/end","seq":0,"time":1,"data":{"turn":1,"reason":{"kind":"completed","why":1},"usage":{"in":3}}}"#,
+            r#"{"type":"session/end-seed","seq":0,"time":1,"data":{"from":"parent"}}"#,
+            r#"{"type":"agent/inbox/spliced","seq":0,"time":1,"data":{"target":"next-turn","start":0,"inserted":[],"by":"web"}}"#,
+            r#"{"type":"user/message","seq":0,"time":1,"data":{"text":"runtime context, no id"}}"#,
+        ] {
+            let e = Event::from_json(text).unwrap();
+            assert_eq!(e.to_json(), text);
+        }
+        // The table's keys are still checked when extras are present.
+        let err = Event::from_json(
+            r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":-1,"trigger":{}}}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("turn/start data"), "{err}");
+        let err = Event::from_json(
+            r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"turn":2}}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("duplicate field"), "{err}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 mod error;
 mod event;
+mod extra;
 mod fold;
 mod header;
 mod id;
@@ -31,6 +32,7 @@ pub use event::{
     END_SEED, Envelope, Event, INBOX_SPLICED, STEP_END, STEP_START, TURN_END, TURN_START,
     USER_MESSAGE, is_reserved,
 };
+pub use extra::{Extra, LIBRARY_KEYS};
 pub use fold::{ConsumedWork, fold_consumed_work};
 pub use header::{FORMAT_NAME, FORMAT_VERSION, Header, SessionMeta};
 pub use id::{MAX_ID_LEN, validate_session_id};

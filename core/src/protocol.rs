@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::{Body, Envelope, STEP_END, STEP_START, TURN_END, TURN_START, USER_MESSAGE};
+use crate::extra::Extra;
 use crate::json;
 use crate::message::Message;
 use crate::reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
@@ -196,17 +197,17 @@ impl Decided {
     }
 }
 
-fn turn_start(txn: &mut Txn<'_>, turn: u64) -> Result<()> {
+fn turn_start(txn: &mut Txn<'_>, turn: u64, extra: &Extra) -> Result<()> {
     txn.record(
         TURN_START,
-        format!(r#"{{"turn":{turn}}}"#),
+        extra.close(format!(r#"{{"turn":{turn}"#)),
         Body::TurnStart { turn },
         Envelope::default(),
     )
 }
 
-fn turn_end(txn: &mut Txn<'_>, turn: u64, reason: &TurnEndReason) -> Result<()> {
-    let data = format!(r#"{{"turn":{turn},"reason":{}}}"#, reason.to_json());
+fn turn_end(txn: &mut Txn<'_>, turn: u64, reason: &TurnEndReason, extra: &Extra) -> Result<()> {
+    let data = extra.close(format!(r#"{{"turn":{turn},"reason":{}"#, reason.to_json()));
     let completed = *reason == TurnEndReason::Completed;
     txn.record(
         TURN_END,
@@ -218,31 +219,32 @@ fn turn_end(txn: &mut Txn<'_>, turn: u64, reason: &TurnEndReason) -> Result<()> 
     Ok(())
 }
 
-fn step_start(txn: &mut Txn<'_>, turn: u64, step: u64) -> Result<()> {
+fn step_start(txn: &mut Txn<'_>, turn: u64, step: u64, extra: &Extra) -> Result<()> {
     txn.record(
         STEP_START,
-        format!(r#"{{"turn":{turn},"step":{step}}}"#),
+        extra.close(format!(r#"{{"turn":{turn},"step":{step}"#)),
         Body::StepStart { turn, step },
         Envelope::default(),
     )
 }
 
-fn step_end(txn: &mut Txn<'_>, turn: u64, step: u64) -> Result<()> {
+fn step_end(txn: &mut Txn<'_>, turn: u64, step: u64, extra: &Extra) -> Result<()> {
     txn.record(
         STEP_END,
-        format!(r#"{{"turn":{turn},"step":{step}}}"#),
+        extra.close(format!(r#"{{"turn":{turn},"step":{step}"#)),
         Body::StepEnd { turn, step },
         Envelope::default(),
     )
 }
 
-/// `open_turn`: idle only; writes `turn/start` before any claim.
-pub(crate) fn open_turn(txn: &mut Txn<'_>) -> Result<u64> {
+/// `open_turn`: idle only; writes `turn/start` (with the host's extras) before any
+/// claim.
+pub(crate) fn open_turn(txn: &mut Txn<'_>, extra: &Extra) -> Result<u64> {
     if txn.phase != Phase::Idle {
         return Err(txn.phase.refuse("open_turn"));
     }
     let turn = txn.last_turn() + 1;
-    turn_start(txn, turn)?;
+    turn_start(txn, turn, extra)?;
     txn.phase = Phase::Turn(TurnState {
         turn,
         steps: 0,
@@ -296,28 +298,29 @@ fn claim(txn: &mut Txn<'_>, target: Target, turn: u64) -> Result<Vec<Message>> {
     Ok(messages)
 }
 
-/// `decide`: the one pre-step decision for the pending proposal.
-pub(crate) fn decide(txn: &mut Txn<'_>, decision: Decision) -> Result<Decided> {
+/// `decide`: the one pre-step decision for the pending proposal. The host's extras go
+/// on the event the decision writes first: `step/start`, or `turn/end`.
+pub(crate) fn decide(txn: &mut Txn<'_>, decision: Decision, extra: &Extra) -> Result<Decided> {
     let t = txn.phase.turn_mut("decide")?;
     let Stage::Proposed { step } = t.stage else {
         return Err(txn.phase.refuse("decide"));
     };
     let turn = t.turn;
     let messages = match decision {
-        Decision::Reject => return end_turn(txn, turn, TurnEndReason::Blocked),
+        Decision::Reject => return end_turn(txn, turn, TurnEndReason::Blocked, extra),
         Decision::Enter(messages) => messages,
     };
     if messages.is_empty() {
         if t.steps == 0 {
-            return end_turn(txn, turn, TurnEndReason::Completed);
+            return end_turn(txn, turn, TurnEndReason::Completed, extra);
         }
         if let Some(concluded) = t.concluded {
-            return end_turn(txn, turn, concluded.reason());
+            return end_turn(txn, turn, concluded.reason(), extra);
         }
     }
     t.steps = step;
     t.stage = Stage::Step { step };
-    step_start(txn, turn, step)?;
+    step_start(txn, turn, step, extra)?;
     for m in messages {
         let envelope = Envelope {
             surface_op: Some(raw_append()),
@@ -337,13 +340,14 @@ fn raw_append() -> Box<serde_json::value::RawValue> {
     serde_json::value::RawValue::from_string("\"append\"".to_owned()).expect("valid JSON")
 }
 
-fn end_turn(txn: &mut Txn<'_>, turn: u64, reason: TurnEndReason) -> Result<Decided> {
-    turn_end(txn, turn, &reason)?;
+fn end_turn(txn: &mut Txn<'_>, turn: u64, reason: TurnEndReason, extra: &Extra) -> Result<Decided> {
+    turn_end(txn, turn, &reason, extra)?;
     Ok(Decided::TurnEnded { turn, reason })
 }
 
-/// `end_step`: closes the open step; returns whether another step must be proposed.
-pub(crate) fn end_step(txn: &mut Txn<'_>, outcome: StepOutcome) -> Result<bool> {
+/// `end_step`: closes the open step (`step/end` with the host's extras); returns
+/// whether another step must be proposed.
+pub(crate) fn end_step(txn: &mut Txn<'_>, outcome: StepOutcome, extra: &Extra) -> Result<bool> {
     let t = txn.phase.turn_mut("end_step")?;
     let Stage::Step { step } = t.stage else {
         return Err(txn.phase.refuse("end_step"));
@@ -351,18 +355,22 @@ pub(crate) fn end_step(txn: &mut Txn<'_>, outcome: StepOutcome) -> Result<bool> 
     let turn = t.turn;
     t.stage = Stage::Between;
     t.max_tokens |= outcome == StepOutcome::MaxTokens;
+    // `max-tokens` is sticky: once a step stopped at the token limit, the turn stays
+    // concluded as `max-tokens` whatever later steps report, `continue` included, so
+    // the loop goes on only while steering waits in `next-step` (§4).
     t.concluded = match outcome {
-        StepOutcome::Continue => None,
         _ if t.max_tokens => Some(Concluded::MaxTokens),
+        StepOutcome::Continue => None,
         _ => Some(Concluded::Completed),
     };
     let concluded = t.concluded.is_some();
-    step_end(txn, turn, step)?;
+    step_end(txn, turn, step, extra)?;
     Ok(!concluded || txn.inbox().len(Target::NextStep) > 0)
 }
 
-/// `close_turn`: between steps of a concluded turn with no steering pending.
-pub(crate) fn close_turn(txn: &mut Txn<'_>) -> Result<Decided> {
+/// `close_turn`: between steps of a concluded turn with no steering pending; the
+/// host's extras go on `turn/end`.
+pub(crate) fn close_turn(txn: &mut Txn<'_>, extra: &Extra) -> Result<Decided> {
     let steering = txn.inbox().len(Target::NextStep);
     let t = txn.phase.turn_mut("close_turn")?;
     let refusal = match (t.stage, t.concluded) {
@@ -379,7 +387,7 @@ pub(crate) fn close_turn(txn: &mut Txn<'_>) -> Result<Decided> {
     match refusal {
         None => {
             let (turn, concluded) = (t.turn, t.concluded.expect("checked above"));
-            end_turn(txn, turn, concluded.reason())
+            end_turn(txn, turn, concluded.reason(), extra)
         }
         Some(why) if why.is_empty() => Err(txn.phase.refuse("close_turn")),
         Some(why) => Err(Error::new(
@@ -392,37 +400,44 @@ pub(crate) fn close_turn(txn: &mut Txn<'_>) -> Result<Decided> {
     }
 }
 
-/// `cancel`: clears the inbox unless `keep_inbox`, then aborts the open turn.
-pub(crate) fn cancel(txn: &mut Txn<'_>, cause: CancelCause, keep_inbox: bool) -> Result<()> {
+/// `cancel`: clears the inbox unless `keep_inbox`, then aborts the open turn (the
+/// host's extras go on its `turn/end`).
+pub(crate) fn cancel(
+    txn: &mut Txn<'_>,
+    cause: CancelCause,
+    keep_inbox: bool,
+    extra: &Extra,
+) -> Result<()> {
     if !keep_inbox {
         txn.clear()?;
     }
-    abort(txn, TurnEndReason::Aborted(cause))
+    abort(txn, TurnEndReason::Aborted(cause), extra)
 }
 
-/// `fail`: ends the open turn with an error.
-pub(crate) fn fail(txn: &mut Txn<'_>, error: TurnError) -> Result<()> {
+/// `fail`: ends the open turn with an error (the host's extras go on its `turn/end`).
+pub(crate) fn fail(txn: &mut Txn<'_>, error: TurnError, extra: &Extra) -> Result<()> {
     txn.phase.turn_mut("fail")?;
-    abort(txn, TurnEndReason::Error(error))
+    abort(txn, TurnEndReason::Error(error), extra)
 }
 
 /// Closes a turn the previous writer left open (§7.4): `step/end` for an open step,
 /// then `turn/end {"kind":"interrupted"}`.
 pub(crate) fn interrupt(txn: &mut Txn<'_>, turn: u64) -> Result<()> {
+    let none = Extra::none();
     if let Some(step) = txn.open_step() {
-        step_end(txn, turn, step)?;
+        step_end(txn, turn, step, &none)?;
     }
-    turn_end(txn, turn, &TurnEndReason::Interrupted)
+    turn_end(txn, turn, &TurnEndReason::Interrupted, &none)
 }
 
 /// Closes an open step, then the open turn, with `reason`; nothing when idle.
-fn abort(txn: &mut Txn<'_>, reason: TurnEndReason) -> Result<()> {
+fn abort(txn: &mut Txn<'_>, reason: TurnEndReason, extra: &Extra) -> Result<()> {
     let Phase::Turn(t) = &txn.phase else {
         return Ok(());
     };
     let (turn, stage) = (t.turn, t.stage);
     if let Stage::Step { step } = stage {
-        step_end(txn, turn, step)?;
+        step_end(txn, turn, step, &Extra::none())?;
     }
-    turn_end(txn, turn, &reason)
+    turn_end(txn, turn, &reason, extra)
 }

@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::{Body, END_SEED, Envelope, Event, INBOX_SPLICED, is_reserved};
+use crate::extra::Extra;
 use crate::header::{Header, SessionMeta};
 use crate::id::validate_session_id;
 use crate::inbox::Inbox;
@@ -444,8 +445,8 @@ impl Session {
     }
 
     /// Appends a host event. `data` is JSON text, kept byte-for-byte once valid
-    /// (whitespace outside strings removed). Reserved types are refused, except a
-    /// `user/message` carrying a valid message.
+    /// (whitespace outside strings removed). Reserved types are refused, except
+    /// `user/message` with any JSON object as data (an `id` is optional there).
     pub fn append(&self, ty: &str, data: &str, envelope: Envelope) -> Result<Event> {
         if is_reserved(ty) {
             return Err(invalid(format!(
@@ -482,7 +483,12 @@ impl Session {
 
     /// `open_turn` (§4).
     pub fn open_turn(&self) -> Result<u64> {
-        self.transact(protocol::open_turn)
+        self.open_turn_with(&Extra::none())
+    }
+
+    /// `open_turn` (§4) with host extras on its `turn/start` (§1.2).
+    pub fn open_turn_with(&self, extra: &Extra) -> Result<u64> {
+        self.transact(|txn| protocol::open_turn(txn, extra))
     }
 
     /// `propose_step` (§4).
@@ -492,27 +498,53 @@ impl Session {
 
     /// `decide` (§4).
     pub fn decide(&self, decision: Decision) -> Result<Decided> {
-        self.transact(|txn| protocol::decide(txn, decision))
+        self.decide_with(decision, &Extra::none())
+    }
+
+    /// `decide` (§4) with host extras on the event it writes first (`step/start`, or
+    /// `turn/end` when the decision ends the turn).
+    pub fn decide_with(&self, decision: Decision, extra: &Extra) -> Result<Decided> {
+        self.transact(|txn| protocol::decide(txn, decision, extra))
     }
 
     /// `end_step` (§4): returns whether another step must be proposed.
     pub fn end_step(&self, outcome: StepOutcome) -> Result<bool> {
-        self.transact(|txn| protocol::end_step(txn, outcome))
+        self.end_step_with(outcome, &Extra::none())
+    }
+
+    /// `end_step` (§4) with host extras on its `step/end`.
+    pub fn end_step_with(&self, outcome: StepOutcome, extra: &Extra) -> Result<bool> {
+        self.transact(|txn| protocol::end_step(txn, outcome, extra))
     }
 
     /// `close_turn` (§4).
     pub fn close_turn(&self) -> Result<Decided> {
-        self.transact(protocol::close_turn)
+        self.close_turn_with(&Extra::none())
+    }
+
+    /// `close_turn` (§4) with host extras on its `turn/end`.
+    pub fn close_turn_with(&self, extra: &Extra) -> Result<Decided> {
+        self.transact(|txn| protocol::close_turn(txn, extra))
     }
 
     /// `cancel` (§4).
     pub fn cancel(&self, cause: CancelCause, keep_inbox: bool) -> Result<()> {
-        self.transact(|txn| protocol::cancel(txn, cause, keep_inbox))
+        self.cancel_with(cause, keep_inbox, &Extra::none())
+    }
+
+    /// `cancel` (§4) with host extras on the `turn/end` of the aborted turn.
+    pub fn cancel_with(&self, cause: CancelCause, keep_inbox: bool, extra: &Extra) -> Result<()> {
+        self.transact(|txn| protocol::cancel(txn, cause, keep_inbox, extra))
     }
 
     /// `fail` (§4).
     pub fn fail(&self, error: TurnError) -> Result<()> {
-        self.transact(|txn| protocol::fail(txn, error))
+        self.fail_with(error, &Extra::none())
+    }
+
+    /// `fail` (§4) with host extras on the `turn/end` of the failed turn.
+    pub fn fail_with(&self, error: TurnError, extra: &Extra) -> Result<()> {
+        self.transact(|txn| protocol::fail(txn, error, extra))
     }
 
     /// Whether a turn is open.

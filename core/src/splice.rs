@@ -53,8 +53,8 @@ pub struct SpliceRecord {
     pub canceled: bool,
 }
 
+/// Keys beyond §3.3 are host extras (§1.2): kept in the stored text, not checked.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Wire {
     target: String,
     start: Number,

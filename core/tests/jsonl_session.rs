@@ -180,3 +180,39 @@ fn the_inbox_is_replayed_once_from_the_file() {
     assert_eq!(projection.inbox().list(Target::NextTurn), turn);
     assert_eq!(projection.inbox().list(Target::NextStep), step);
 }
+
+#[test]
+fn a_log_whose_reserved_events_carry_extras_opens_and_round_trips_byte_for_byte() {
+    let (_dir, store) = store(Durability::Sync);
+    let path = store.path("ref").unwrap();
+    // What the reference harness writes: a trigger on turn/start, runtime context as a
+    // user/message without an id, and host facts on step and turn events.
+    let log = concat!(
+        r#"{"format":"inboxlog","version":1,"id":"ref","createdAt":1}"#,
+        "\n",
+        r#"{"type":"agent/inbox/spliced","seq":0,"time":2,"data":{"target":"next-turn","start":0,"inserted":[{"id":"m1","text":"hi"}]}}"#,
+        "\n",
+        r#"{"type":"turn/start","seq":1,"time":3,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}"#,
+        "\n",
+        r#"{"type":"agent/inbox/spliced","seq":2,"time":3,"data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}"#,
+        "\n",
+        r#"{"type":"step/start","seq":3,"time":4,"data":{"turn":1,"step":1,"model":"x"}}"#,
+        "\n",
+        r#"{"type":"user/message","seq":4,"time":4,"data":{"id":"m1","text":"hi"},"surfaceOp":"append"}"#,
+        "\n",
+        r#"{"type":"user/message","seq":5,"time":4,"data":{"text":"<runtime context>"}}"#,
+        "\n",
+        r#"{"type":"step/end","seq":6,"time":5,"data":{"turn":1,"step":1,"usage":{"out":12345678901234567890}}}"#,
+        "\n",
+        r#"{"type":"turn/end","seq":7,"time":6,"data":{"turn":1,"reason":{"kind":"completed"},"durationMs":3}}"#,
+        "\n",
+    );
+    std::fs::write(&path, log).unwrap();
+    let s = Session::open(&store, "ref").unwrap();
+    assert_eq!(s.open_report().repaired_turn, None);
+    assert_eq!(bytes(&path), log.as_bytes(), "opening rewrote nothing");
+    let stored: Vec<String> = log.lines().skip(1).map(str::to_owned).collect();
+    let read: Vec<String> = s.events(0).unwrap().iter().map(|e| e.to_json()).collect();
+    assert_eq!(read, stored);
+    assert_eq!(s.open_turn().unwrap(), 2, "turn numbers continue");
+}

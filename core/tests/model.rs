@@ -537,9 +537,10 @@ impl Model {
                 };
                 t.stage = Stage::Ready;
                 t.saw_max_tokens |= *outcome == StepOutcome::MaxTokens;
+                // Sticky: after max-tokens even `continue` leaves the turn concluded.
                 t.concluded = match outcome {
-                    StepOutcome::Continue => None,
                     _ if t.saw_max_tokens => Some(MAX_TOKENS),
+                    StepOutcome::Continue => None,
                     _ => Some(COMPLETED),
                 };
                 let (turn, owes) = (t.turn, t.concluded.is_none());

@@ -4,7 +4,7 @@
 
 use inboxlog::store::MemoryStore;
 use inboxlog::{
-    CancelCause, Decided, Decision, ErrorKind, Message, Proposal, Session, SessionMeta,
+    CancelCause, Decided, Decision, ErrorKind, Extra, Message, Proposal, Session, SessionMeta,
     StepOutcome, Target, TurnEndReason, TurnError,
 };
 
@@ -419,11 +419,13 @@ fn max_tokens_is_sticky() {
     assert!(s.end_step(StepOutcome::MaxTokens).unwrap());
     let p = s.propose_step().unwrap();
     s.decide(Decision::Enter(p.messages)).unwrap();
-    // A continue in between does not reset it either.
+    // Steering keeps the loop going after max-tokens ...
+    s.inbox().append(Target::NextStep, m("c0")).unwrap();
     assert!(s.end_step(StepOutcome::Continue).unwrap());
-    s.propose_step().unwrap();
-    s.decide(Decision::Enter(vec![])).unwrap();
-    assert!(!s.end_step(StepOutcome::Completed).unwrap());
+    let p = s.propose_step().unwrap();
+    s.decide(Decision::Enter(p.messages)).unwrap();
+    // ... but a continue does not reset it: with next-step empty the turn is done.
+    assert!(!s.end_step(StepOutcome::Continue).unwrap());
     let since = next_seq(&s);
     assert_eq!(
         s.close_turn().unwrap(),
@@ -447,6 +449,100 @@ fn max_tokens_is_sticky() {
             reason: TurnEndReason::Completed
         }
     );
+}
+
+#[test]
+fn continue_after_max_tokens_concludes_the_turn_as_max_tokens() {
+    let store = MemoryStore::new();
+    let s = new(&store);
+    s.inbox().append(Target::NextTurn, m("a")).unwrap();
+    in_step(&s);
+    assert!(!s.end_step(StepOutcome::MaxTokens).unwrap());
+    // The host runs one more step anyway (e.g. it asked the model to go on).
+    s.propose_step().unwrap();
+    s.decide(Decision::Enter(vec![m("go-on")])).unwrap();
+    assert!(
+        !s.end_step(StepOutcome::Continue).unwrap(),
+        "still max-tokens"
+    );
+    assert_eq!(
+        s.close_turn().unwrap(),
+        Decided::TurnEnded {
+            turn: 1,
+            reason: TurnEndReason::MaxTokens
+        }
+    );
+}
+
+#[test]
+fn protocol_calls_carry_host_extras_after_the_library_keys() {
+    let store = MemoryStore::new();
+    let s = new(&store);
+    let x = |text: &str| Extra::from_json(text).unwrap();
+    s.inbox().append(Target::NextTurn, m("a")).unwrap();
+    let since = next_seq(&s);
+    s.open_turn_with(&x(
+        r#"{"trigger":{"kind":"message","source":{"kind":"user"}}}"#,
+    ))
+    .unwrap();
+    let p = s.propose_step().unwrap();
+    s.decide_with(Decision::Enter(p.messages), &x(r#"{"model":"m1"}"#))
+        .unwrap();
+    s.end_step_with(StepOutcome::Completed, &x(r#"{"usage":{"out":7}}"#))
+        .unwrap();
+    s.close_turn_with(&x(r#"{"z":1,"a":2}"#)).unwrap();
+    s.inbox().append(Target::NextTurn, m("b")).unwrap();
+    s.open_turn().unwrap();
+    s.propose_step().unwrap();
+    s.decide_with(Decision::Reject, &x(r#"{"by":"guard"}"#))
+        .unwrap();
+    s.open_turn().unwrap();
+    s.fail_with(
+        TurnError::from_json(r#"{"message":"boom","code":"E"}"#).unwrap(),
+        &x(r#"{"attempt":2}"#),
+    )
+    .unwrap();
+    s.open_turn().unwrap();
+    s.cancel_with(CancelCause::User, false, &x(r#"{"from":"ui"}"#))
+        .unwrap();
+    let data: Vec<String> = written(&s, since)
+        .into_iter()
+        .filter(|(ty, ..)| ty.starts_with("turn/") || ty.starts_with("step/"))
+        .map(|(ty, data, _)| format!("{ty} {data}"))
+        .collect();
+    assert_eq!(
+        data,
+        [
+            r#"turn/start {"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}"#,
+            r#"step/start {"turn":1,"step":1,"model":"m1"}"#,
+            r#"step/end {"turn":1,"step":1,"usage":{"out":7}}"#,
+            r#"turn/end {"turn":1,"reason":{"kind":"completed"},"z":1,"a":2}"#,
+            r#"turn/start {"turn":2}"#,
+            r#"turn/end {"turn":2,"reason":{"kind":"blocked"},"by":"guard"}"#,
+            r#"turn/start {"turn":3}"#,
+            r#"turn/end {"turn":3,"reason":{"kind":"error","error":{"message":"boom","code":"E"}},"attempt":2}"#,
+            r#"turn/start {"turn":4}"#,
+            r#"turn/end {"turn":4,"reason":{"kind":"aborted","reason":{"kind":"user"}},"from":"ui"}"#,
+        ]
+    );
+    // The log with extras reopens to the same events, byte for byte.
+    let before: Vec<String> = s.events(0).unwrap().iter().map(|e| e.to_json()).collect();
+    drop(s);
+    let s = Session::open(&store, "p").unwrap();
+    let after: Vec<String> = s.events(0).unwrap().iter().map(|e| e.to_json()).collect();
+    assert_eq!(before, after);
+    assert_eq!(s.open_turn().unwrap(), 5);
+}
+
+#[test]
+fn an_extra_naming_a_library_key_is_refused_and_writes_nothing() {
+    let store = MemoryStore::new();
+    let s = new(&store);
+    for key in ["turn", "step", "reason"] {
+        let err = Extra::from_json(&format!(r#"{{"{key}":1}}"#)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    }
+    assert_eq!(s.last_seq().unwrap(), None);
 }
 
 #[test]

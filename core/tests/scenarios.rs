@@ -768,13 +768,23 @@ fn error_invalid_input() {
         let err = s.append("host/x", data, Default::default()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{data}");
     }
-    let err = s
-        .append("user/message", r#"{"text":"no id"}"#, Default::default())
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    for data in [r#""text""#, "[1]", "null"] {
+        let err = s
+            .append("user/message", data, Default::default())
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{data}");
+        assert!(err.to_string().contains("must be a JSON object"), "{err}");
+    }
     let err = s.append("", "{}", Default::default()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert_eq!(next_seq(&s), 0);
+    // Runtime context without an id is a valid user/message (§1.2); it is not an
+    // inbox message, so nothing is pending.
+    let e = s
+        .append("user/message", r#"{"text":"no id"}"#, Default::default())
+        .unwrap();
+    assert_eq!(e.data(), r#"{"text":"no id"}"#);
+    assert!(!s.inbox().has_pending().unwrap());
     // A host may append user/message with a valid message, and keeps its bytes.
     let e = s
         .append(

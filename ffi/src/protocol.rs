@@ -3,32 +3,50 @@
 
 use std::ffi::{c_char, c_int};
 
-use inboxlog_core::{CancelCause, Decision, StepOutcome, TurnError};
+use inboxlog_core::{CancelCause, Decision, Extra, StepOutcome, TurnError};
 
-use crate::boundary::{FfiError, boundary};
-use crate::call::{session_string, session_value};
+use crate::boundary::{FfiError, FfiResult, boundary};
+use crate::call::session_string;
 use crate::session::inboxlog_session;
 use crate::strings::{Out, handle, json_arg, opt_json_arg, str_arg};
 
-/// Opens a turn (idle only; `PROTOCOL` otherwise): writes `turn/start` before any
-/// claim. `*out_turn` receives the turn number (the first turn of a log is 1).
-/// `session` and `out_turn` must not be NULL. Thread-safe.
+/// The host extras of a protocol call: NULL for none, else a JSON object of keys that
+/// the written event's data carries after the library's keys (`INVALID_INPUT` for a
+/// key the library writes: `turn`, `step`, `reason`).
 ///
 /// # Safety
-/// `session` is a live session handle; `out_turn` and a non-NULL `error` point to
-/// writable memory.
+/// A non-NULL `extra_json` is a NUL-terminated string.
+unsafe fn extra_arg(extra_json: *const c_char) -> FfiResult<Extra> {
+    // SAFETY: forwarded contract of this function.
+    match unsafe { opt_json_arg(extra_json, "extra_json") }? {
+        None => Ok(Extra::none()),
+        Some(text) => Ok(Extra::from_json(&text)?),
+    }
+}
+
+/// Opens a turn (idle only; `PROTOCOL` otherwise): writes `turn/start` before any
+/// claim. `extra_json` is NULL or a JSON object of host keys for the `turn/start` data
+/// (e.g. `{"trigger":{"kind":"message"}}`). `*out_turn` receives the turn number (the
+/// first turn of a log is 1). `session` and `out_turn` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `session` is a live session handle; a non-NULL `extra_json` is a NUL-terminated
+/// string; `out_turn` and a non-NULL `error` point to writable memory.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_open_turn(
     session: *mut inboxlog_session,
+    extra_json: *const c_char,
     out_turn: *mut u64,
     error: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: the caller's contract above.
-    unsafe {
-        session_value(session, out_turn, "out_turn", error, |s| {
-            Ok(s.session.open_turn()?)
-        })
-    }
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let extra = unsafe { extra_arg(extra_json) }?;
+        let out = unsafe { Out::new(out_turn, "out_turn") }?;
+        out.write(s.session.open_turn_with(&extra)?);
+        Ok(())
+    })
 }
 
 /// Proposes the next step: claims all of `next-step` (and, for the first proposal of
@@ -66,76 +84,86 @@ pub unsafe extern "C" fn inboxlog_session_propose_step(
 ///
 /// On success `*out_decided_json` receives `{"kind":"step","turn":N,"step":K}` or
 /// `{"kind":"turn-end","turn":N,"reason":{…}}` (free it with `inboxlog_string_free`).
-/// `PROTOCOL` when no proposal is pending. `session`, `decision_json` and
-/// `out_decided_json` must not be NULL. Thread-safe.
+/// `extra_json` is NULL or a JSON object of host keys for the first event the decision
+/// writes (`step/start`, or `turn/end`). `PROTOCOL` when no proposal is pending.
+/// `session`, `decision_json` and `out_decided_json` must not be NULL. Thread-safe.
 ///
 /// # Safety
-/// `session` is a live session handle; `decision_json` is a NUL-terminated string;
-/// `out_decided_json` and a non-NULL `error` point to writable pointers.
+/// `session` is a live session handle; `decision_json` and a non-NULL `extra_json` are
+/// NUL-terminated strings; `out_decided_json` and a non-NULL `error` point to writable
+/// pointers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_decide(
     session: *mut inboxlog_session,
     decision_json: *const c_char,
+    extra_json: *const c_char,
     out_decided_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all three): the caller's contract above.
+        // SAFETY (all four): the caller's contract above.
         let s = unsafe { handle(session, "session") }?;
         let decision = unsafe { json_arg(decision_json, "decision_json") }?;
+        let extra = unsafe { extra_arg(extra_json) }?;
         let out = unsafe { Out::new(out_decided_json, "out_decided_json") }?;
         let decision = Decision::from_json(&decision)?;
-        out.write_string(s.session.decide(decision)?.to_json())
+        out.write_string(s.session.decide_with(decision, &extra)?.to_json())
     })
 }
 
 /// Ends the open step with `outcome`: `"continue"` (the step owes another model call),
 /// `"completed"` or `"max-tokens"`. `*out_again` receives whether the loop must propose
 /// another step (the turn has not concluded, or steering arrived in `next-step`);
-/// otherwise call `inboxlog_session_close_turn`. `PROTOCOL` when no step is open.
+/// otherwise call `inboxlog_session_close_turn`. `extra_json` is NULL or a JSON
+/// object of host keys for the `step/end` data. `PROTOCOL` when no step is open.
 /// `session`, `outcome` and `out_again` must not be NULL. Thread-safe.
 ///
 /// # Safety
-/// `session` is a live session handle; `outcome` is a NUL-terminated string;
-/// `out_again` and a non-NULL `error` point to writable memory.
+/// `session` is a live session handle; `outcome` and a non-NULL `extra_json` are
+/// NUL-terminated strings; `out_again` and a non-NULL `error` point to writable memory.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_end_step(
     session: *mut inboxlog_session,
     outcome: *const c_char,
+    extra_json: *const c_char,
     out_again: *mut bool,
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all three): the caller's contract above.
+        // SAFETY (all four): the caller's contract above.
         let s = unsafe { handle(session, "session") }?;
         let outcome = unsafe { str_arg(outcome, "outcome") }?;
+        let extra = unsafe { extra_arg(extra_json) }?;
         let out = unsafe { Out::new(out_again, "out_again") }?;
         let outcome = StepOutcome::parse(outcome)?;
-        out.write(s.session.end_step(outcome)?);
+        out.write(s.session.end_step_with(outcome, &extra)?);
         Ok(())
     })
 }
 
 /// Closes a concluded turn (between steps, no steering pending) with its concluded
 /// reason. On success `*out_decided_json` receives `{"kind":"turn-end","turn":N,
-/// "reason":{…}}` (free it with `inboxlog_string_free`). `PROTOCOL`, naming the state,
+/// "reason":{…}}` (free it with `inboxlog_string_free`). `extra_json` is NULL or a
+/// JSON object of host keys for the `turn/end` data. `PROTOCOL`, naming the state,
 /// otherwise. `session` and `out_decided_json` must not be NULL. Thread-safe.
 ///
 /// # Safety
-/// `session` is a live session handle; `out_decided_json` and a non-NULL `error` point
-/// to writable pointers.
+/// `session` is a live session handle; a non-NULL `extra_json` is a NUL-terminated
+/// string; `out_decided_json` and a non-NULL `error` point to writable pointers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_close_turn(
     session: *mut inboxlog_session,
+    extra_json: *const c_char,
     out_decided_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: the caller's contract above.
-    unsafe {
-        session_string(session, out_decided_json, "out_decided_json", error, |s| {
-            Ok(s.session.close_turn()?.to_json())
-        })
-    }
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract above.
+        let s = unsafe { handle(session, "session") }?;
+        let extra = unsafe { extra_arg(extra_json) }?;
+        let out = unsafe { Out::new(out_decided_json, "out_decided_json") }?;
+        out.write_string(s.session.close_turn_with(&extra)?.to_json())
+    })
 }
 
 /// Cancels: unless `keep_inbox` is 1, clears the inbox first (durable cancellations);
@@ -144,23 +172,26 @@ pub unsafe extern "C" fn inboxlog_session_close_turn(
 ///
 /// `cause_json` is NULL (meaning `{"kind":"user"}`) or one of `{"kind":"user"}`,
 /// `{"kind":"parent"}`, `{"kind":"hook","reason":"…"}`, `{"kind":"disposed"}`.
-/// `keep_inbox` must be 0 or 1 (`INVALID_INPUT` otherwise). `session` must not be NULL.
-/// Thread-safe.
+/// `keep_inbox` must be 0 or 1 (`INVALID_INPUT` otherwise). `extra_json` is NULL or a
+/// JSON object of host keys for the aborted turn's `turn/end` data. `session` must not
+/// be NULL. Thread-safe.
 ///
 /// # Safety
-/// `session` is a live session handle; a non-NULL `cause_json` is a NUL-terminated
-/// string; a non-NULL `error` points to a writable pointer.
+/// `session` is a live session handle; non-NULL `cause_json` and `extra_json` are
+/// NUL-terminated strings; a non-NULL `error` points to a writable pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_cancel(
     session: *mut inboxlog_session,
     cause_json: *const c_char,
     keep_inbox: c_int,
+    extra_json: *const c_char,
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (both): the caller's contract above.
+        // SAFETY (all three): the caller's contract above.
         let s = unsafe { handle(session, "session") }?;
         let cause = unsafe { opt_json_arg(cause_json, "cause_json") }?;
+        let extra = unsafe { extra_arg(extra_json) }?;
         let keep_inbox = match keep_inbox {
             0 => false,
             1 => true,
@@ -174,29 +205,32 @@ pub unsafe extern "C" fn inboxlog_session_cancel(
             None => CancelCause::User,
             Some(json) => CancelCause::from_json(&json)?,
         };
-        Ok(s.session.cancel(cause, keep_inbox)?)
+        Ok(s.session.cancel_with(cause, keep_inbox, &extra)?)
     })
 }
 
 /// Fails the open turn (any state but idle; `PROTOCOL` when idle): ends an open step,
 /// then the turn with `{"kind":"error","error":…}`. `error_json` is an object with
-/// string `message` and `code` (other keys kept). `session` and `error_json` must not
-/// be NULL. Thread-safe.
+/// string `message` and `code` (other keys kept). `extra_json` is NULL or a JSON object
+/// of host keys for the `turn/end` data. `session` and `error_json` must not be NULL.
+/// Thread-safe.
 ///
 /// # Safety
-/// `session` is a live session handle; `error_json` is a NUL-terminated string; a
-/// non-NULL `error` points to a writable pointer.
+/// `session` is a live session handle; `error_json` and a non-NULL `extra_json` are
+/// NUL-terminated strings; a non-NULL `error` points to a writable pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_fail(
     session: *mut inboxlog_session,
     error_json: *const c_char,
+    extra_json: *const c_char,
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (both): the caller's contract above.
+        // SAFETY (all three): the caller's contract above.
         let s = unsafe { handle(session, "session") }?;
         let turn_error = unsafe { json_arg(error_json, "error_json") }?;
+        let extra = unsafe { extra_arg(extra_json) }?;
         let turn_error = TurnError::from_json(&turn_error)?;
-        Ok(s.session.fail(turn_error)?)
+        Ok(s.session.fail_with(turn_error, &extra)?)
     })
 }

@@ -92,16 +92,20 @@ fn null_arguments_are_errors_naming_the_argument() {
     );
     assert_eq!(events(s, 0), "[]", "nothing was written");
     expect_fail(
-        call!(inboxlog_session_open_turn(s, null_mut())),
+        call!(inboxlog_session_open_turn(s, null(), null_mut())),
         100,
         "`out_turn`",
     );
     expect_fail(
-        call!(inboxlog_session_decide(s, null(), null_mut())),
+        call!(inboxlog_session_decide(s, null(), null(), null_mut())),
         100,
         "`decision_json`",
     );
-    expect_fail(call!(inboxlog_session_fail(s, null())), 100, "`error_json`");
+    expect_fail(
+        call!(inboxlog_session_fail(s, null(), null())),
+        100,
+        "`error_json`",
+    );
     expect_fail(
         call!(inboxlog_fold_consumed_work(null(), null_mut())),
         100,
@@ -114,7 +118,7 @@ fn null_arguments_are_errors_naming_the_argument() {
     );
     // `error` itself may be NULL: the status still reports the failure.
     // SAFETY: NULL arguments are what is being tested; they must be refused.
-    let status = unsafe { inboxlog_session_open_turn(s, null_mut(), null_mut()) };
+    let status = unsafe { inboxlog_session_open_turn(s, null(), null_mut(), null_mut()) };
     assert_eq!(status, 100);
     // NULL is a no-op for every release function and for close.
     // SAFETY: NULL is documented as a no-op.
@@ -162,6 +166,7 @@ fn invalid_utf8_is_refused_naming_the_argument() {
         call!(inboxlog_session_end_step(
             s,
             c"con\x80tinue".as_ptr(),
+            null(),
             null_mut()
         )),
         101,
@@ -254,7 +259,7 @@ fn malformed_json_and_wrong_shapes_are_told_apart() {
         "JSON array of messages",
     );
     expect_fail(
-        call!(inboxlog_session_cancel(s, null(), 2)),
+        call!(inboxlog_session_cancel(s, null(), 2, null())),
         10,
         "`keep_inbox` must be 0 or 1",
     );
@@ -262,7 +267,8 @@ fn malformed_json_and_wrong_shapes_are_told_apart() {
         call!(inboxlog_session_cancel(
             s,
             c(r#"{"kind":"boss"}"#).as_ptr(),
-            0
+            0,
+            null()
         )),
         10,
         "cancel cause",
@@ -308,6 +314,7 @@ fn malformed_json_and_wrong_shapes_are_told_apart() {
         call!(inboxlog_session_decide(
             s,
             c(r#"{"kind":"maybe"}"#).as_ptr(),
+            null(),
             &mut decided
         )),
         10,
@@ -317,6 +324,7 @@ fn malformed_json_and_wrong_shapes_are_told_apart() {
         call!(inboxlog_session_decide(
             s,
             c(r#"{"kind":"reject"}"#).as_ptr(),
+            null(),
             &mut decided
         )),
         9,
@@ -341,7 +349,7 @@ fn close_twice_is_fine_and_use_after_close_is_closed() {
     expect_fail(append(s, "next-turn", r#"{"id":"m2"}"#), 13, "closed");
     let mut turn = 0u64;
     expect_fail(
-        call!(inboxlog_session_open_turn(s, &mut turn)),
+        call!(inboxlog_session_open_turn(s, null(), &mut turn)),
         13,
         "closed",
     );
@@ -426,13 +434,13 @@ fn a_turn_with_steering_and_polled_notifications() {
     call!(inboxlog_session_watch(s)).unwrap(); // watching twice is a no-op
     append(s, "next-turn", M1).unwrap();
     let mut turn = 0;
-    call!(inboxlog_session_open_turn(s, &mut turn)).unwrap();
+    call!(inboxlog_session_open_turn(s, null(), &mut turn)).unwrap();
     assert_eq!(turn, 1);
     let proposal = json(&call_str!(inboxlog_session_propose_step(s)).unwrap());
     assert_eq!(proposal["step"], 1);
     assert_eq!(proposal["messages"][0]["id"], "m1");
     let decision = format!(r#"{{"kind":"enter","messages":{}}}"#, proposal["messages"]);
-    let decided = call_str!(inboxlog_session_decide(s, c(&decision).as_ptr())).unwrap();
+    let decided = call_str!(inboxlog_session_decide(s, c(&decision).as_ptr(), null())).unwrap();
     assert_eq!(decided, r#"{"kind":"step","turn":1,"step":1}"#);
     // Steering arrives mid-step.
     append(s, "next-step", r#"{"id":"steer"}"#).unwrap();
@@ -440,12 +448,13 @@ fn a_turn_with_steering_and_polled_notifications() {
     call!(inboxlog_session_end_step(
         s,
         c("completed").as_ptr(),
+        null(),
         &mut again
     ))
     .unwrap();
     assert!(again, "steering must be proposed");
     expect_fail(
-        call_str!(inboxlog_session_close_turn(s)).map(drop),
+        call_str!(inboxlog_session_close_turn(s, null())).map(drop),
         9,
         "steering",
     );
@@ -453,15 +462,16 @@ fn a_turn_with_steering_and_polled_notifications() {
     assert_eq!(proposal["step"], 2);
     assert_eq!(proposal["messages"][0]["id"], "steer");
     let decision = format!(r#"{{"kind":"enter","messages":{}}}"#, proposal["messages"]);
-    call_str!(inboxlog_session_decide(s, c(&decision).as_ptr())).unwrap();
+    call_str!(inboxlog_session_decide(s, c(&decision).as_ptr(), null())).unwrap();
     call!(inboxlog_session_end_step(
         s,
         c("max-tokens").as_ptr(),
+        null(),
         &mut again
     ))
     .unwrap();
     assert!(!again);
-    let closed = call_str!(inboxlog_session_close_turn(s)).unwrap();
+    let closed = call_str!(inboxlog_session_close_turn(s, null())).unwrap();
     assert_eq!(
         closed,
         r#"{"kind":"turn-end","turn":1,"reason":{"kind":"max-tokens"}}"#
@@ -576,11 +586,12 @@ fn reject_cancel_fail_and_inbox_edits() {
     );
     // Reject: the turn ends blocked, the claimed message stays removed.
     let mut turn = 0;
-    call!(inboxlog_session_open_turn(s, &mut turn)).unwrap();
+    call!(inboxlog_session_open_turn(s, null(), &mut turn)).unwrap();
     call_str!(inboxlog_session_propose_step(s)).unwrap();
     let decided = call_str!(inboxlog_session_decide(
         s,
-        c(r#"{"kind":"reject"}"#).as_ptr()
+        c(r#"{"kind":"reject"}"#).as_ptr(),
+        null()
     ))
     .unwrap();
     assert_eq!(
@@ -588,21 +599,22 @@ fn reject_cancel_fail_and_inbox_edits() {
         r#"{"kind":"turn-end","turn":1,"reason":{"kind":"blocked"}}"#
     );
     // Fail inside a step.
-    call!(inboxlog_session_open_turn(s, &mut turn)).unwrap();
+    call!(inboxlog_session_open_turn(s, null(), &mut turn)).unwrap();
     let p = json(&call_str!(inboxlog_session_propose_step(s)).unwrap());
     let decision = format!(r#"{{"kind":"enter","messages":{}}}"#, p["messages"]);
-    call_str!(inboxlog_session_decide(s, c(&decision).as_ptr())).unwrap();
+    call_str!(inboxlog_session_decide(s, c(&decision).as_ptr(), null())).unwrap();
     let mut current = 0u64;
     call!(inboxlog_session_current_turn(s, &mut current)).unwrap();
     assert_eq!(current, 2);
     call!(inboxlog_session_fail(
         s,
-        c(r#"{"message":"boom","code":"E1"}"#).as_ptr()
+        c(r#"{"message":"boom","code":"E1"}"#).as_ptr(),
+        null()
     ))
     .unwrap();
     // Cancel with the default cause clears the inbox and aborts the open turn.
-    call!(inboxlog_session_open_turn(s, &mut turn)).unwrap();
-    call!(inboxlog_session_cancel(s, null(), 0)).unwrap();
+    call!(inboxlog_session_open_turn(s, null(), &mut turn)).unwrap();
+    call!(inboxlog_session_cancel(s, null(), 0, null())).unwrap();
     let mut pending = true;
     call!(inboxlog_inbox_has_pending(s, &mut pending)).unwrap();
     assert!(!pending);

@@ -83,11 +83,12 @@ fn worker(s: *mut inboxlog_session, t: usize) {
 /// Runs one whole turn while other threads keep editing the inbox.
 fn run_turn(s: *mut inboxlog_session) {
     let mut turn = 0;
-    call!(inboxlog_session_open_turn(s, &mut turn)).unwrap();
+    call!(inboxlog_session_open_turn(s, null(), &mut turn)).unwrap();
     loop {
         let p = json(&call_str!(inboxlog_session_propose_step(s)).unwrap());
         let decision = format!(r#"{{"kind":"enter","messages":{}}}"#, p["messages"]);
-        let decided = json(&call_str!(inboxlog_session_decide(s, c(&decision).as_ptr())).unwrap());
+        let decided =
+            json(&call_str!(inboxlog_session_decide(s, c(&decision).as_ptr(), null())).unwrap());
         if decided["kind"] == "turn-end" {
             return;
         }
@@ -95,11 +96,12 @@ fn run_turn(s: *mut inboxlog_session) {
         call!(inboxlog_session_end_step(
             s,
             c("completed").as_ptr(),
+            null(),
             &mut again
         ))
         .unwrap();
         if !again {
-            match call_str!(inboxlog_session_close_turn(s)) {
+            match call_str!(inboxlog_session_close_turn(s, null())) {
                 Ok(_) => return,
                 // Steering arrived between end_step and close_turn: take another step.
                 Err(f) => assert_eq!(f.code, 9, "{f:?}"),

@@ -207,32 +207,42 @@ class Session:
         """The inbox as of the event at seq ``at`` (default: now), for a
         :class:`QueueProjection`."""
 
-    def open_turn(self) -> int:
-        """Opens the next turn (idle only); returns its number."""
+    def open_turn(self, **extra: Any) -> int:
+        """Opens the next turn (idle only); returns its number.
+
+        Keyword arguments are host extras kept in the ``turn/start`` data after
+        ``turn`` (e.g. ``trigger={"kind": "message"}``); ``turn``, ``step`` and
+        ``reason`` are the library's and refused (``InvalidInputError``)."""
 
     def propose_step(self) -> Proposal:
         """Claims input for the next step: ``{"turn", "step", "messages"}``."""
 
-    def decide(self, decision: _JSONObject) -> Decided:
+    def decide(self, decision: _JSONObject, **extra: Any) -> Decided:
         """The one pre-step decision: ``{"kind": "reject"}`` or
-        ``{"kind": "enter", "messages": [...]}`` (the complete final batch)."""
+        ``{"kind": "enter", "messages": [...]}`` (the complete final batch).
+        Keyword arguments are host extras for the first event written."""
 
-    def end_step(self, outcome: str) -> bool:
+    def end_step(self, outcome: str, **extra: Any) -> bool:
         """Ends the open step with ``"continue"``, ``"completed"`` or ``"max-tokens"``;
-        returns whether another step must be proposed."""
+        returns whether another step must be proposed. Keyword arguments are host
+        extras for the ``step/end`` data."""
 
-    def close_turn(self) -> Decided:
-        """Ends a concluded turn with no steering pending."""
+    def close_turn(self, **extra: Any) -> Decided:
+        """Ends a concluded turn with no steering pending. Keyword arguments are host
+        extras for the ``turn/end`` data."""
 
-    def cancel(self, cause: _JSONObject | str | None = None, keep_inbox: bool = False) -> None:
+    def cancel(
+        self, cause: _JSONObject | str | None = None, keep_inbox: bool = False, **extra: Any
+    ) -> None:
         """Clears the inbox (unless ``keep_inbox``), then aborts the open turn.
 
         ``cause`` is ``{"kind": "user" | "parent" | "disposed"}``,
         ``{"kind": "hook", "reason": str}``, a kind name, or ``None`` (user).
         """
 
-    def fail(self, error: _JSONObject) -> None:
-        """Ends the open turn with ``error`` (str ``message`` and ``code``)."""
+    def fail(self, error: _JSONObject, **extra: Any) -> None:
+        """Ends the open turn with ``error`` (str ``message`` and ``code``). Keyword
+        arguments are host extras for the ``turn/end`` data."""
 
 @final
 class Inbox:

@@ -14,7 +14,8 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::value::RawValue;
 
 use inboxlog::{
-    CancelCause, Decision, Envelope, QueueProjection, Session, StepOutcome, Target, TurnError,
+    CancelCause, Decision, Envelope, Extra, QueueProjection, Session, StepOutcome, Target,
+    TurnError,
 };
 
 use crate::convert::{dict_to_json, to_json, to_py};
@@ -88,6 +89,14 @@ fn present<'a, 'py>(v: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, P
 
 fn both(snake: &str, camel: &str) -> PyErr {
     PyTypeError::new_err(format!("append() got both {snake} and {camel}; pass one"))
+}
+
+/// Keyword extras of a protocol call as host keys for the event it writes (§1.2).
+fn extra_of(extra: Option<&Bound<'_, PyDict>>) -> PyResult<Extra> {
+    match extra.filter(|d| !d.is_empty()) {
+        None => Ok(Extra::none()),
+        Some(d) => Extra::from_json(&to_json(d.as_any(), "extra")?).py(),
+    }
 }
 
 fn cancel_cause(cause: Option<&Bound<'_, PyAny>>) -> PyResult<CancelCause> {
@@ -281,10 +290,13 @@ impl PySession {
         to_py(py, &text)
     }
 
-    /// Opens the next turn; returns its number.
-    fn open_turn(&self, py: Python<'_>) -> PyResult<u64> {
+    /// Opens the next turn; returns its number. Keyword arguments are host extras for
+    /// the `turn/start` data (e.g. `trigger={...}`).
+    #[pyo3(signature = (**extra))]
+    fn open_turn(&self, py: Python<'_>, extra: Option<&Bound<'_, PyDict>>) -> PyResult<u64> {
+        let extra = extra_of(extra)?;
         let s = &self.inner;
-        py.detach(|| s.open_turn()).py()
+        py.detach(|| s.open_turn_with(&extra)).py()
     }
 
     /// Claims input for the next step: `{"turn", "step", "messages"}`.
@@ -296,51 +308,82 @@ impl PySession {
 
     /// The one pre-step decision: `{"kind": "reject"}` or
     /// `{"kind": "enter", "messages": [...]}`.
+    /// Keyword arguments are host extras for the first event written (`step/start`,
+    /// or `turn/end`).
+    #[pyo3(signature = (decision, **extra))]
     fn decide<'py>(
         &self,
         py: Python<'py>,
         decision: &Bound<'py, PyAny>,
+        extra: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let decision = Decision::from_json(&dict_to_json(decision, "decision")?).py()?;
+        let extra = extra_of(extra)?;
         let s = &self.inner;
-        let decided = py.detach(|| s.decide(decision)).py()?;
+        let decided = py.detach(|| s.decide_with(decision, &extra)).py()?;
         to_py(py, &decided.to_json())
     }
 
     /// Ends the open step (`"continue"`, `"completed"` or `"max-tokens"`); returns
-    /// whether another step must be proposed.
-    fn end_step(&self, py: Python<'_>, outcome: &str) -> PyResult<bool> {
+    /// whether another step must be proposed. Keyword arguments are host extras for
+    /// the `step/end` data.
+    #[pyo3(signature = (outcome, **extra))]
+    fn end_step(
+        &self,
+        py: Python<'_>,
+        outcome: &str,
+        extra: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<bool> {
         let outcome = StepOutcome::parse(outcome).py()?;
+        let extra = extra_of(extra)?;
         let s = &self.inner;
-        py.detach(|| s.end_step(outcome)).py()
+        py.detach(|| s.end_step_with(outcome, &extra)).py()
     }
 
-    /// Ends a concluded turn.
-    fn close_turn<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// Ends a concluded turn. Keyword arguments are host extras for the `turn/end`
+    /// data.
+    #[pyo3(signature = (**extra))]
+    fn close_turn<'py>(
+        &self,
+        py: Python<'py>,
+        extra: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let extra = extra_of(extra)?;
         let s = &self.inner;
-        let decided = py.detach(|| s.close_turn()).py()?;
+        let decided = py.detach(|| s.close_turn_with(&extra)).py()?;
         to_py(py, &decided.to_json())
     }
 
     /// Cancels: clears the inbox unless `keep_inbox`, then aborts the open turn.
     /// `cause` is a dict like `{"kind": "user"}`, a kind name, or `None` (user).
-    #[pyo3(signature = (cause = None, keep_inbox = false))]
+    /// Keyword arguments are host extras for the aborted turn's `turn/end` data.
+    #[pyo3(signature = (cause = None, keep_inbox = false, **extra))]
     fn cancel(
         &self,
         py: Python<'_>,
         cause: Option<&Bound<'_, PyAny>>,
         keep_inbox: bool,
+        extra: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         let cause = cancel_cause(cause)?;
+        let extra = extra_of(extra)?;
         let s = &self.inner;
-        py.detach(|| s.cancel(cause, keep_inbox)).py()
+        py.detach(|| s.cancel_with(cause, keep_inbox, &extra)).py()
     }
 
     /// Ends the open turn with `error` (a dict with str `message` and `code`).
-    fn fail(&self, py: Python<'_>, error: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Keyword arguments are host extras for the `turn/end` data.
+    #[pyo3(signature = (error, **extra))]
+    fn fail(
+        &self,
+        py: Python<'_>,
+        error: &Bound<'_, PyAny>,
+        extra: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
         let error = TurnError::from_json(&dict_to_json(error, "error")?).py()?;
+        let extra = extra_of(extra)?;
         let s = &self.inner;
-        py.detach(|| s.fail(error)).py()
+        py.detach(|| s.fail_with(error, &extra)).py()
     }
 }
 

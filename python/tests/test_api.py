@@ -269,3 +269,73 @@ def test_fold_and_queue_projection(session: inboxlog.Session) -> None:
     with pytest.raises(inboxlog.InvalidInputError, match="already in the projection"):
         projection.apply(session.events()[0])
     assert inboxlog.QueueProjection().baseline == {"seq": None, "next_turn": [], "next_step": []}
+
+
+def test_protocol_calls_take_host_extras(session: inboxlog.Session) -> None:
+    session.inbox.append("next-turn", m("m1"))
+    start = next_seq(session)
+    trigger = {"kind": "message", "source": {"kind": "user"}}
+    assert session.open_turn(trigger=trigger) == 1
+    proposal = session.propose_step()
+    session.decide({"kind": "enter", "messages": proposal["messages"]}, model="m-1")
+    session.end_step("completed", usage={"out": 2**60})
+    session.close_turn(z=1, a=None)
+    session.open_turn()
+    session.fail({"message": "boom", "code": "E"}, attempt=2)
+    session.open_turn()
+    session.cancel("user", keep_inbox=True, by="ui")
+    data = [
+        (e["type"], e["data"])
+        for e in session.events(start)
+        if e["type"].startswith(("turn/", "step/"))
+    ]
+    assert data == [
+        ("turn/start", {"turn": 1, "trigger": trigger}),
+        ("step/start", {"turn": 1, "step": 1, "model": "m-1"}),
+        ("step/end", {"turn": 1, "step": 1, "usage": {"out": 2**60}}),
+        ("turn/end", {"turn": 1, "reason": {"kind": "completed"}, "z": 1, "a": None}),
+        ("turn/start", {"turn": 2}),
+        (
+            "turn/end",
+            {
+                "turn": 2,
+                "reason": {"kind": "error", "error": {"message": "boom", "code": "E"}},
+                "attempt": 2,
+            },
+        ),
+        ("turn/start", {"turn": 3}),
+        (
+            "turn/end",
+            {"turn": 3, "reason": {"kind": "aborted", "reason": {"kind": "user"}}, "by": "ui"},
+        ),
+    ]
+    first_end = next(e for e in session.events(start) if e["type"] == "turn/end")
+    assert list(first_end["data"]) == ["turn", "reason", "z", "a"]
+
+
+@pytest.mark.parametrize("key", ["turn", "step", "reason"])
+def test_an_extra_naming_a_library_key_is_refused(session: inboxlog.Session, key: str) -> None:
+    before = next_seq(session)
+    with pytest.raises(inboxlog.InvalidInputError, match=f'"{key}" is written by inboxlog'):
+        session.open_turn(**{key: 1})
+    assert next_seq(session) == before
+    with pytest.raises(inboxlog.InvalidInputError, match=r'extra\["trigger"\]'):
+        session.open_turn(trigger=object())
+    assert next_seq(session) == before
+
+
+def test_continue_after_max_tokens_concludes_the_turn(session: inboxlog.Session) -> None:
+    session.inbox.append("next-turn", m("m1"))
+    session.open_turn()
+    session.decide({"kind": "enter", "messages": session.propose_step()["messages"]})
+    assert session.end_step("max-tokens") is False
+    session.propose_step()
+    session.decide({"kind": "enter", "messages": [m("go-on")]})
+    assert session.end_step("continue") is False  # max-tokens is sticky
+    assert session.close_turn()["reason"] == {"kind": "max-tokens"}
+
+
+def test_user_message_without_an_id_is_runtime_context(session: inboxlog.Session) -> None:
+    event = session.append("user/message", {"text": "<context>"})
+    assert event["data"] == {"text": "<context>"}
+    assert not session.inbox.has_pending

@@ -22,10 +22,10 @@ static int child(const char *root, int ready_fd) {
     OK(inboxlog_session_create(store, "crashy", NULL, &s, &err));
     OK(inboxlog_inbox_append(s, "next-turn", "{\"id\":\"m1\"}", &err));
     OK(inboxlog_inbox_append(s, "next-turn", "{\"id\":\"m2\"}", &err));
-    OK(inboxlog_session_open_turn(s, &turn, &err));
+    OK(inboxlog_session_open_turn(s, NULL, &turn, &err));
     OK(inboxlog_session_propose_step(s, &json, &err));
     inboxlog_string_free(json);
-    OK(inboxlog_session_decide(s, "{\"kind\":\"enter\",\"messages\":[{\"id\":\"m1\"}]}", &json, &err));
+    OK(inboxlog_session_decide(s, "{\"kind\":\"enter\",\"messages\":[{\"id\":\"m1\"}]}", NULL, &json, &err));
     inboxlog_string_free(json);
     OK(inboxlog_session_append(s, "assistant/message", "{\"text\":\"half\"}", NULL, NULL, &err));
     /* Every call above returned in sync mode: acknowledged, so it must survive. */
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
     inboxlog_string_free(json);
     OK(inboxlog_session_last_seq(s, &last, &err));
     EXPECT(last == 8);
-    OK(inboxlog_session_open_turn(s, &turn, &err));
+    OK(inboxlog_session_open_turn(s, NULL, &turn, &err));
     EXPECT(turn == 2);
     inboxlog_session_free(s);
     inboxlog_store_free(store);

@@ -32,7 +32,7 @@ int main(void) {
     EXPECT_STATUS(INBOXLOG_STATUS_NULL_ARGUMENT, "`message_json`",
                   inboxlog_inbox_append(s, "next-turn", NULL, &err));
     EXPECT_STATUS(INBOXLOG_STATUS_NULL_ARGUMENT, "`out_turn`",
-                  inboxlog_session_open_turn(s, NULL, &err));
+                  inboxlog_session_open_turn(s, NULL, NULL, &err));
     EXPECT_STATUS(INBOXLOG_STATUS_NULL_ARGUMENT, "`session`",
                   inboxlog_inbox_has_pending(NULL, &flag, &err));
 
@@ -55,7 +55,7 @@ int main(void) {
     EXPECT_STATUS(INBOXLOG_STATUS_INVALID_INPUT, "target must be",
                   inboxlog_inbox_append(s, "soon", "{\"id\":\"m\"}", &err));
     EXPECT_STATUS(INBOXLOG_STATUS_INVALID_INPUT, "`keep_inbox` must be 0 or 1",
-                  inboxlog_session_cancel(s, NULL, -1, &err));
+                  inboxlog_session_cancel(s, NULL, -1, NULL, &err));
     {
         char deep[1400];
         memset(deep, '[', 600);
@@ -69,7 +69,7 @@ int main(void) {
     OK(inboxlog_inbox_append(s, "next-turn", "{\"id\":\"m\"}", &err));
     EXPECT_STATUS(INBOXLOG_STATUS_DUPLICATE_MESSAGE, "message \\\"m\\\" is already pending",
                   inboxlog_inbox_append(s, "next-step", "{\"id\":\"m\"}", &err));
-    EXPECT_STATUS(INBOXLOG_STATUS_PROTOCOL, "idle", inboxlog_session_close_turn(s, &json, &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_PROTOCOL, "idle", inboxlog_session_close_turn(s, NULL, &json, &err));
     EXPECT_STATUS(INBOXLOG_STATUS_NOT_FOUND, "nobody", inboxlog_session_open(store, "nobody", &s, &err));
     json = sentinel;
     EXPECT_STATUS(INBOXLOG_STATUS_PROTOCOL, "propose_step",
@@ -84,7 +84,7 @@ int main(void) {
     OK(inboxlog_session_close(s, &err));
     OK(inboxlog_session_close(s, &err));
     OK(inboxlog_session_close(NULL, &err));
-    EXPECT_STATUS(INBOXLOG_STATUS_CLOSED, "closed", inboxlog_session_open_turn(s, &turn, &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_CLOSED, "closed", inboxlog_session_open_turn(s, NULL, &turn, &err));
     EXPECT_STATUS(INBOXLOG_STATUS_CLOSED, "closed",
                   inboxlog_inbox_append(s, "next-turn", "{\"id\":\"n\"}", &err));
     EXPECT_STATUS(INBOXLOG_STATUS_CLOSED, "closed", inboxlog_session_poll(s, &json, &err));

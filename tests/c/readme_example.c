@@ -22,17 +22,17 @@ int main(void) {
     CHECK(inboxlog_session_create(store, "demo", NULL, &session, &error));
     CHECK(inboxlog_inbox_append(session, "next-turn", "{\"id\":\"m1\",\"content\":\"hi\"}", &error));
 
-    CHECK(inboxlog_session_open_turn(session, &turn, &error));
+    CHECK(inboxlog_session_open_turn(session, NULL, &turn, &error));
     CHECK(inboxlog_session_propose_step(session, &proposal, &error));
     printf("proposal: %s\n", proposal); /* {"turn":1,"step":1,"messages":[...]} */
     CHECK(inboxlog_session_decide(session, "{\"kind\":\"enter\",\"messages\":"
                                            "[{\"id\":\"m1\",\"content\":\"hi\"}]}",
-                                  &decided, &error));
+                                  NULL, &decided, &error));
     /* ... call the model, append its output with inboxlog_session_append ... */
-    CHECK(inboxlog_session_end_step(session, "completed", &again, &error));
+    CHECK(inboxlog_session_end_step(session, "completed", NULL, &again, &error));
     if (!again) {
         inboxlog_string_free(decided);
-        CHECK(inboxlog_session_close_turn(session, &decided, &error));
+        CHECK(inboxlog_session_close_turn(session, NULL, &decided, &error));
     }
     CHECK(inboxlog_session_events(session, 0, &log, &error));
     printf("log: %s\n", log);

@@ -22,8 +22,15 @@ int main(void) {
     /* A prompt waits for a turn of its own. */
     OK(inboxlog_inbox_append(s, "next-turn", "{\"id\":\"m1\",\"role\":\"user\",\"content\":\"hi\"}",
                              &err));
-    OK(inboxlog_session_open_turn(s, &turn, &err));
+    /* Host extras ride on the event a protocol call writes; library keys are refused. */
+    EXPECT_STATUS(INBOXLOG_STATUS_INVALID_INPUT, "is written by inboxlog",
+                  inboxlog_session_open_turn(s, "{\"turn\":7}", &turn, &err));
+    OK(inboxlog_session_open_turn(s, "{\"trigger\":{\"kind\":\"message\"}}", &turn, &err));
     EXPECT(turn == 1);
+    OK(inboxlog_session_events(s, 1, &json, &err));
+    EXPECT_PREFIX(json, "[{\"type\":\"turn/start\",\"seq\":1,");
+    EXPECT_CONTAINS(json, "\"data\":{\"turn\":1,\"trigger\":{\"kind\":\"message\"}}}");
+    free_str(json);
     OK(inboxlog_session_propose_step(s, &json, &err));
     EXPECT_STR(json, "{\"turn\":1,\"step\":1,\"messages\":[{\"id\":\"m1\",\"role\":\"user\","
                      "\"content\":\"hi\"}]}");
@@ -31,7 +38,7 @@ int main(void) {
     /* The host's plugins may rewrite the batch: enter with a rewritten message. */
     OK(inboxlog_session_decide(
         s, "{\"kind\":\"enter\",\"messages\":[{\"id\":\"m1\",\"role\":\"user\",\"content\":\"hi!\"}]}",
-        &json, &err));
+        NULL, &json, &err));
     EXPECT_STR(json, "{\"kind\":\"step\",\"turn\":1,\"step\":1}");
     free_str(json);
     OK(inboxlog_session_append(s, "assistant/message", "{\"text\":\"working\"}",
@@ -39,20 +46,20 @@ int main(void) {
 
     /* Steering: a next-step message arrives mid-step and forces another step. */
     OK(inboxlog_inbox_append(s, "next-step", "{\"id\":\"steer\",\"content\":\"also this\"}", &err));
-    OK(inboxlog_session_end_step(s, "completed", &again, &err));
+    OK(inboxlog_session_end_step(s, "completed", NULL, &again, &err));
     EXPECT(again);
-    EXPECT_STATUS(INBOXLOG_STATUS_PROTOCOL, "steering", inboxlog_session_close_turn(s, &json, &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_PROTOCOL, "steering", inboxlog_session_close_turn(s, NULL, &json, &err));
     OK(inboxlog_session_propose_step(s, &json, &err));
     EXPECT_STR(json, "{\"turn\":1,\"step\":2,\"messages\":[{\"id\":\"steer\",\"content\":\"also "
                      "this\"}]}");
     free_str(json);
     OK(inboxlog_session_decide(
-        s, "{\"kind\":\"enter\",\"messages\":[{\"id\":\"steer\",\"content\":\"also this\"}]}", &json,
+        s, "{\"kind\":\"enter\",\"messages\":[{\"id\":\"steer\",\"content\":\"also this\"}]}", NULL, &json,
         &err));
     free_str(json);
-    OK(inboxlog_session_end_step(s, "completed", &again, &err));
+    OK(inboxlog_session_end_step(s, "completed", NULL, &again, &err));
     EXPECT(!again);
-    OK(inboxlog_session_close_turn(s, &json, &err));
+    OK(inboxlog_session_close_turn(s, NULL, &json, &err));
     EXPECT_STR(json, "{\"kind\":\"turn-end\",\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
     free_str(json);
 
@@ -71,23 +78,23 @@ int main(void) {
 
     /* Reject: the turn ends blocked; the claimed prompt stays consumed. */
     OK(inboxlog_inbox_append(s, "next-turn", "{\"id\":\"m2\"}", &err));
-    OK(inboxlog_session_open_turn(s, &turn, &err));
+    OK(inboxlog_session_open_turn(s, NULL, &turn, &err));
     EXPECT(turn == 2);
     OK(inboxlog_session_propose_step(s, &json, &err));
     free_str(json);
-    OK(inboxlog_session_decide(s, "{\"kind\":\"reject\"}", &json, &err));
+    OK(inboxlog_session_decide(s, "{\"kind\":\"reject\"}", NULL, &json, &err));
     EXPECT_STR(json, "{\"kind\":\"turn-end\",\"turn\":2,\"reason\":{\"kind\":\"blocked\"}}");
     free_str(json);
 
     /* Cancel mid-step: the inbox is cleared durably, the step and turn are closed. */
     OK(inboxlog_inbox_append(s, "next-turn", "{\"id\":\"m3\"}", &err));
     OK(inboxlog_inbox_append(s, "next-turn", "{\"id\":\"m4\"}", &err));
-    OK(inboxlog_session_open_turn(s, &turn, &err));
+    OK(inboxlog_session_open_turn(s, NULL, &turn, &err));
     OK(inboxlog_session_propose_step(s, &json, &err));
     free_str(json);
-    OK(inboxlog_session_decide(s, "{\"kind\":\"enter\",\"messages\":[{\"id\":\"m3\"}]}", &json, &err));
+    OK(inboxlog_session_decide(s, "{\"kind\":\"enter\",\"messages\":[{\"id\":\"m3\"}]}", NULL, &json, &err));
     free_str(json);
-    OK(inboxlog_session_cancel(s, "{\"kind\":\"hook\",\"reason\":\"stop\"}", 0, &err));
+    OK(inboxlog_session_cancel(s, "{\"kind\":\"hook\",\"reason\":\"stop\"}", 0, NULL, &err));
     OK(inboxlog_inbox_next_turn(s, &json, &err));
     EXPECT_STR(json, "[]");
     free_str(json);

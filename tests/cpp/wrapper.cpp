@@ -65,7 +65,9 @@ int main() {
         EXPECT(contains(s.propose_step(), R"("messages":[{"id":"steer"}])"));
         s.decide(R"({"kind":"enter","messages":[{"id":"steer"}]})");
         EXPECT(!s.end_step("completed"));
-        EXPECT_EQ(s.close_turn(), R"({"kind":"turn-end","turn":1,"reason":{"kind":"completed"}})");
+        EXPECT_EQ(s.close_turn(R"({"usage":{"out":3}})"),
+                  R"({"kind":"turn-end","turn":1,"reason":{"kind":"completed"}})");
+        EXPECT(contains(s.events(), R"("data":{"turn":1,"reason":{"kind":"completed"},"usage":{"out":3}})"));
         s.flush();
         const std::string notes = s.poll();
         EXPECT(contains(notes, R"({"inbox":{"type":"agent/inbox/claimed","message":{"id":"steer"},"turn":1}})"));
