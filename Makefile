@@ -7,6 +7,14 @@ PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 
+# Asked of cargo once: where it builds (CARGO_TARGET_DIR or a config's build.target-dir
+# may move it away from ./target) and the library version the C hosts must report.
+CARGO_META := $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | $(PYTHON) -c \
+	'import json, sys; m = json.load(sys.stdin); print(m["target_directory"], \
+	next(p["version"] for p in m["packages"] if p["name"] == "inboxlog-ffi"))' 2>/dev/null)
+CARGO_TARGET := $(or $(word 1,$(CARGO_META)),$(CURDIR)/target)
+INBOXLOG_VERSION := $(word 2,$(CARGO_META))
+
 .PHONY: test demo lint test-rust test-c test-python test-e2e venv clean
 
 test: lint test-rust test-c test-python test-e2e
@@ -38,9 +46,9 @@ CXX ?= c++
 VALGRIND ?= valgrind
 VALGRIND_FLAGS := --quiet --leak-check=full --error-exitcode=1
 C_BUILD := tests/build
-C_LIBDIR := $(CURDIR)/target/debug
+C_LIBDIR := $(CARGO_TARGET)/debug
 C_WARN := -Wall -Wextra -Wpedantic -Werror
-C_INCLUDES := -Iinclude -Itests/c
+C_INCLUDES := -Iinclude -Itests/c -DINBOXLOG_EXPECTED_VERSION='"$(INBOXLOG_VERSION)"'
 # Hosts linked against libinboxlog.so (found at run time through the rpath).
 C_SHARED_LINK := -L$(C_LIBDIR) -linboxlog -Wl,-rpath,$(C_LIBDIR)
 # What the Rust staticlib needs from the system (`rustc --print native-static-libs`).
@@ -89,10 +97,11 @@ c-symbols: c-lib
 
 venv: $(VENV)/.ready
 
-$(VENV)/.ready: python/pyproject.toml
+# mypy < 2: mypy 2 cannot check code for Python 3.9, the oldest the package supports.
+$(VENV)/.ready: python/pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "mypy>=1.10" "ruff>=0.5"
+	$(VPY) -m pip install --quiet "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "mypy>=1.10,<2" "ruff>=0.5"
 	touch $@
 
 # Python package and its tests (section owned by the Python layer). The package is
@@ -114,7 +123,7 @@ test-python: $(VENV)/.installed
 test-e2e: c-lib $(VENV)/.installed
 	$(VENV)/bin/ruff format --check tests/e2e tests/readme_examples.py
 	$(VENV)/bin/ruff check tests/e2e tests/readme_examples.py
-	$(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/e2e
+	INBOXLOG_LIB=$(C_LIBDIR)/libinboxlog.so $(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/e2e
 
 demo: $(VENV)/.installed
 	rm -rf demo-sessions

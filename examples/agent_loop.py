@@ -209,7 +209,7 @@ def main(root: str) -> None:
             for e in s.events()[-2:]
         ]
         show(
-            f"  repaired turn {report['repaired_turn']}: {' + '.join(t.strip() for t in tail)}"
+            f"  repaired turn {report['repairedTurn']}: {' + '.join(t.strip() for t in tail)}"
         )
         show(f"  inbox replayed: next-turn [{names(s.inbox.next_turn)}]")
         show(f"                  next-step [{names(s.inbox.next_step)}]")

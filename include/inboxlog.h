@@ -91,7 +91,7 @@ typedef enum inboxlog_status {
      */
     INBOXLOG_STATUS_TOO_LARGE = 12,
     /**
-     * Use of a closed session.
+     * Use of a session after `inboxlog_session_close` (stores have no close).
      */
     INBOXLOG_STATUS_CLOSED = 13,
     /**
@@ -334,9 +334,10 @@ void inboxlog_projection_free(struct inboxlog_projection *projection);
 
 /**
  * Starts a projection from a baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}`
- * (ids unique across both lists). On success `*out` receives a new projection handle
- * owned by the caller (release it with `inboxlog_projection_free`). `baseline_json`
- * and `out` must not be NULL. Thread-safe.
+ * (every key required, no other; `seq` null or a safe integer; ids unique across both
+ * lists; a baseline of another shape is `INVALID_INPUT`). On success `*out` receives a
+ * new projection handle owned by the caller (release it with
+ * `inboxlog_projection_free`). `baseline_json` and `out` must not be NULL. Thread-safe.
  *
  * # Safety
  * `baseline_json` is a NUL-terminated string; `out` and a non-NULL `error` point to
@@ -726,6 +727,23 @@ int inboxlog_session_poll(struct inboxlog_session *session, char **out_json, cha
 int inboxlog_session_propose_step(struct inboxlog_session *session,
                                   char **out_proposal_json,
                                   char **error);
+
+/**
+ * Returns and removes the failures of the session's observers recorded since the last
+ * call: a JSON array of strings, oldest first, `[]` when none failed. A failure is
+ * contained (the call that committed the event still succeeded); only the last 64 are
+ * kept, and when older ones were dropped the first string says how many. Works on a
+ * closed session too, so the failures of its last calls can still be read. On success
+ * `*out_json` receives a new string (free it with `inboxlog_string_free`). `session`
+ * and `out_json` must not be NULL. Thread-safe (each failure is returned once).
+ *
+ * # Safety
+ * `session` is a live session handle; `out_json` and a non-NULL `error` point to
+ * writable pointers.
+ */
+int inboxlog_session_take_observer_failures(const struct inboxlog_session *session,
+                                            char **out_json,
+                                            char **error);
 
 /**
  * Starts collecting notifications for `inboxlog_session_poll`: every event committed

@@ -59,7 +59,26 @@ inline void put_utf8(std::string &out, unsigned cp) {
     }
 }
 
-/// The decoded string value of `"key":"…"` in the library's compact error JSON.
+/// The code unit of the four hex digits at `json[at..at+4]`, without throwing: false
+/// when they are missing or not hex.
+inline bool hex4(const std::string &json, std::size_t at, unsigned &cp) noexcept {
+    if (at > json.size() || json.size() - at < 4) return false;
+    cp = 0;
+    for (std::size_t k = at; k < at + 4; ++k) {
+        const char c = json[k];
+        unsigned digit;
+        if (c >= '0' && c <= '9') digit = static_cast<unsigned>(c - '0');
+        else if (c >= 'a' && c <= 'f') digit = static_cast<unsigned>(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') digit = static_cast<unsigned>(c - 'A' + 10);
+        else return false;
+        cp = cp * 16 + digit;
+    }
+    return true;
+}
+
+/// The decoded string value of `"key":"…"` in the library's compact error JSON. Never
+/// throws on malformed input (a bad or truncated `\u` escape, a lone surrogate becomes
+/// U+FFFD), so a parse can never hide the error being reported.
 inline std::string string_field(const std::string &json, const std::string &key) {
     const std::string marker = "\"" + key + "\":\"";
     std::size_t i = json.find(marker);
@@ -78,12 +97,20 @@ inline std::string string_field(const std::string &json, const std::string &key)
         case 'b': out += '\b'; break;
         case 'f': out += '\f'; break;
         case 'u': {
-            unsigned cp = static_cast<unsigned>(std::stoul(json.substr(i + 1, 4), nullptr, 16));
+            constexpr unsigned replacement = 0xFFFD;
+            unsigned cp = 0;
+            if (!hex4(json, i + 1, cp)) {
+                put_utf8(out, replacement); // the text after `\u` is kept as it is
+                break;
+            }
             i += 4;
-            if (cp >= 0xD800 && cp < 0xDC00 && json.compare(i + 1, 2, "\\u") == 0) {
-                unsigned low = static_cast<unsigned>(std::stoul(json.substr(i + 3, 4), nullptr, 16));
+            unsigned low = 0;
+            if (cp >= 0xD800 && cp < 0xDC00 && i + 2 < json.size() && json[i + 1] == '\\' &&
+                json[i + 2] == 'u' && hex4(json, i + 3, low) && low >= 0xDC00 && low < 0xE000) {
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
                 i += 6;
+            } else if (cp >= 0xD800 && cp < 0xE000) {
+                cp = replacement; // a lone surrogate
             }
             put_utf8(out, cp);
             break;
@@ -94,14 +121,20 @@ inline std::string string_field(const std::string &json, const std::string &key)
     return out;
 }
 
+/// The Error for a failed call with status `status` and error JSON `json` (which may be
+/// empty or malformed: the status is always kept).
+inline Error error_from(int status, const std::string &json) {
+    const char *name = inboxlog_status_name(status);
+    std::string kind = string_field(json, "kind");
+    if (kind.empty() && name != nullptr) kind = name;
+    return Error(status, kind, string_field(json, "message"));
+}
+
 /// Throws Error unless `status` is OK; frees the error JSON.
 inline void check(int status, char *error) {
     if (status == INBOXLOG_STATUS_OK) return;
     const std::string json = take(error);
-    const char *name = inboxlog_status_name(status);
-    std::string kind = string_field(json, "kind");
-    if (kind.empty() && name != nullptr) kind = name;
-    throw Error(status, kind, string_field(json, "message"));
+    throw error_from(status, json);
 }
 
 /// NULL for an empty optional argument.

@@ -32,7 +32,7 @@ pub enum ErrorKind {
     FormatUnsupported = 11,
     /// A record or a JSON nesting over the limits (§7.5).
     TooLarge = 12,
-    /// Use of a closed session or store.
+    /// Use of a session after `close` (stores have no close).
     Closed = 13,
     /// A mutation from inside an observer (§1.5).
     Reentrant = 14,

@@ -7,6 +7,8 @@
 //! here is pure Rust; the C ABI and the Python module are sibling crates.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Every type a public function returns can be named by users.
+#![deny(unnameable_types)]
 
 mod error;
 mod event;
@@ -39,9 +41,9 @@ pub use id::{MAX_ID_LEN, validate_session_id};
 pub use inbox::Inbox;
 pub use json::{MAX_DEPTH, MAX_SAFE_INTEGER};
 pub use message::Message;
-pub use observer::InboxNotice;
+pub use observer::{InboxNotice, ObserverFailures};
 pub use projection::{Baseline, QueueProjection};
 pub use protocol::{Decided, Decision, Proposal};
 pub use reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
-pub use session::{OpenReport, Session};
+pub use session::{InboxOps, OpenReport, Session};
 pub use splice::{SpliceRecord, Target, normalize};

@@ -7,6 +7,7 @@
 //! while other threads may still mutate it.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -53,6 +54,76 @@ impl InboxNotice {
         }
         out.push('}');
         out
+    }
+}
+
+/// Observer failures taken from a session (`Session::take_observer_failures`): the
+/// most recent ones, and how many older ones were dropped to keep the buffer bounded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObserverFailures {
+    /// Failures recorded but no longer kept (at most [`ObserverFailures::KEPT`] are).
+    pub dropped: u64,
+    /// The kept failures, oldest first, one line each.
+    pub messages: Vec<String>,
+}
+
+impl ObserverFailures {
+    /// How many failures a session keeps until they are taken.
+    pub const KEPT: usize = 64;
+
+    /// Whether nothing failed.
+    pub fn is_empty(&self) -> bool {
+        self.dropped == 0 && self.messages.is_empty()
+    }
+
+    /// One line per failure, oldest first, preceded by a line counting the dropped
+    /// ones when there were any.
+    pub fn lines(&self) -> Vec<String> {
+        let note = (self.dropped > 0).then(|| {
+            format!(
+                "{} earlier observer failures were dropped (the last {} are kept)",
+                self.dropped,
+                Self::KEPT
+            )
+        });
+        note.into_iter()
+            .chain(self.messages.iter().cloned())
+            .collect()
+    }
+
+    /// [`ObserverFailures::lines`] as a compact JSON array of strings.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.lines()).expect("strings serialize")
+    }
+}
+
+/// A session's failures not yet taken: the last [`ObserverFailures::KEPT`], and a count
+/// of the older ones, so a host that never takes them holds bounded memory.
+#[derive(Debug, Default)]
+pub(crate) struct FailureLog {
+    dropped: u64,
+    recent: VecDeque<String>,
+}
+
+impl FailureLog {
+    /// Records failures in order, dropping the oldest beyond the bound.
+    pub fn record(&mut self, failures: impl IntoIterator<Item = String>) {
+        for failure in failures {
+            if self.recent.len() == ObserverFailures::KEPT {
+                self.recent.pop_front();
+                self.dropped += 1;
+            }
+            self.recent.push_back(failure);
+        }
+    }
+
+    /// Takes what was recorded, leaving the log empty.
+    pub fn take(&mut self) -> ObserverFailures {
+        let taken = std::mem::take(self);
+        ObserverFailures {
+            dropped: taken.dropped,
+            messages: taken.recent.into(),
+        }
     }
 }
 
@@ -152,4 +223,57 @@ impl Drop for Publishing {
 /// Whether this thread is inside an observer of the session `serial`.
 pub(crate) fn publishing(serial: u64) -> bool {
     PUBLISHING.with(|p| p.borrow().contains(&serial))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::header::SessionMeta;
+    use crate::session::Session;
+    use crate::store::MemoryStore;
+    use crate::{Envelope, Target};
+
+    #[test]
+    fn failures_stay_bounded_until_taken() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        s.on_event(|e| Err(format!("no {}", e.seq())));
+        for _ in 0..1_000 {
+            s.append("host/x", "{}", Envelope::default()).unwrap();
+        }
+        let taken = s.take_observer_failures();
+        assert_eq!(taken.dropped, 1_000 - ObserverFailures::KEPT as u64);
+        assert_eq!(taken.messages.len(), ObserverFailures::KEPT);
+        assert_eq!(
+            taken.messages.first().unwrap(),
+            "event observer failed on seq 936: no 936"
+        );
+        assert_eq!(
+            taken.messages.last().unwrap(),
+            "event observer failed on seq 999: no 999"
+        );
+        let lines = taken.lines();
+        assert_eq!(lines.len(), ObserverFailures::KEPT + 1);
+        assert_eq!(
+            lines[0],
+            "936 earlier observer failures were dropped (the last 64 are kept)"
+        );
+        assert!(
+            taken
+                .to_json()
+                .starts_with(r#"["936 earlier observer failures"#)
+        );
+        // Taking empties the buffer; the count starts again.
+        assert!(s.take_observer_failures().is_empty());
+        assert_eq!(s.take_observer_failures().to_json(), "[]");
+        s.inbox()
+            .append(
+                Target::NextTurn,
+                crate::Message::from_json(r#"{"id":"a"}"#).unwrap(),
+            )
+            .unwrap();
+        let again = s.take_observer_failures();
+        assert_eq!((again.dropped, again.messages.len()), (0, 1));
+        assert_eq!(again.lines(), again.messages);
+    }
 }

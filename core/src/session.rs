@@ -17,19 +17,31 @@ use crate::inbox::Inbox;
 use crate::json;
 use crate::log::LogState;
 use crate::message::Message;
-use crate::observer::{self, EventObserver, InboxNotice, InboxObserver, Notice, Observers};
+use crate::observer::{
+    self, EventObserver, FailureLog, InboxNotice, InboxObserver, Notice, ObserverFailures,
+    Observers,
+};
 use crate::protocol::{self, Decided, Decision, Phase, Proposal};
 use crate::reason::{CancelCause, StepOutcome, TurnError};
 use crate::splice::{SpliceRecord, Target};
 use crate::store::{LogWriter, Store};
 
 /// What opening a stored log found and fixed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct OpenReport {
     /// Bytes of a torn tail dropped by the store.
     pub torn_bytes: u64,
-    /// Whether an interrupted turn was closed (`turn/end {"kind":"interrupted"}`).
+    /// The turn closed as interrupted (`turn/end {"kind":"interrupted"}`) because the
+    /// previous writer left it open; `None` when no turn was open.
     pub repaired_turn: Option<u64>,
+}
+
+impl OpenReport {
+    /// `{"tornBytes":N,"repairedTurn":N|null}`, the one JSON spelling of every binding.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("plain numbers serialize")
+    }
 }
 
 /// One open session: the exclusive writer of a log, with its inbox and protocol.
@@ -43,7 +55,8 @@ pub struct Session {
     /// Serializes publication so observers see commit order across threads.
     publish: Mutex<()>,
     observers: Mutex<Observers>,
-    failures: Mutex<Vec<String>>,
+    /// Contained observer failures not yet taken (bounded).
+    failures: Mutex<FailureLog>,
 }
 
 struct State {
@@ -197,7 +210,7 @@ impl Session {
             }),
             publish: Mutex::new(()),
             observers: Mutex::new(Observers::default()),
-            failures: Mutex::new(Vec::new()),
+            failures: Mutex::new(FailureLog::default()),
         }
     }
 
@@ -439,9 +452,11 @@ impl Session {
     }
 
     /// Takes the failures of observers recorded since the last call (each one was
-    /// contained: the call that committed the event still succeeded).
-    pub fn take_observer_failures(&self) -> Vec<String> {
-        std::mem::take(&mut lock(&self.failures))
+    /// contained: the call that committed the event still succeeded). Only the last
+    /// [`ObserverFailures::KEPT`] are kept; older ones are counted. Works on a closed
+    /// session too.
+    pub fn take_observer_failures(&self) -> ObserverFailures {
+        lock(&self.failures).take()
     }
 
     /// Appends a host event. `data` is JSON text, kept byte-for-byte once valid
@@ -646,7 +661,7 @@ impl Session {
             let observers = lock(&self.observers).clone();
             let failures = observers.publish(self.serial, &batch);
             if !failures.is_empty() {
-                lock(&self.failures).extend(failures);
+                lock(&self.failures).record(failures);
             }
         }
     }

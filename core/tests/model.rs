@@ -748,7 +748,7 @@ fn check_sequence(ops: &[Op]) -> Result<(), TestCaseError> {
             session.turn_open().unwrap(),
             model.turn.as_ref().map(|t| t.turn)
         );
-        prop_assert_eq!(session.take_observer_failures(), Vec::<String>::new());
+        prop_assert!(session.take_observer_failures().is_empty());
         if let Some(seq) = session.last_seq().unwrap() {
             history.push((seq, jsons(&model.lists[0]), jsons(&model.lists[1])));
         }

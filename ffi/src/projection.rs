@@ -4,14 +4,12 @@
 use std::ffi::{c_char, c_int};
 use std::sync::{Mutex, MutexGuard};
 
-use inboxlog_core::{Baseline, Event, Message, QueueProjection, fold_consumed_work};
-use serde::Deserialize;
-use serde_json::value::RawValue;
+use inboxlog_core::{Baseline, Event, QueueProjection, fold_consumed_work};
 
-use crate::boundary::{FfiError, FfiResult, boundary, boundary_void};
+use crate::boundary::{boundary, boundary_void};
 use crate::call::session_string;
 use crate::session::{inboxlog_session, parse_events};
-use crate::strings::{Out, handle, json_arg, optional_index, parse_shape};
+use crate::strings::{Out, handle, json_arg, optional_index};
 
 /// A standalone copy of an inbox that follows a log's `agent/inbox/spliced` events.
 /// Opaque.
@@ -90,52 +88,11 @@ pub unsafe extern "C" fn inboxlog_session_baseline(
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BaselineWire<'a> {
-    seq: Option<u64>,
-    #[serde(borrow)]
-    next_turn: Vec<&'a RawValue>,
-    #[serde(borrow)]
-    next_step: Vec<&'a RawValue>,
-}
-
-fn parse_baseline(json: &str) -> FfiResult<Baseline> {
-    let wire: BaselineWire<'_> = parse_shape(
-        json,
-        "baseline_json",
-        r#"{"seq":N|null,"next_turn":[…],"next_step":[…]}"#,
-    )?;
-    if wire
-        .seq
-        .is_some_and(|s| s > inboxlog_core::MAX_SAFE_INTEGER)
-    {
-        return Err(FfiError::invalid(
-            "argument `baseline_json`: seq is larger than 2^53-1",
-        ));
-    }
-    let messages = |list: Vec<&RawValue>, key: &str| {
-        list.into_iter()
-            .enumerate()
-            .map(|(i, raw)| {
-                Message::from_json(raw.get()).map_err(|e| {
-                    e.context(format_args!("argument `baseline_json` {key}[{i}]"))
-                        .into()
-                })
-            })
-            .collect::<FfiResult<Vec<Message>>>()
-    };
-    Ok(Baseline {
-        seq: wire.seq,
-        next_turn: messages(wire.next_turn, "next_turn")?,
-        next_step: messages(wire.next_step, "next_step")?,
-    })
-}
-
 /// Starts a projection from a baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}`
-/// (ids unique across both lists). On success `*out` receives a new projection handle
-/// owned by the caller (release it with `inboxlog_projection_free`). `baseline_json`
-/// and `out` must not be NULL. Thread-safe.
+/// (every key required, no other; `seq` null or a safe integer; ids unique across both
+/// lists; a baseline of another shape is `INVALID_INPUT`). On success `*out` receives a
+/// new projection handle owned by the caller (release it with
+/// `inboxlog_projection_free`). `baseline_json` and `out` must not be NULL. Thread-safe.
 ///
 /// # Safety
 /// `baseline_json` is a NUL-terminated string; `out` and a non-NULL `error` point to
@@ -150,7 +107,9 @@ pub unsafe extern "C" fn inboxlog_projection_new(
         // SAFETY (both): the caller's contract above.
         let baseline = unsafe { json_arg(baseline_json, "baseline_json") }?;
         let out = unsafe { Out::new(out, "out") }?;
-        give(out, QueueProjection::new(parse_baseline(&baseline)?)?);
+        let baseline =
+            Baseline::from_json(&baseline).map_err(|e| e.context("argument `baseline_json`"))?;
+        give(out, QueueProjection::new(baseline)?);
         Ok(())
     })
 }

@@ -332,14 +332,7 @@ pub unsafe extern "C" fn inboxlog_session_open_report(
     // SAFETY: the caller's contract above.
     unsafe {
         session_string(session, out_json, "out_json", error, |s| {
-            let report = s.live()?.open_report();
-            let repaired = report
-                .repaired_turn
-                .map_or_else(|| "null".to_owned(), |t| t.to_string());
-            Ok(format!(
-                r#"{{"tornBytes":{},"repairedTurn":{repaired}}}"#,
-                report.torn_bytes
-            ))
+            Ok(s.live()?.open_report().to_json())
         })
     }
 }
@@ -539,5 +532,107 @@ pub unsafe extern "C" fn inboxlog_session_poll(
             let taken = std::mem::take(&mut *lock(&s.notices));
             Ok(json_list(taken.iter().map(String::as_str)))
         })
+    }
+}
+
+/// Returns and removes the failures of the session's observers recorded since the last
+/// call: a JSON array of strings, oldest first, `[]` when none failed. A failure is
+/// contained (the call that committed the event still succeeded); only the last 64 are
+/// kept, and when older ones were dropped the first string says how many. Works on a
+/// closed session too, so the failures of its last calls can still be read. On success
+/// `*out_json` receives a new string (free it with `inboxlog_string_free`). `session`
+/// and `out_json` must not be NULL. Thread-safe (each failure is returned once).
+///
+/// # Safety
+/// `session` is a live session handle; `out_json` and a non-NULL `error` point to
+/// writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_take_observer_failures(
+    session: *const inboxlog_session,
+    out_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: the caller's contract above.
+    unsafe {
+        session_string(session, out_json, "out_json", error, |s| {
+            Ok(s.session.take_observer_failures().to_json())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+    use std::ptr::null_mut;
+
+    use inboxlog_core::store::MemoryStore;
+
+    /// Takes the failures through the C function; returns the status and the JSON.
+    fn take(session: &inboxlog_session) -> (c_int, Option<String>) {
+        let mut out = null_mut();
+        // SAFETY: a live handle and a writable out-pointer; `error` is not wanted.
+        let status =
+            unsafe { inboxlog_session_take_observer_failures(session, &mut out, null_mut()) };
+        if out.is_null() {
+            return (status, None);
+        }
+        // SAFETY: a library string, read then freed once.
+        let json = unsafe { CStr::from_ptr(out) }.to_str().unwrap().to_owned();
+        // SAFETY: as above.
+        unsafe { crate::inboxlog_string_free(out) };
+        (status, Some(json))
+    }
+
+    #[test]
+    fn observer_failures_are_taken_as_a_bounded_json_array() {
+        let store = MemoryStore::new();
+        let session =
+            inboxlog_session::new(Session::create(&store, "s", SessionMeta::default()).unwrap());
+        assert_eq!(take(&session), (0, Some("[]".to_owned())));
+        // C hosts register no callbacks; a failing observer stands in for one that
+        // panicked or failed inside the library.
+        session
+            .session
+            .on_event(|e| Err(format!("observer \"bug\" at {}", e.seq())));
+        for _ in 0..70 {
+            session
+                .session
+                .append("host/x", "{}", Envelope::default())
+                .unwrap();
+        }
+        let (status, json) = take(&session);
+        assert_eq!(status, 0);
+        let lines: Vec<String> = serde_json::from_str(&json.unwrap()).unwrap();
+        assert_eq!(lines.len(), 65);
+        assert_eq!(
+            lines[0],
+            "6 earlier observer failures were dropped (the last 64 are kept)"
+        );
+        assert_eq!(
+            lines[1],
+            r#"event observer failed on seq 6: observer "bug" at 6"#
+        );
+        assert_eq!(take(&session), (0, Some("[]".to_owned())));
+        // Still readable after close.
+        session
+            .session
+            .append("host/x", "{}", Envelope::default())
+            .unwrap();
+        session.session.close().unwrap();
+        let (status, json) = take(&session);
+        assert_eq!(status, 0);
+        assert!(json.unwrap().contains("seq 70"));
+        // NULL arguments.
+        let mut out = null_mut();
+        // SAFETY: NULL is what is being tested; it must be refused.
+        let status = unsafe {
+            inboxlog_session_take_observer_failures(std::ptr::null(), &mut out, null_mut())
+        };
+        assert_eq!(status, crate::inboxlog_status::NullArgument.code());
+        // SAFETY: as above.
+        let status =
+            unsafe { inboxlog_session_take_observer_failures(&session, null_mut(), null_mut()) };
+        assert_eq!(status, crate::inboxlog_status::NullArgument.code());
     }
 }

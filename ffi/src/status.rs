@@ -37,7 +37,7 @@ pub enum inboxlog_status {
     FormatUnsupported = 11,
     /// A record or a JSON nesting over the limits.
     TooLarge = 12,
-    /// Use of a closed session.
+    /// Use of a session after `inboxlog_session_close` (stores have no close).
     Closed = 13,
     /// A mutation from inside an observer.
     Reentrant = 14,

@@ -685,14 +685,22 @@ fn projection_follows_the_live_inbox() {
         "invalid inbox splice",
     );
     assert_eq!(call_str!(inboxlog_projection_baseline(p)).unwrap(), live);
-    expect_fail(
-        call!(inboxlog_projection_new(
-            c(r#"{"seq":0,"next_turn":[]}"#).as_ptr(),
-            &mut null_mut()
-        )),
-        10,
-        "`baseline_json`",
-    );
+    // Every key is required (`seq` too: null is spelled, never implied), as in Python.
+    for (bad, needle) in [
+        (r#"{"seq":0,"next_turn":[]}"#, "missing field `next_step`"),
+        (r#"{"next_turn":[],"next_step":[]}"#, "missing field `seq`"),
+        (
+            r#"{"seq":9007199254740992,"next_turn":[],"next_step":[]}"#,
+            "larger than 2^53-1",
+        ),
+    ] {
+        let err = expect_fail(
+            call!(inboxlog_projection_new(c(bad).as_ptr(), &mut null_mut())),
+            10,
+            "argument `baseline_json`: baseline",
+        );
+        assert!(err.message.contains(needle), "{bad}: {err:?}");
+    }
     // A baseline at an earlier seq, and a replay of the whole log, agree with the live one.
     assert_eq!(
         call_str!(inboxlog_session_baseline(s, 0)).unwrap(),

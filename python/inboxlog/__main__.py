@@ -64,7 +64,7 @@ def _verify(store: Store, args: argparse.Namespace) -> int:
 def _repair(store: Store, args: argparse.Namespace) -> int:
     with store.open(args.id) as session:
         report = session.open_report
-    torn, turn = report["torn_bytes"], report["repaired_turn"]
+    torn, turn = report["tornBytes"], report["repairedTurn"]
     print(f"{args.id}: dropped {torn} torn byte(s)", end="")
     print(f", closed interrupted turn {turn}" if turn is not None else ", no open turn")
     return 0

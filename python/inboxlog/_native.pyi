@@ -3,7 +3,11 @@
 import builtins
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
-from typing import Any, Final, TypeAlias, TypeVar, final
+from typing import Any, Final, TypeVar, final
+
+# Not `typing.TypeAlias` (3.10+): these stubs hold for Python 3.9. Stubs are never
+# imported at run time, and type checkers ship typing_extensions' stubs.
+from typing_extensions import TypeAlias
 
 from inboxlog.types import (
     Baseline,
@@ -33,6 +37,7 @@ __all__ = [
     "InvalidSpliceError",
     "LockedError",
     "NotFoundError",
+    "ObserverWarning",
     "PoisonedError",
     "ProtocolError",
     "QueueProjection",
@@ -150,7 +155,8 @@ class Session:
 
     @property
     def open_report(self) -> OpenReport:
-        """What opening found and fixed (torn bytes dropped, turn repaired)."""
+        """What opening found and fixed: ``{"tornBytes": int, "repairedTurn": int | None}``
+        (bytes of a torn tail dropped; the turn closed as interrupted, if any)."""
 
     @property
     def inbox(self) -> Inbox:
@@ -192,15 +198,25 @@ class Session:
         """Registers ``callback(event)`` for every committed event; returns it.
 
         Called synchronously, in commit order, with no lock held. An exception in the
-        callback is reported as a ``RuntimeWarning`` and contained; mutating this
-        session from inside raises ``ReentrantError``.
+        callback is contained: reported as an :class:`ObserverWarning` before the call
+        that committed the event returns (which still succeeds) and kept for
+        :meth:`take_observer_failures`. Mutating this session from inside raises
+        ``ReentrantError``.
         """
 
     def on_inbox(self, callback: _F) -> _F:
         """Registers ``callback(notice)`` for every inbox notification; returns it.
 
         ``notice`` is ``{"type": "agent/inbox/inserted" | "agent/inbox/discarded" |
-        "agent/inbox/claimed", "message": m}`` plus ``"turn"`` for a claim.
+        "agent/inbox/claimed", "message": m}`` plus ``"turn"`` for a claim. Exceptions
+        are contained as in :meth:`on_event`.
+        """
+
+    def take_observer_failures(self) -> list[str]:
+        """Takes the observer failures recorded since the last call, oldest first.
+
+        One str per failure (each was also warned about when it happened). Only the
+        last 64 are kept; when older ones were dropped, the first str says how many.
         """
 
     def baseline(self, at: int | None = None) -> Baseline:
@@ -369,7 +385,11 @@ class TooLargeError(InboxlogError):
     """A record or a JSON nesting over the limits (``too_large``, 12)."""
 
 class ClosedError(InboxlogError):
-    """Use of a closed session or store (``closed``, 13)."""
+    """Use of a session after ``close()`` (``closed``, 13)."""
 
 class ReentrantError(InboxlogError):
     """A mutation of a session from inside one of its observers (``reentrant``, 14)."""
+
+class ObserverWarning(RuntimeWarning):
+    """An observer (``on_event``/``on_inbox`` callback) raised: the exception was
+    contained and the call that committed the change still succeeded."""

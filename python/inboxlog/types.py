@@ -119,10 +119,11 @@ class Baseline(TypedDict):
 
 
 class OpenReport(TypedDict):
-    """What opening a stored log found and fixed."""
+    """What opening a stored log found and fixed: bytes of a torn tail dropped, and the
+    turn closed as interrupted (``None`` when no turn was open)."""
 
-    torn_bytes: int
-    repaired_turn: int | None
+    tornBytes: int
+    repairedTurn: int | None
 
 
 __all__ = [

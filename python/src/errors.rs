@@ -5,7 +5,7 @@
 //! the instance. The message is the core's, unchanged.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyRuntimeWarning};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
@@ -16,6 +16,14 @@ create_exception!(
     InboxlogError,
     PyException,
     "Root of every inboxlog error. `kind` (str) and `code` (int) name the error kind."
+);
+
+create_exception!(
+    inboxlog,
+    ObserverWarning,
+    PyRuntimeWarning,
+    "An observer (`on_event`/`on_inbox` callback) raised: the exception was contained and \
+     the call that committed the change still succeeded."
 );
 
 macro_rules! kinds {
@@ -33,6 +41,7 @@ macro_rules! kinds {
         pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             let py = m.py();
             m.add("InboxlogError", py.get_type::<InboxlogError>())?;
+            m.add("ObserverWarning", py.get_type::<ObserverWarning>())?;
             $(
                 let ty = py.get_type::<$class>();
                 set_kind(&ty, ErrorKind::$kind)?;
@@ -56,7 +65,7 @@ kinds! {
     InvalidInputError => InvalidInput, "A bad message, event, id, reason or argument value (kind `invalid_input`, code 10).";
     FormatUnsupportedError => FormatUnsupported, "A log in another on-disk format version (kind `format_unsupported`, code 11).";
     TooLargeError => TooLarge, "A record or a JSON nesting over the limits (kind `too_large`, code 12).";
-    ClosedError => Closed, "Use of a closed session or store (kind `closed`, code 13).";
+    ClosedError => Closed, "Use of a session after `close()` (kind `closed`, code 13).";
     ReentrantError => Reentrant, "A mutation of a session from inside one of its observers (kind `reentrant`, code 14).";
 }
 

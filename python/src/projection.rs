@@ -2,14 +2,13 @@
 
 use std::sync::Mutex;
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyList;
 
 use inboxlog::{Baseline, QueueProjection};
 
-use crate::convert::to_py;
-use crate::errors::{InvalidInputError, OrRaise};
+use crate::convert::{dict_to_json, to_py};
+use crate::errors::OrRaise;
 use crate::values;
 
 /// Folds events (dicts) into `{"end": event | None, "droppedUnrun": bool}`.
@@ -36,33 +35,10 @@ impl PyQueueProjection {
     }
 }
 
+/// A baseline dict, parsed by the core's one strict parser (the C ABI's too): a
+/// non-mapping is `TypeError`, a missing or unknown key `InvalidInputError`.
 fn baseline_from(obj: &Bound<'_, PyAny>) -> PyResult<Baseline> {
-    let d = obj.cast::<PyDict>().map_err(|_| {
-        PyTypeError::new_err("baseline must be a dict {\"seq\", \"next_turn\", \"next_step\"}")
-    })?;
-    let mut baseline = Baseline {
-        seq: None,
-        next_turn: Vec::new(),
-        next_step: Vec::new(),
-    };
-    for (k, v) in d.iter() {
-        match k.extract::<String>().as_deref() {
-            Ok("seq") => baseline.seq = v.extract()?,
-            Ok("next_turn") => {
-                baseline.next_turn = values::messages_from(&v, "baseline[\"next_turn\"]")?
-            }
-            Ok("next_step") => {
-                baseline.next_step = values::messages_from(&v, "baseline[\"next_step\"]")?
-            }
-            _ => {
-                return Err(InvalidInputError::new_err(format!(
-                    "baseline: unknown key {}; expected \"seq\", \"next_turn\", \"next_step\"",
-                    k.repr()?
-                )));
-            }
-        }
-    }
-    Ok(baseline)
+    Baseline::from_json(&dict_to_json(obj, "baseline")?).py()
 }
 
 #[pymethods]

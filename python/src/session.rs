@@ -8,7 +8,7 @@
 use std::ffi::CString;
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyRuntimeWarning, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::value::RawValue;
@@ -19,7 +19,7 @@ use inboxlog::{
 };
 
 use crate::convert::{dict_to_json, to_json, to_py};
-use crate::errors::OrRaise;
+use crate::errors::{ObserverWarning, OrRaise};
 use crate::values;
 
 /// One open session: the exclusive writer of a log, with its inbox and the
@@ -54,9 +54,11 @@ fn callable(f: &Bound<'_, PyAny>, what: &str) -> PyResult<Py<PyAny>> {
     Ok(f.clone().unbind())
 }
 
-/// Reports an exception raised by an observer as a `RuntimeWarning` (or, when warnings
-/// are errors, as an unraisable exception): the committed call stays committed.
-fn report(py: Python<'_>, callback: &Bound<'_, PyAny>, what: &str, err: PyErr) {
+/// Reports an exception raised by an observer as an `ObserverWarning` (or, when
+/// warnings are errors, as an unraisable exception): the committed call stays committed.
+/// Returns the failure's description, which the core keeps for
+/// `take_observer_failures`.
+fn report(py: Python<'_>, callback: &Bound<'_, PyAny>, what: &str, err: PyErr) -> String {
     let name = callback
         .getattr("__qualname__")
         .and_then(|n| n.extract::<String>())
@@ -72,14 +74,14 @@ fn report(py: Python<'_>, callback: &Bound<'_, PyAny>, what: &str, err: PyErr) {
         .str()
         .map(|s| s.to_string())
         .unwrap_or_default();
-    let text = format!(
-        "inboxlog {what} callback {name} raised {ty}: {msg} (contained; the change stays committed)"
-    );
+    let failure = format!("{what} callback {name} raised {ty}: {msg}");
+    let text = format!("inboxlog {failure} (contained; the change stays committed)");
     let text = CString::new(text.replace('\0', "\\0")).expect("NULs replaced");
-    let category = py.get_type::<PyRuntimeWarning>();
+    let category = py.get_type::<ObserverWarning>();
     if let Err(raised) = PyErr::warn(py, &category, &text, 1) {
         raised.write_unraisable(py, Some(callback));
     }
+    failure
 }
 
 /// An optional argument, with `None` read as absent.
@@ -152,14 +154,18 @@ impl PySession {
         })
     }
 
-    /// What opening found and fixed: `{"torn_bytes": int, "repaired_turn": int | None}`.
+    /// What opening found and fixed: `{"tornBytes": int, "repairedTurn": int | None}`,
+    /// spelled as in the C ABI.
     #[getter]
-    fn open_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let r = self.inner.open_report();
-        let d = PyDict::new(py);
-        d.set_item("torn_bytes", r.torn_bytes)?;
-        d.set_item("repaired_turn", r.repaired_turn)?;
-        Ok(d)
+    fn open_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.open_report().to_json())
+    }
+
+    /// Takes the observer failures recorded since the last call, oldest first: one str
+    /// each (each was also reported as an `ObserverWarning` when it happened). Only
+    /// the last 64 are kept; when older ones were dropped, the first str says how many.
+    fn take_observer_failures(&self) -> Vec<String> {
+        self.inner.take_observer_failures().lines()
     }
 
     /// The events with `seq >= since`, as dicts.
@@ -244,11 +250,10 @@ impl PySession {
             Python::attach(|py| {
                 let f = f.bind(py);
                 let called = values::event(py, event).and_then(|e| f.call1((e,)));
-                if let Err(err) = called {
-                    report(py, f, "on_event", err);
-                }
-            });
-            Ok(())
+                called
+                    .map(drop)
+                    .map_err(|err| report(py, f, "on_event", err))
+            })
         });
         Ok(callback)
     }
@@ -260,11 +265,10 @@ impl PySession {
             Python::attach(|py| {
                 let f = f.bind(py);
                 let called = values::notice(py, notice).and_then(|n| f.call1((n,)));
-                if let Err(err) = called {
-                    report(py, f, "on_inbox", err);
-                }
-            });
-            Ok(())
+                called
+                    .map(drop)
+                    .map_err(|err| report(py, f, "on_inbox", err))
+            })
         });
         Ok(callback)
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import m, next_seq, spliced
@@ -51,7 +52,7 @@ def test_store_create_open_fork_inspect_list(store: inboxlog.Store) -> None:
     s.close()
 
     s = store.open("p")
-    assert s.open_report == {"torn_bytes": 0, "repaired_turn": 1}
+    assert s.open_report == {"tornBytes": 0, "repairedTurn": 1}
     assert [e["type"] for e in s.events()][-1] == "turn/end"
     s.inbox.append("next-turn", m("m2"))
 
@@ -339,3 +340,23 @@ def test_user_message_without_an_id_is_runtime_context(session: inboxlog.Session
     event = session.append("user/message", {"text": "<context>"})
     assert event["data"] == {"text": "<context>"}
     assert not session.inbox.has_pending
+
+
+@pytest.mark.parametrize(
+    ("baseline", "needle"),
+    [
+        ({"next_turn": [], "next_step": []}, "missing field `seq`"),
+        ({"seq": None, "next_step": []}, "missing field `next_turn`"),
+        ({"seq": 0, "next_turn": []}, "missing field `next_step`"),
+        ({"seq": 0, "next_turn": [], "next_step": [], "x": 1}, "unknown field `x`"),
+        ({"seq": 2**53, "next_turn": [], "next_step": []}, "larger than 2^53-1"),
+        ({"seq": 0, "next_turn": [{"role": "user"}], "next_step": []}, "next_turn[0]"),
+    ],
+)
+def test_a_baseline_needs_every_key(baseline: dict[str, Any], needle: str) -> None:
+    # The same strict parser as the C ABI's: a missing key is refused, never defaulted.
+    with pytest.raises(inboxlog.InvalidInputError) as err:
+        inboxlog.QueueProjection(baseline)
+    assert needle in str(err.value)
+    with pytest.raises(TypeError, match="baseline must be a dict"):
+        inboxlog.QueueProjection([0, [], []])  # type: ignore[arg-type]

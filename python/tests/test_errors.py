@@ -181,6 +181,14 @@ def test_closed(session: inboxlog.Session) -> None:
     check(err, "closed", 13)
 
 
+def test_closed_is_documented_for_sessions_only() -> None:
+    # Only a session closes: a store has no close() that could make it `closed`.
+    assert not hasattr(inboxlog.Store, "close")
+    assert inboxlog.Session.close.__doc__ is not None
+    doc = inboxlog.ClosedError.__doc__ or ""
+    assert "session" in doc and "store" not in doc, doc
+
+
 def test_reentrant(session: inboxlog.Session) -> None:
     caught: list[inboxlog.InboxlogError] = []
 

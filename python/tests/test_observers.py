@@ -21,7 +21,7 @@ def test_a_failing_callback_is_warned_and_contained(session: inboxlog.Session) -
     session.on_event(broken)
     session.on_event(lambda e: seen.append(e["type"]))
     session.on_inbox(lambda n: 1 / 0)
-    with pytest.warns(RuntimeWarning) as record:
+    with pytest.warns(inboxlog.ObserverWarning) as record:
         session.inbox.append("next-turn", m("a"))
     messages = [str(w.message) for w in record]
     assert any(
@@ -47,8 +47,43 @@ def test_warnings_as_errors_become_unraisable(session: inboxlog.Session) -> None
         session.inbox.append("next-turn", m("a"))  # filterwarnings=error is in force
     finally:
         sys.unraisablehook = old
-    assert len(hooked) == 1 and isinstance(hooked[0].exc_value, RuntimeWarning)
+    assert len(hooked) == 1 and isinstance(hooked[0].exc_value, inboxlog.ObserverWarning)
     assert session.inbox.next_turn == [m("a")]
+
+
+def test_observer_failures_are_warned_then_taken_and_bounded(session: inboxlog.Session) -> None:
+    assert issubclass(inboxlog.ObserverWarning, RuntimeWarning)
+    assert session.take_observer_failures() == []
+
+    def broken(event: dict[str, Any]) -> None:
+        raise KeyError(event["seq"])
+
+    session.on_event(broken)
+    with pytest.warns(inboxlog.ObserverWarning, match="raised KeyError: 0"):
+        committed = session.append("note", {"n": 0})
+    # The call returned its result and stayed committed.
+    assert committed["seq"] == 0 and session.last_seq == 0
+    assert session.take_observer_failures() == [
+        (
+            "event observer failed on seq 0: on_event callback test_observer_failures_are_"
+            "warned_then_taken_and_bounded.<locals>.broken raised KeyError: 0"
+        )
+    ]
+    assert session.take_observer_failures() == []
+
+    # A host that never takes them holds the last 64 and a count, not all of them.
+    def append_100() -> None:
+        for n in range(1, 101):
+            session.append("note", {"n": n})
+
+    with pytest.warns(inboxlog.ObserverWarning) as record:
+        append_100()
+    assert len(record) == 100
+    failures = session.take_observer_failures()
+    assert len(failures) == 65
+    assert failures[0] == "36 earlier observer failures were dropped (the last 64 are kept)"
+    assert failures[1].startswith("event observer failed on seq 37:")
+    assert failures[-1].endswith("raised KeyError: 100")
 
 
 def test_observers_may_read_but_not_mutate(session: inboxlog.Session) -> None:

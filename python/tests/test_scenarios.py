@@ -241,7 +241,7 @@ def test_interrupted_turn_is_repaired_and_inbox_replayed(store: inboxlog.Store) 
     stored = len(s.events())
     s.close()  # the writer stops mid-step
     with store.open("crash") as again:
-        assert again.open_report["repaired_turn"] == 1
+        assert again.open_report["repairedTurn"] == 1
         tail = again.events(stored)
         assert [(e["type"], e["data"]) for e in tail] == [
             ("step/end", {"turn": 1, "step": 1}),
@@ -252,5 +252,5 @@ def test_interrupted_turn_is_repaired_and_inbox_replayed(store: inboxlog.Store) 
         assert again.inbox.next_step == [m("late")]
         assert inboxlog.fold_consumed_work(again.events())["end"] == tail[-1]
     with store.open("crash") as third:
-        assert third.open_report["repaired_turn"] is None
+        assert third.open_report["repairedTurn"] is None
         assert len(third.events()) == stored + 2

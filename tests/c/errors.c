@@ -5,6 +5,21 @@
 
 #include "check.h"
 
+/* The version cargo builds, passed by the Makefile from `cargo metadata`. */
+#ifndef INBOXLOG_EXPECTED_VERSION
+#error "build with -DINBOXLOG_EXPECTED_VERSION='\"MAJOR.MINOR.PATCH\"' (make test-c does)"
+#endif
+
+/* Whether `v` is MAJOR.MINOR.PATCH: three dot-separated runs of digits. */
+static bool semver_shaped(const char *v) {
+    for (int part = 0; part < 3; part++) {
+        if (*v < '0' || *v > '9') return false;
+        while (*v >= '0' && *v <= '9') v++;
+        if (part < 2 && *v++ != '.') return false;
+    }
+    return *v == '\0';
+}
+
 int main(void) {
     inboxlog_store *store = NULL;
     inboxlog_session *s = NULL;
@@ -14,7 +29,9 @@ int main(void) {
     uint64_t turn = 0;
     bool flag = false;
 
-    EXPECT_STR(inboxlog_version(), "0.1.0");
+    EXPECT_STR(inboxlog_version(), INBOXLOG_EXPECTED_VERSION);
+    EXPECT(semver_shaped(inboxlog_version()));
+    EXPECT(!semver_shaped("0.1") && !semver_shaped("0.1.x") && !semver_shaped("0.1.0.1"));
     EXPECT_STR(inboxlog_status_name(INBOXLOG_STATUS_INVALID_SPLICE), "invalid_splice");
     EXPECT_STR(inboxlog_status_name(INBOXLOG_STATUS_PANIC), "panic");
     EXPECT(inboxlog_status_name(77) == NULL);

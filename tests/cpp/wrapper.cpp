@@ -49,7 +49,24 @@ int main() {
     char root[] = "/tmp/inboxlog-cpp-XXXXXX";
     EXPECT(mkdtemp(root) != nullptr);
     const std::string dir = root;
-    EXPECT_EQ(inboxlog::version(), "0.1.0");
+    EXPECT_EQ(inboxlog::version(), INBOXLOG_EXPECTED_VERSION);
+    // Malformed error JSON (a host's own, or a truncated one) still yields the
+    // inboxlog::Error with the real status, never std::invalid_argument or
+    // std::out_of_range from parsing a \u escape.
+    for (const char *json : {R"({"kind":"io","message":"bad \u12")", R"({"kind":"io","message":"\u)",
+                             R"({"kind":"io","message":"x\uZZZZy"})", R"({"kind":"io","message":"\uD83D\u")",
+                             R"({"kind":"io","message":"\uD83D\uDE00 ok"})", R"({"kind":"io","message":"\)",
+                             R"({"message":"\u00e9\uDC00"})", ""}) {
+        const inboxlog::Error e = inboxlog::detail::error_from(INBOXLOG_STATUS_IO, json);
+        EXPECT(e.code() == INBOXLOG_STATUS_IO);
+        EXPECT_EQ(e.kind(), "io");
+    }
+    auto message = [](const char *json) {
+        return std::string(inboxlog::detail::error_from(INBOXLOG_STATUS_IO, json).what());
+    };
+    EXPECT_EQ(message(R"({"message":"\uD83D\uDE00 ok"})"), "\xF0\x9F\x98\x80 ok");
+    EXPECT_EQ(message(R"({"message":"x\uZZZZy"})"), "x\xEF\xBF\xBD" "ZZZZy");
+    EXPECT_EQ(message(R"({"message":"\u00e9\uDC00"})"), "\xC3\xA9\xEF\xBF\xBD");
     {
         auto store = inboxlog::Store::jsonl(dir, "batched");
         auto s = store.create("cpp", R"({"agentPreset":"coder"})");

@@ -17,8 +17,13 @@ import inboxlog
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# `make test-e2e` passes the library cargo built (wherever its target dir is); run by
+# hand, CARGO_TARGET_DIR is honoured as cargo does.
 LIBRARY = Path(
-    os.environ.get("INBOXLOG_LIB", ROOT / "target" / "debug" / "libinboxlog.so")
+    os.environ.get("INBOXLOG_LIB")
+    or Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+    / "debug"
+    / "libinboxlog.so"
 )
 
 OK, LOCKED = 0, 3
@@ -129,7 +134,8 @@ def test_c_repairs_and_continues_a_log_python_left_mid_turn(
 
     # Python reopens what C wrote: the repair, then C's splice; nothing to repair again.
     with store.open("shared") as again:
-        assert again.open_report == {"torn_bytes": 0, "repaired_turn": None}
+        # One spelling in both bindings.
+        assert again.open_report == {"tornBytes": 0, "repairedTurn": None}
         types = [e["type"] for e in again.events()]
         assert types[-3:] == ["step/end", "turn/end", "agent/inbox/spliced"]
         assert again.events()[-2]["data"]["reason"] == {"kind": "interrupted"}
