@@ -41,5 +41,5 @@ pub use observer::InboxNotice;
 pub use projection::{Baseline, QueueProjection};
 pub use protocol::{Decided, Decision, Proposal};
 pub use reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
-pub use session::{OpenReport, Session};
+pub use session::{OpenReport, Session, VerifyReport};
 pub use splice::{SpliceRecord, Target, normalize};
