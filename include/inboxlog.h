@@ -7,7 +7,9 @@
  *   (static strings, never freed).
  * - Results go to out-parameters, written only on success. The optional last parameter
  *   `char **error` (NULL: not wanted) receives, on failure only, a JSON object
- *   {"code":N,"kind":"...","message":"..."} to free with inboxlog_string_free.
+ *   {"code":N,"kind":"...","message":"..."} to free with inboxlog_string_free; where known
+ *   it also names where the error happened: "session", "path", "line", "offset" (bytes),
+ *   "seq" (keys absent when unknown).
  * - Strings in: NUL-terminated UTF-8, borrowed for the call (invalid UTF-8 is
  *   INBOXLOG_STATUS_INVALID_UTF8). Structured values cross as JSON text (malformed JSON is
  *   INBOXLOG_STATUS_INVALID_JSON; well-formed JSON of the wrong shape is
@@ -833,6 +835,31 @@ int inboxlog_store_open_jsonl(const char *root,
                               const char *durability,
                               struct inboxlog_store **out,
                               char **error);
+
+/**
+ * Checks a stored session exactly as `inboxlog_session_open` would (header and format
+ * version, every complete record, the turn/step rules, the inbox replay), with the
+ * same error at the same location, but without locking, repairing or writing: safe
+ * beside a live writer, and it changes no byte.
+ *
+ * On success the session would open, and `*out_json` receives
+ * `{"header":{…},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
+ * "needsRepair":bool,"nextTurn":N,"nextStep":N}` (free it with
+ * `inboxlog_string_free`): `tornBytes` and `openTurn` are the repairs opening would
+ * make (drop a torn tail, close the turn as `interrupted`), not errors. On failure the
+ * status is the error `inboxlog_session_open` would return (`CORRUPT`,
+ * `FORMAT_UNSUPPORTED`, `NOT_FOUND`, …) and `*error` names the `path`, `line`,
+ * `offset` and `seq` as keys. Whether another writer holds the session is not checked.
+ * `store`, `id` and `out_json` must not be NULL; `error` may be NULL. Thread-safe.
+ *
+ * # Safety
+ * `store` is a live store handle; `id` is a NUL-terminated string; `out_json` and a
+ * non-NULL `error` point to writable pointers.
+ */
+int inboxlog_store_verify(const struct inboxlog_store *store,
+                          const char *id,
+                          char **out_json,
+                          char **error);
 
 /**
  * Frees a string returned by this library. NULL is a no-op.

@@ -1,6 +1,7 @@
 //! The one error model shared by every layer (SPEC §8).
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 /// What went wrong, as a stable number shared by the C and Python layers.
 ///
@@ -89,13 +90,26 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// An inboxlog error: a kind and a message that names what and where.
+/// An inboxlog error: a kind, a message that names what and where, and that context
+/// as data (SPEC §8): the session, file, line, byte offset and seq, each where known.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Error {
     kind: ErrorKind,
     message: String,
     source: Option<std::io::Error>,
+    /// Boxed: most errors carry none, and `Result<T, Error>` stays small.
+    at: Option<Box<Location>>,
+}
+
+/// Where an error happened; every part optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Location {
+    session: Option<String>,
+    path: Option<PathBuf>,
+    line: Option<u64>,
+    offset: Option<u64>,
+    seq: Option<u64>,
 }
 
 impl Error {
@@ -105,6 +119,7 @@ impl Error {
             kind,
             message: message.into(),
             source: None,
+            at: None,
         }
     }
 
@@ -114,6 +129,7 @@ impl Error {
             kind: ErrorKind::Io,
             message: format!("{context}: {source}"),
             source: Some(source),
+            at: None,
         }
     }
 
@@ -125,6 +141,68 @@ impl Error {
     /// The message, without the kind.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The session the error concerns, where known.
+    pub fn session(&self) -> Option<&str> {
+        self.at.as_ref()?.session.as_deref()
+    }
+
+    /// The file the error concerns (a JSONL log), where known.
+    pub fn path(&self) -> Option<&Path> {
+        self.at.as_ref()?.path.as_deref()
+    }
+
+    /// The 1-based line of a stored log the error was found on (line 1 is the header).
+    pub fn line(&self) -> Option<u64> {
+        self.at.as_ref()?.line
+    }
+
+    /// The byte offset in the file of the line the error was found on.
+    pub fn offset(&self) -> Option<u64> {
+        self.at.as_ref()?.offset
+    }
+
+    /// The seq of the event the error concerns.
+    pub fn seq(&self) -> Option<u64> {
+        self.at.as_ref()?.seq
+    }
+
+    fn at(&mut self) -> &mut Location {
+        self.at.get_or_insert_default()
+    }
+
+    /// The same error naming session `id` (only when it names none yet: the innermost
+    /// context is the most precise).
+    pub fn with_session(mut self, id: &str) -> Self {
+        let at = self.at();
+        if at.session.is_none() {
+            at.session = Some(id.to_owned());
+        }
+        self
+    }
+
+    /// The same error naming file `path` (only when it names none yet).
+    pub fn with_path(mut self, path: &Path) -> Self {
+        let at = self.at();
+        if at.path.is_none() {
+            at.path = Some(path.to_owned());
+        }
+        self
+    }
+
+    /// The same error placed on line `line`, at byte `offset`, of a stored log.
+    pub fn with_line(mut self, line: u64, offset: u64) -> Self {
+        let at = self.at();
+        at.line = Some(line);
+        at.offset = Some(offset);
+        self
+    }
+
+    /// The same error naming the event at `seq`.
+    pub fn with_seq(mut self, seq: u64) -> Self {
+        self.at().seq = Some(seq);
+        self
     }
 
     /// The same error with `context` put in front of the message.
@@ -179,5 +257,30 @@ mod tests {
         assert_eq!(e.to_string(), "session \"x\": bad id");
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
         assert_eq!(e.with_kind(ErrorKind::Corrupt).kind(), ErrorKind::Corrupt);
+    }
+
+    #[test]
+    fn location_is_data_and_survives_context_and_kind() {
+        let e = invalid("bad");
+        assert_eq!(
+            (e.session(), e.path(), e.line(), e.offset(), e.seq()),
+            (None, None, None, None, None)
+        );
+        let e = e
+            .with_seq(3)
+            .with_session("inner")
+            .with_line(5, 120)
+            .with_path(Path::new("/r/s.jsonl"))
+            .context("outer")
+            .with_kind(ErrorKind::Corrupt)
+            .with_session("outer")
+            .with_path(Path::new("/elsewhere"));
+        assert_eq!(e.session(), Some("inner"));
+        assert_eq!(e.path(), Some(Path::new("/r/s.jsonl")));
+        assert_eq!(
+            (e.line(), e.offset(), e.seq()),
+            (Some(5), Some(120), Some(3))
+        );
+        assert_eq!(e.to_string(), "outer: bad");
     }
 }

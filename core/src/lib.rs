@@ -45,5 +45,5 @@ pub use observer::{InboxNotice, ObserverFailures};
 pub use projection::{Baseline, QueueProjection};
 pub use protocol::{Decided, Decision, Proposal};
 pub use reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
-pub use session::{InboxOps, OpenReport, Session};
+pub use session::{InboxOps, OpenReport, Session, VerifyReport};
 pub use splice::{SpliceRecord, Target, normalize};

@@ -44,6 +44,71 @@ impl OpenReport {
     }
 }
 
+/// What a read-only check of a stored log found ([`Session::verify`]): the log passes
+/// every check [`Session::open`] runs, and these are the repairs opening it for writing
+/// would make (none is an error).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VerifyReport {
+    /// The log's header.
+    pub header: Header,
+    /// Stored complete events.
+    pub events: u64,
+    /// Bytes of a torn tail that opening would drop.
+    pub torn_bytes: u64,
+    /// The turn left open, which opening would close as `interrupted`.
+    pub open_turn: Option<u64>,
+    /// The step left open in that turn, which opening would end first.
+    pub open_step: Option<u64>,
+    /// Messages pending in `next-turn` after replay.
+    pub next_turn: usize,
+    /// Messages pending in `next-step` after replay.
+    pub next_step: usize,
+}
+
+impl VerifyReport {
+    /// Whether opening for writing would change the file (drop a torn tail or close an
+    /// interrupted turn).
+    pub fn needs_repair(&self) -> bool {
+        self.torn_bytes > 0 || self.open_turn.is_some()
+    }
+
+    /// The report as the bindings hand it out: `{"header":{…},"events":N,
+    /// "tornBytes":N,"openTurn":N|null,"openStep":N|null,"needsRepair":bool,
+    /// "nextTurn":N,"nextStep":N}`.
+    pub fn to_json(&self) -> String {
+        let opt = |n: Option<u64>| n.map_or_else(|| "null".to_owned(), |n| n.to_string());
+        format!(
+            r#"{{"header":{},"events":{},"tornBytes":{},"openTurn":{},"openStep":{},"needsRepair":{},"nextTurn":{},"nextStep":{}}}"#,
+            self.header.to_json(),
+            self.events,
+            self.torn_bytes,
+            opt(self.open_turn),
+            opt(self.open_step),
+            self.needs_repair(),
+            self.next_turn,
+            self.next_step
+        )
+    }
+}
+
+/// What reading a stored log back rebuilds: the invariants (§1.3) and the inbox
+/// (§3.5). [`Session::open`] and [`Session::verify`] feed it through the same store
+/// reader, so they refuse the same logs at the same places.
+#[derive(Default)]
+struct Rebuilt {
+    log: LogState,
+    inbox: Inbox,
+}
+
+impl Rebuilt {
+    /// The store's visitor: checks and applies one stored event.
+    fn visit(&mut self, header: &Header, event: &Event) -> Result<()> {
+        self.log.advance(event)?;
+        replay(header, &mut self.inbox, event)
+    }
+}
+
 /// One open session: the exclusive writer of a log, with its inbox and protocol.
 ///
 /// `Send + Sync`: calls from several threads serialize on an internal lock.
@@ -286,12 +351,9 @@ impl Session {
     /// the previous writer left open as `interrupted` (§7.4).
     pub fn open(store: &dyn Store, id: &str) -> Result<Session> {
         validate_session_id(id)?;
-        let mut log = LogState::default();
-        let mut inbox = Inbox::new();
-        let opened = store.open(id, &mut |header, event| {
-            log.advance(event)?;
-            replay(header, &mut inbox, event)
-        })?;
+        let mut rebuilt = Rebuilt::default();
+        let opened = store.open(id, &mut |header, event| rebuilt.visit(header, event))?;
+        let Rebuilt { log, inbox } = rebuilt;
         let mut report = OpenReport {
             torn_bytes: opened.torn_bytes,
             repaired_turn: None,
@@ -379,6 +441,26 @@ impl Session {
             ));
         }
         Session::create_with_header(store, header, events)
+    }
+
+    /// Checks a stored log exactly as [`Session::open`] does (header and format
+    /// version, every complete record, §1.3, the inbox replay of §3.5), with the same
+    /// errors at the same locations, but without locking, repairing or writing. What
+    /// opening would repair (a torn tail, an interrupted turn) is reported, not refused.
+    /// Whether another writer holds the session is not checked.
+    pub fn verify(store: &dyn Store, id: &str) -> Result<VerifyReport> {
+        validate_session_id(id)?;
+        let mut rebuilt = Rebuilt::default();
+        let verified = store.verify(id, &mut |header, event| rebuilt.visit(header, event))?;
+        Ok(VerifyReport {
+            header: verified.header,
+            events: rebuilt.log.next_seq,
+            torn_bytes: verified.torn_bytes,
+            open_turn: rebuilt.log.open_turn,
+            open_step: rebuilt.log.open_step,
+            next_turn: rebuilt.inbox.len(Target::NextTurn),
+            next_step: rebuilt.inbox.len(Target::NextStep),
+        })
     }
 
     /// Reads a stored log as it is, without locking or repairing.
@@ -681,6 +763,7 @@ fn replay(header: &Header, inbox: &mut Inbox, event: &Event) -> Result<()> {
                     e.message()
                 ),
             )
+            .with_seq(event.seq())
         })?;
     }
     Ok(())

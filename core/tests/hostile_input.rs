@@ -3,7 +3,8 @@
 //! Property tests over arbitrary text for every parser that takes outside input, and
 //! over mutated log files (bytes flipped, cut, duplicated, NUL runs spliced in) for the
 //! JSONL store: opening either succeeds with a log that passes its own checks, or is
-//! refused and leaves the file byte-identical.
+//! refused and leaves the file byte-identical; and the read-only `verify` refuses
+//! exactly the logs `open` refuses, with the same error at the same location.
 
 use inboxlog::store::{Durability, JsonlStore, MemoryStore};
 use inboxlog::{
@@ -156,8 +157,17 @@ proptest! {
         }
         std::fs::write(&path, &bytes).unwrap();
         let inspected = Session::inspect(&store, "s");
+        let verified = Session::verify(&store, "s");
+        prop_assert_eq!(std::fs::read(&path).unwrap(), bytes.clone(), "verify changed the file");
         match Session::open(&store, "s") {
             Ok(s) => {
+                // Verify said it would open, and named the repairs open made.
+                let report = match verified {
+                    Ok(r) => r,
+                    Err(e) => return Err(TestCaseError::fail(format!("open succeeded, verify refused: {e}"))),
+                };
+                prop_assert_eq!(report.torn_bytes, s.open_report().torn_bytes);
+                prop_assert_eq!(report.open_turn, s.open_report().repaired_turn);
                 // What opened is a valid log: its events re-read equal, and a second
                 // open (after this writer is gone) changes nothing.
                 let events = s.events(0).unwrap();
@@ -172,6 +182,20 @@ proptest! {
                 prop_assert_eq!(std::fs::read(&path).unwrap(), again);
             }
             Err(e) => {
+                let v = match verified {
+                    Ok(r) => return Err(TestCaseError::fail(format!("open refused ({e}), verify passed: {r:?}"))),
+                    Err(v) => v,
+                };
+                prop_assert_eq!(
+                    (v.kind(), v.to_string(), v.session(), v.path(), v.line(), v.offset(), v.seq()),
+                    (e.kind(), e.to_string(), e.session(), e.path(), e.line(), e.offset(), e.seq())
+                );
+                // Corruption is located as data, as the message says.
+                if e.kind() == ErrorKind::Corrupt {
+                    prop_assert_eq!(e.path(), Some(path.as_path()));
+                    prop_assert_eq!(e.session(), Some("s"));
+                    prop_assert!(e.line().is_some() && e.offset().is_some(), "{e}");
+                }
                 prop_assert!(
                     matches!(e.kind(), ErrorKind::Corrupt | ErrorKind::FormatUnsupported | ErrorKind::InvalidInput | ErrorKind::TooLarge),
                     "{e}"

@@ -277,6 +277,13 @@ fn a_failed_rollback_poisons_until_reopened() {
         2,
         "a poisoned writer writes nothing"
     );
+    // The writer's errors name the session and the file as data (§8).
+    let err = s.flush().unwrap_err();
+    assert_eq!(
+        (err.session(), err.path()),
+        (Some("s"), Some(path.as_path()))
+    );
+    assert_eq!((err.line(), err.seq()), (None, None));
     drop(s);
     // Reopened: the fragment is a torn tail, and the seq continues.
     let clean = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
@@ -321,6 +328,11 @@ fn a_failed_fsync_poisons_and_is_never_retried() {
         plan.hits(Point::Sync),
         3,
         "fsync is never retried on the same handle"
+    );
+    let err = s.append("host/x", "{}", Envelope::default()).unwrap_err();
+    assert_eq!(
+        (err.session(), err.path()),
+        (Some("s"), Some(path.as_path()))
     );
     drop(s);
     let s = Session::open(

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use inboxlog::store::{LogWriter, MemoryStore, Opened, Store};
+use inboxlog::store::{LogWriter, MemoryStore, Opened, Store, Verified};
 use inboxlog::{
     CancelCause, Decision, ErrorKind, Event, Header, InboxNotice, Message, QueueProjection,
     Session, SessionMeta, StepOutcome, Target, TurnError, fold_consumed_work,
@@ -349,6 +349,20 @@ impl Store for FixedStore {
         })
     }
 
+    fn verify(
+        &self,
+        _id: &str,
+        visit: &mut dyn FnMut(&Header, &Event) -> inboxlog::Result<()>,
+    ) -> inboxlog::Result<Verified> {
+        for event in &self.events {
+            visit(&self.header, event)?;
+        }
+        Ok(Verified {
+            header: self.header.clone(),
+            torn_bytes: 0,
+        })
+    }
+
     fn inspect(&self, _id: &str) -> inboxlog::Result<(Header, Vec<Event>)> {
         Ok((self.header.clone(), self.events.clone()))
     }
@@ -387,6 +401,9 @@ fn a_persisted_splice_past_the_end_fails_replay_naming_its_seq() {
     )]));
     let err = Session::open(&store, "fixed").err().expect("refused");
     assert_eq!(err.kind(), ErrorKind::Corrupt);
+    assert_eq!(err.seq(), Some(0));
+    let checked = Session::verify(&store, "fixed").unwrap_err();
+    assert_eq!(checked.to_string(), err.to_string());
     let text = err.to_string();
     assert!(
         text.contains("invalid persisted inbox splice at session seq 0"),
@@ -410,6 +427,9 @@ fn a_persisted_duplicate_fails_replay_naming_its_seq_and_the_id() {
     ]));
     let err = Session::open(&store, "fixed").err().expect("refused");
     assert_eq!(err.kind(), ErrorKind::Corrupt);
+    assert_eq!(err.seq(), Some(2));
+    let checked = Session::verify(&store, "fixed").unwrap_err();
+    assert_eq!(checked.to_string(), err.to_string());
     let text = err.to_string();
     assert!(
         text.contains("invalid persisted inbox splice at session seq 2"),
@@ -430,6 +450,12 @@ fn a_valid_hand_made_log_replays() {
             r#"{"target":"next-turn","start":0,"removedCount":1,"inserted":[{"id":"c"}],"outcome":"canceled"}"#,
         ),
     ]));
+    let report = Session::verify(&store, "fixed").unwrap();
+    assert_eq!(
+        (report.events, report.next_turn, report.next_step),
+        (2, 2, 0)
+    );
+    assert!(!report.needs_repair());
     let s = Session::open(&store, "fixed").unwrap();
     assert_eq!(lists(&s).0, ["c", "b"]);
 }

@@ -6,12 +6,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::status::inboxlog_status;
 
-/// An error on its way to C: a code, its kind name and a message.
+/// An error on its way to C: a code, its kind name, a message and, for a core error,
+/// where it happened (SPEC §8).
 #[derive(Debug)]
 pub(crate) struct FfiError {
     code: c_int,
     kind: &'static str,
     message: String,
+    /// The optional keys of the error JSON, already serialized: `,"session":"s",…`.
+    context: String,
 }
 
 pub(crate) type FfiResult<T> = Result<T, FfiError>;
@@ -22,6 +25,7 @@ impl FfiError {
             code: status.code(),
             kind: status.name(),
             message: message.into(),
+            context: String::new(),
         }
     }
 
@@ -36,13 +40,15 @@ impl FfiError {
         FfiError::new(inboxlog_status::InvalidInput, message)
     }
 
-    /// `{"code":N,"kind":"…","message":"…"}`.
+    /// `{"code":N,"kind":"…","message":"…"}`, then `session`, `path`, `line`, `offset`
+    /// and `seq` where known.
     fn to_json(&self) -> String {
         format!(
-            r#"{{"code":{},"kind":{},"message":{}}}"#,
+            r#"{{"code":{},"kind":{},"message":{}{}}}"#,
             self.code,
             quote(self.kind),
-            quote(&self.message)
+            quote(&self.message),
+            self.context
         )
     }
 }
@@ -56,8 +62,28 @@ impl From<inboxlog_core::Error> for FfiError {
             code: kind.code() as c_int,
             kind: kind.name(),
             message: e.message().to_owned(),
+            context: context_json(&e),
         }
     }
+}
+
+/// The error's location as optional JSON keys, each with its leading comma; a path
+/// that is not UTF-8 is written lossily (the message names it the same way).
+fn context_json(e: &inboxlog_core::Error) -> String {
+    use std::fmt::Write;
+    let mut json = String::new();
+    if let Some(session) = e.session() {
+        let _ = write!(json, r#","session":{}"#, quote(session));
+    }
+    if let Some(path) = e.path() {
+        let _ = write!(json, r#","path":{}"#, quote(&path.to_string_lossy()));
+    }
+    for (key, value) in [("line", e.line()), ("offset", e.offset()), ("seq", e.seq())] {
+        if let Some(n) = value {
+            let _ = write!(json, r#","{key}":{n}"#);
+        }
+    }
+    json
 }
 
 pub(crate) fn quote(s: &str) -> String {
@@ -117,6 +143,15 @@ mod tests {
         assert_eq!(
             FfiError::from(core).to_json(),
             r#"{"code":3,"kind":"locked","message":"held"}"#
+        );
+        let located = inboxlog_core::Error::new(inboxlog_core::ErrorKind::Corrupt, "bad")
+            .with_session("s")
+            .with_path(std::path::Path::new("/r/\"s\".jsonl"))
+            .with_line(2, 57)
+            .with_seq(0);
+        assert_eq!(
+            FfiError::from(located).to_json(),
+            r#"{"code":2,"kind":"corrupt","message":"bad","session":"s","path":"/r/\"s\".jsonl","line":2,"offset":57,"seq":0}"#
         );
     }
 }

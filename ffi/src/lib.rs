@@ -7,7 +7,8 @@
 //!   no-op), `inboxlog_version` and `inboxlog_status_name` (static strings).
 //! - Results go to out-parameters, written only on success. The last parameter,
 //!   `char **error`, is optional: when not NULL it receives, on failure only,
-//!   `{"code":N,"kind":"…","message":"…"}`.
+//!   `{"code":N,"kind":"…","message":"…"}`, plus where known the keys `session`,
+//!   `path`, `line`, `offset` (bytes) and `seq` naming where the error happened.
 //! - Strings in are NUL-terminated UTF-8, borrowed for the call. Structured values
 //!   (messages, events, decisions, meta, causes, errors) cross as JSON text. Strings out
 //!   are allocated by the library and freed with `inboxlog_string_free` only.

@@ -145,3 +145,39 @@ pub unsafe extern "C" fn inboxlog_store_inspect(
         out.write_string(json)
     })
 }
+
+/// Checks a stored session exactly as `inboxlog_session_open` would (header and format
+/// version, every complete record, the turn/step rules, the inbox replay), with the
+/// same error at the same location, but without locking, repairing or writing: safe
+/// beside a live writer, and it changes no byte.
+///
+/// On success the session would open, and `*out_json` receives
+/// `{"header":{…},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
+/// "needsRepair":bool,"nextTurn":N,"nextStep":N}` (free it with
+/// `inboxlog_string_free`): `tornBytes` and `openTurn` are the repairs opening would
+/// make (drop a torn tail, close the turn as `interrupted`), not errors. On failure the
+/// status is the error `inboxlog_session_open` would return (`CORRUPT`,
+/// `FORMAT_UNSUPPORTED`, `NOT_FOUND`, …) and `*error` names the `path`, `line`,
+/// `offset` and `seq` as keys. Whether another writer holds the session is not checked.
+/// `store`, `id` and `out_json` must not be NULL; `error` may be NULL. Thread-safe.
+///
+/// # Safety
+/// `store` is a live store handle; `id` is a NUL-terminated string; `out_json` and a
+/// non-NULL `error` point to writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_verify(
+    store: *const inboxlog_store,
+    id: *const c_char,
+    out_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY: the caller passes a live handle or NULL (see # Safety).
+        let store = unsafe { handle(store, "store") }?;
+        // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety).
+        let id = unsafe { str_arg(id, "id") }?;
+        // SAFETY: the caller passes NULL or a writable pointer (see # Safety).
+        let out = unsafe { Out::new(out_json, "out_json") }?;
+        out.write_string(Session::verify(&*store.store, id)?.to_json())
+    })
+}

@@ -18,6 +18,7 @@ from inboxlog.types import (
     Message,
     OpenReport,
     Proposal,
+    VerifyReport,
 )
 
 _F = TypeVar("_F", bound=Callable[..., object])
@@ -124,6 +125,16 @@ class Store:
 
     def inspect(self, id: str) -> tuple[Header, builtins.list[Event]]:
         """Reads log ``id`` as stored, without locking or repairing."""
+
+    def verify(self, id: str) -> VerifyReport:
+        """Checks log ``id`` exactly as ``open`` would (header, format version, every
+        complete record, the turn/step rules, the inbox replay) without locking,
+        repairing or writing, and raises what ``open`` would raise.
+
+        The report's ``tornBytes`` and ``openTurn``/``openStep`` are the repairs opening
+        would make (``needsRepair``), not errors; ``nextTurn``/``nextStep`` count the
+        pending messages. Whether another writer holds the session is not checked.
+        """
 
     def list(self) -> builtins.list[Header]:
         """The headers of every stored log, sorted by id."""
@@ -347,6 +358,16 @@ class InboxlogError(Exception):
     """The error kind, e.g. ``"invalid_splice"``."""
     code: int
     """The stable number of the kind, shared with the C ABI."""
+    session: str | None
+    """The session the error concerns, where known."""
+    path: str | None
+    """The log file the error concerns, where known."""
+    line: int | None
+    """The line of the stored log (1 is the header) the error was found on."""
+    offset: int | None
+    """The byte offset of that line in the file."""
+    seq: int | None
+    """The seq of the event the error concerns."""
 
 class StorageError(InboxlogError):
     """The OS refused a read, write, fsync or lock (``io``, 1)."""

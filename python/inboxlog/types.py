@@ -126,6 +126,20 @@ class OpenReport(TypedDict):
     repairedTurn: int | None
 
 
+class VerifyReport(TypedDict):
+    """What ``Store.verify`` found: the log opens; ``tornBytes`` and ``openTurn`` (with
+    ``openStep``) are the repairs opening it for writing would make."""
+
+    header: Header
+    events: int
+    tornBytes: int
+    openTurn: int | None
+    openStep: int | None
+    needsRepair: bool
+    nextTurn: int
+    nextStep: int
+
+
 __all__ = [
     "Baseline",
     "ConsumedWork",
@@ -144,4 +158,5 @@ __all__ = [
     "StepOutcome",
     "Target",
     "TurnEnded",
+    "VerifyReport",
 ]

@@ -2,7 +2,9 @@
 //!
 //! Each subclass carries its kind's `kind` (str) and `code` (int) as class attributes;
 //! a kind this module does not know yet is raised as `InboxlogError` with both set on
-//! the instance. The message is the core's, unchanged.
+//! the instance. The message is the core's, unchanged. Where the core knows where the
+//! error happened, the instance carries it as `session`, `path`, `line`, `offset` and
+//! `seq` (SPEC §8); the root class has them as `None`.
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeWarning};
@@ -40,7 +42,11 @@ macro_rules! kinds {
         /// Adds the exception classes to the module, each with its `kind` and `code`.
         pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             let py = m.py();
-            m.add("InboxlogError", py.get_type::<InboxlogError>())?;
+            let root = py.get_type::<InboxlogError>();
+            for key in LOCATION {
+                root.setattr(key, py.None())?;
+            }
+            m.add("InboxlogError", root)?;
             m.add("ObserverWarning", py.get_type::<ObserverWarning>())?;
             $(
                 let ty = py.get_type::<$class>();
@@ -69,27 +75,46 @@ kinds! {
     ReentrantError => Reentrant, "A mutation of a session from inside one of its observers (kind `reentrant`, code 14).";
 }
 
+/// The location attributes, `None` on the class and set on an instance where known.
+const LOCATION: [&str; 5] = ["session", "path", "line", "offset", "seq"];
+
 fn set_kind(ty: &Bound<'_, PyType>, kind: ErrorKind) -> PyResult<()> {
     ty.setattr("kind", kind.name())?;
     ty.setattr("code", kind.code())
 }
 
-/// The Python exception for a core error.
+/// The Python exception for a core error, with its location attributes.
 pub(crate) fn raise(e: inboxlog::Error) -> PyErr {
     let kind = e.kind();
     let message = e.message().to_owned();
-    subclass(kind, message.clone()).unwrap_or_else(|| {
-        Python::attach(|py| {
-            let err = InboxlogError::new_err(message);
-            let value = err.value(py);
-            let set = value
-                .setattr("kind", kind.name())
-                .and_then(|()| value.setattr("code", kind.code()));
-            match set {
-                Ok(()) => err,
-                Err(e) => e,
+    Python::attach(|py| {
+        let (err, known) = match subclass(kind, message.clone()) {
+            Some(err) => (err, true),
+            None => (InboxlogError::new_err(message), false),
+        };
+        let value = err.value(py);
+        let set = || -> PyResult<()> {
+            if !known {
+                value.setattr("kind", kind.name())?;
+                value.setattr("code", kind.code())?;
             }
-        })
+            if let Some(session) = e.session() {
+                value.setattr("session", session)?;
+            }
+            if let Some(path) = e.path() {
+                value.setattr("path", path.to_string_lossy())?;
+            }
+            for (key, n) in [("line", e.line()), ("offset", e.offset()), ("seq", e.seq())] {
+                if let Some(n) = n {
+                    value.setattr(key, n)?;
+                }
+            }
+            Ok(())
+        };
+        match set() {
+            Ok(()) => err,
+            Err(e) => e,
+        }
     })
 }
 

@@ -177,6 +177,17 @@ impl PyStore {
         PyTuple::new(py, [header, events.into_any()])
     }
 
+    /// Checks log `id` exactly as `open` would (header, format version, every complete
+    /// record, the turn/step rules, the inbox replay) without locking, repairing or
+    /// writing; raises what `open` would raise. Returns the report: `header`, `events`,
+    /// `tornBytes` and `openTurn`/`openStep` (the repairs opening would make),
+    /// `needsRepair`, and the pending counts `nextTurn`, `nextStep`.
+    fn verify<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
+        let store = &*self.inner;
+        let report = py.detach(|| Session::verify(store, id)).py()?;
+        to_py(py, &report.to_json())
+    }
+
     /// The headers of every stored log, sorted by id.
     fn list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let store = &*self.inner;

@@ -30,7 +30,11 @@ def test_verify_and_inspect_report_without_changing_the_file(
     path = make_log(tmp_path)
     before = path.read_bytes()
     assert main(["verify", str(tmp_path)]) == 0
-    assert "s1: ok, 6 events, 1 pending, droppedUnrun=false" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out == (
+        "s1: ok, 6 events, 1 pending, droppedUnrun=false; "
+        "open will repair: close interrupted turn 1\n"
+    )
     assert main(["inspect", str(tmp_path), "s1", "--json"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert json.loads(lines[0])["id"] == "s1"
@@ -65,10 +69,59 @@ def test_corruption_is_refused_with_its_location(
     before = path.read_bytes()
     assert main(["verify", str(tmp_path), "s1"]) == 1
     err = capsys.readouterr().err
-    assert "s1: REFUSED (corrupt)" in err and "line 3" in err, err
+    assert err.startswith(f"s1: REFUSED (corrupt) at {path} line 3, byte "), err
+    assert ", seq 7: corrupt log " in err, err
     assert main(["repair", str(tmp_path), "s1"]) == 1
     assert "inboxlog: corrupt:" in capsys.readouterr().err
     assert path.read_bytes() == before
+
+
+def test_verify_refuses_what_open_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue #14: every record parses, but a step starts with no turn open.
+    make_log(tmp_path, "good")
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        '{"format":"inboxlog","version":1,"id":"s","createdAt":0}\n'
+        '{"type":"step/start","seq":0,"time":1,"data":{"turn":7,"step":1}}\n'
+    )
+    before = path.read_bytes()
+    assert main(["verify", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("good: ok, 6 events"), out
+    message = (
+        f"corrupt log {path} line 2 (byte 57, seq 0): "
+        "step/start names turn 7, not the open turn (no turn is open)"
+    )
+    assert err == f"s: REFUSED (corrupt) at {path} line 2, byte 57, seq 0: {message}\n"
+    with pytest.raises(inboxlog.CorruptLogError, match=r"line 2 \(byte 57, seq 0\)"):
+        inboxlog.Store(tmp_path).open("s")
+    assert path.read_bytes() == before
+
+
+def test_verify_reports_repairs_with_exit_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = make_log(tmp_path)
+    with path.open("ab") as f:
+        f.write(b'{"type":"x","se')
+    before = path.read_bytes()
+    assert main(["verify", str(tmp_path), "s1"]) == 0
+    assert capsys.readouterr().out == (
+        "s1: ok, 6 events, 1 pending, droppedUnrun=false; "
+        "open will repair: drop 15 torn byte(s), close interrupted turn 1\n"
+    )
+    assert path.read_bytes() == before
+    assert main(["repair", str(tmp_path), "s1"]) == 0
+    assert main(["verify", str(tmp_path), "s1"]) == 0
+    assert capsys.readouterr().out.endswith("s1: ok, 8 events, 1 pending, droppedUnrun=false\n")
+
+
+def test_verify_names_a_missing_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(tmp_path), "nope"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"nope: REFUSED (not_found) at {tmp_path / 'nope.jsonl'}: "), err
 
 
 def test_runs_as_a_module(tmp_path: Path) -> None:

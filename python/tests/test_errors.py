@@ -227,3 +227,56 @@ def test_wrong_types_are_type_errors(session: inboxlog.Session) -> None:
     with pytest.raises(TypeError):
         inboxlog.Store(42)  # type: ignore[arg-type]
     assert session.events() == []
+
+
+# ---------------------------------------------------------------------------------
+# Where an error happened, as attributes (SPEC §8): set where known, None otherwise.
+
+LOCATION = ("session", "path", "line", "offset", "seq")
+
+
+def where(e: inboxlog.InboxlogError) -> tuple[object, ...]:
+    return tuple(getattr(e, key) for key in LOCATION)
+
+
+def test_location_attributes_default_to_none() -> None:
+    assert where(inboxlog.InboxlogError("x")) == (None,) * 5
+    assert where(inboxlog.CorruptLogError("x")) == (None,) * 5
+
+
+def test_a_corrupt_log_error_is_located(jsonl: inboxlog.Store, tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "s.jsonl"
+    header = '{"format":"inboxlog","version":1,"id":"s","createdAt":0}\n'
+    step = '{"type":"step/start","seq":0,"time":1,"data":{"turn":7,"step":1}}\n'
+    path.write_text(header + step)
+    with pytest.raises(inboxlog.CorruptLogError) as opened:
+        jsonl.open("s")
+    assert where(opened.value) == ("s", str(path), 2, 57, 0)
+    assert str(opened.value).endswith("not the open turn (no turn is open)")
+    with pytest.raises(inboxlog.CorruptLogError) as verified:
+        jsonl.verify("s")
+    assert where(verified.value) == where(opened.value)
+    assert str(verified.value) == str(opened.value)
+
+
+def test_locked_names_the_session_and_file(store: inboxlog.Store, tmp_path: Path) -> None:
+    with store.create("s"), pytest.raises(inboxlog.LockedError) as err:
+        store.open("s")
+    path = None if repr(store) == "<inboxlog.Store.memory()>" else str(tmp_path / "logs/s.jsonl")
+    assert where(err.value) == ("s", path, None, None, None)
+
+
+def test_not_found_and_already_exists_name_the_session(store: inboxlog.Store) -> None:
+    with pytest.raises(inboxlog.NotFoundError) as missing:
+        store.verify("nope")
+    assert missing.value.session == "nope"
+    store.create("s").close()
+    with pytest.raises(inboxlog.AlreadyExistsError) as exists:
+        store.create("s")
+    assert (exists.value.session, exists.value.line) == ("s", None)
+
+
+def test_errors_without_a_location(session: inboxlog.Session) -> None:
+    with pytest.raises(inboxlog.ProtocolError) as err:
+        session.decide({"kind": "reject"})
+    assert where(err.value) == (None,) * 5

@@ -69,6 +69,9 @@ int main(int argc, char **argv) {
     /* The live child holds the OS lock: a second writer is refused at once. */
     OK(inboxlog_store_open_jsonl(root, "sync", &store, &err));
     EXPECT_STATUS(INBOXLOG_STATUS_LOCKED, "locked", inboxlog_session_open(store, "crashy", &s, &err));
+    /* The error names the session as a key, not only in its message. */
+    EXPECT_STATUS(INBOXLOG_STATUS_LOCKED, "\"session\":\"crashy\"",
+                  inboxlog_session_open(store, "crashy", &s, &err));
 
     if (kill(pid, SIGKILL) != 0) FAIL("kill failed");
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -86,6 +89,17 @@ int main(int argc, char **argv) {
     OK(inboxlog_store_inspect(store, "crashy", &json, &err));
     EXPECT(count_of(json, "{\"type\":") == 7);
     EXPECT(count_of(json, "turn/end") == 0);
+    inboxlog_string_free(json);
+
+    /* Verify (read-only, no lock) reports the repairs opening will make, as repairs. */
+    OK(inboxlog_store_verify(store, "crashy", &json, &err));
+    {
+        char want[128];
+        snprintf(want, sizeof want,
+                 "\"events\":7,\"tornBytes\":%d,\"openTurn\":1,\"openStep\":1,\"needsRepair\":true",
+                 (int)strlen(TORN));
+        EXPECT_CONTAINS(json, want);
+    }
     inboxlog_string_free(json);
 
     /* Opening for writing drops the torn tail and closes turn 1 as interrupted. */
@@ -119,6 +133,24 @@ int main(int argc, char **argv) {
     OK(inboxlog_session_open_turn(s, NULL, &turn, &err));
     EXPECT(turn == 2);
     inboxlog_session_free(s);
+
+    /* A log that breaks the turn rules: verify and open refuse it alike, and the error
+     * JSON carries the location as keys (line 2 at byte 57, seq 0). */
+    snprintf(path, sizeof path, "%s/bad.jsonl", root);
+    {
+        FILE *f = fopen(path, "w");
+        if (f == NULL) FAIL("cannot create %s", path);
+        fputs("{\"format\":\"inboxlog\",\"version\":1,\"id\":\"bad\",\"createdAt\":0}\n"
+              "{\"type\":\"step/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":7,\"step\":1}}\n",
+              f);
+        fclose(f);
+    }
+    EXPECT_STATUS(INBOXLOG_STATUS_CORRUPT, "\"line\":2,\"offset\":59,\"seq\":0}",
+                  inboxlog_store_verify(store, "bad", &json, &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_CORRUPT, "\"line\":2,\"offset\":59,\"seq\":0}",
+                  inboxlog_session_open(store, "bad", &s, &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_CORRUPT, "\"session\":\"bad\",\"path\":",
+                  inboxlog_store_verify(store, "bad", &json, &err));
     inboxlog_store_free(store);
     remove_dir(root);
     puts("crash: ok");

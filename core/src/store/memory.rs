@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{LogWriter, Opened, Store};
+use super::{LogWriter, Opened, Store, Verified};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::header::Header;
@@ -43,8 +43,27 @@ impl MemoryStore {
                 ErrorKind::NotFound,
                 format!("no session \"{id}\" in the memory store"),
             )
+            .with_session(id)
         })
     }
+}
+
+/// Passes every event of `log` to `visit`, as [`Store::open`] and [`Store::verify`]
+/// both do: a refusal is corruption at that event.
+fn visit_all(
+    id: &str,
+    log: &Log,
+    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+) -> Result<()> {
+    for event in &log.events {
+        visit(&log.header, event).map_err(|e| {
+            e.context(format_args!("corrupt log \"{id}\" at seq {}", event.seq()))
+                .with_kind(ErrorKind::Corrupt)
+                .with_session(id)
+                .with_seq(event.seq())
+        })?;
+    }
+    Ok(())
 }
 
 struct MemoryWriter {
@@ -95,7 +114,8 @@ impl Store for MemoryStore {
             return Err(Error::new(
                 ErrorKind::AlreadyExists,
                 format!("session \"{}\" already exists", header.id),
-            ));
+            )
+            .with_session(&header.id));
         }
         let log = Arc::new(Mutex::new(Log {
             header: header.clone(),
@@ -117,25 +137,30 @@ impl Store for MemoryStore {
             return Err(Error::new(
                 ErrorKind::Locked,
                 format!("session \"{id}\" is locked by another writer"),
-            ));
+            )
+            .with_session(id));
         }
-        for event in &log.events {
-            visit(&log.header, event).map_err(|e| {
-                let kind = if e.kind() == ErrorKind::Corrupt {
-                    e.kind()
-                } else {
-                    ErrorKind::Corrupt
-                };
-                e.context(format_args!("corrupt log \"{id}\" at seq {}", event.seq()))
-                    .with_kind(kind)
-            })?;
-        }
+        visit_all(id, &log, visit)?;
         log.writer_open = true;
         let header = log.header.clone();
         drop(log);
         Ok(Opened {
             header,
             writer: Box::new(MemoryWriter { log: shared }),
+            torn_bytes: 0,
+        })
+    }
+
+    fn verify(
+        &self,
+        id: &str,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Verified> {
+        let shared = self.get(id)?;
+        let log = lock(&shared);
+        visit_all(id, &log, visit)?;
+        Ok(Verified {
+            header: log.header.clone(),
             torn_bytes: 0,
         })
     }

@@ -27,6 +27,15 @@ pub trait Store: Send + Sync {
         visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
     ) -> Result<Opened>;
 
+    /// Reads a log exactly as [`Store::open`] does (the same checks, the same `visit`,
+    /// the same errors at the same locations) but without locking, repairing or
+    /// writing: a torn tail is measured, not dropped.
+    fn verify(
+        &self,
+        id: &str,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Verified>;
+
     /// Reads a log as stored, without locking or repairing (complete records only).
     fn inspect(&self, id: &str) -> Result<(Header, Vec<Event>)>;
 
@@ -41,6 +50,15 @@ pub struct Opened {
     /// The exclusive writer, positioned after the last stored event.
     pub writer: Box<dyn LogWriter>,
     /// How many bytes of a torn tail were dropped (always 0 for the memory store).
+    pub torn_bytes: u64,
+}
+
+/// What [`Store::verify`] hands back.
+#[derive(Clone, Debug)]
+pub struct Verified {
+    /// The log's header.
+    pub header: Header,
+    /// How many bytes of a torn tail [`Store::open`] would drop.
     pub torn_bytes: u64,
 }
 

@@ -12,6 +12,8 @@ pub struct Failure {
     pub code: c_int,
     pub kind: String,
     pub message: String,
+    /// The whole error JSON (with its optional location keys).
+    pub json: serde_json::Value,
 }
 
 /// A NUL-terminated copy of `s`.
@@ -43,9 +45,17 @@ pub fn outcome(status: c_int, error: *mut c_char) -> Result<(), Failure> {
         code: json["code"].as_i64().expect("code") as c_int,
         kind: json["kind"].as_str().expect("kind").to_owned(),
         message: json["message"].as_str().expect("message").to_owned(),
+        json: json.clone(),
     };
     assert_eq!(failure.code, status, "error JSON code matches the status");
-    assert_eq!(json.as_object().unwrap().len(), 3, "{json}");
+    for (key, value) in json.as_object().unwrap() {
+        match key.as_str() {
+            "code" | "kind" | "message" => {}
+            "session" | "path" => assert!(value.is_string(), "{json}"),
+            "line" | "offset" | "seq" => assert!(value.is_u64(), "{json}"),
+            _ => panic!("unexpected key {key} in {json}"),
+        }
+    }
     Err(failure)
 }
 

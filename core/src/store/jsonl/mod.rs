@@ -33,7 +33,7 @@ use recovery::{Replayed, incomplete_header, read_error, read_header, replay, rep
 use sync::{Flusher, Queue};
 use writer::{JsonlWriter, Tail};
 
-use super::{LogWriter, Opened, Store};
+use super::{LogWriter, Opened, Store, Verified};
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::header::Header;
@@ -157,6 +157,7 @@ impl JsonlStore {
                 ),
                 _ => Error::io(format_args!("cannot open {}", path.display()), e),
             })
+            .map_err(|e| e.with_session(id).with_path(path))
     }
 
     /// The flusher queue a new writer needs in `batched` mode.
@@ -179,6 +180,34 @@ impl JsonlStore {
     }
 }
 
+/// A writer whose every error names its session and file (SPEC §8), whichever part of
+/// the writer made it (a poisoned handle, a foreign write, a failed fsync).
+struct Named {
+    writer: JsonlWriter,
+    id: String,
+    path: PathBuf,
+}
+
+impl Named {
+    fn name(&self, e: Error) -> Error {
+        e.with_session(&self.id).with_path(&self.path)
+    }
+}
+
+impl LogWriter for Named {
+    fn append(&mut self, events: &[Event]) -> Result<()> {
+        self.writer.append(events).map_err(|e| self.name(e))
+    }
+
+    fn read(&self, since: u64) -> Result<Vec<Event>> {
+        self.writer.read(since).map_err(|e| self.name(e))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.writer.flush().map_err(|e| self.name(e))
+    }
+}
+
 /// Replays the log in `file` from its start, on two threads when it is large.
 fn read_log(
     file: &File,
@@ -187,13 +216,17 @@ fn read_log(
     limit: usize,
     visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
 ) -> Result<Replayed> {
-    let len = file.metadata().map_err(|e| read_error(path, e))?.len();
+    let len = file
+        .metadata()
+        .map(|m| m.len())
+        .map_err(|e| read_error(path, e));
     let reader = BufReader::with_capacity(REPLAY_BUF, file);
-    if len >= PIPELINE_MIN {
-        replay_pipelined(reader, path, id, limit, visit)
-    } else {
-        replay(reader, path, id, limit, visit)
+    match len {
+        Ok(len) if len >= PIPELINE_MIN => replay_pipelined(reader, path, id, limit, visit),
+        Ok(_) => replay(reader, path, id, limit, visit),
+        Err(e) => Err(e),
     }
+    .map_err(|e| e.with_session(id).with_path(path))
 }
 
 /// fsyncs a directory, making the creation of its entries durable.
@@ -267,7 +300,8 @@ impl Store for JsonlStore {
                     ),
                 ),
                 _ => Error::io(format_args!("cannot create {}", path.display()), e),
-            })?;
+            })
+            .map_err(|e| e.with_session(&header.id).with_path(&path))?;
         // Locked before the first byte: no other writer can hold a half-written file. An
         // opener that slipped in between finds no header, refuses and lets go at once.
         let locked = file
@@ -291,7 +325,12 @@ impl Store for JsonlStore {
             let _ = sync_dir(&self.root);
             return Err(err);
         }
-        Ok(Box::new(self.writer(&header.id, path, file, queue, tail)))
+        let writer = self.writer(&header.id, path.clone(), file, queue, tail);
+        Ok(Box::new(Named {
+            writer,
+            id: header.id.clone(),
+            path,
+        }))
     }
 
     fn open(
@@ -311,7 +350,9 @@ impl Store for JsonlStore {
                         json::quote(id),
                         path.display()
                     ),
-                ));
+                )
+                .with_session(id)
+                .with_path(&path));
             }
             Err(TryLockError::Error(e)) => {
                 return Err(Error::io(format_args!("cannot lock {}", path.display()), e));
@@ -327,19 +368,43 @@ impl Store for JsonlStore {
         let torn = replayed.torn;
         let writer = self.writer(
             id,
-            path,
+            path.clone(),
             file::wrap(file, self.faults.as_ref()),
             queue,
             tail,
         );
+        let writer = Named {
+            writer,
+            id: id.to_owned(),
+            path,
+        };
         if torn > 0 {
             // Every complete line validated: only the crash fragment goes.
-            writer.drop_torn_tail(torn)?;
+            writer
+                .writer
+                .drop_torn_tail(torn)
+                .map_err(|e| writer.name(e))?;
         }
         Ok(Opened {
             header: replayed.header,
             writer: Box::new(writer),
             torn_bytes: torn,
+        })
+    }
+
+    fn verify(
+        &self,
+        id: &str,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Verified> {
+        // `open` without its lock and its writes: the same file, the same reader, the
+        // same visitor, so the same refusals at the same places.
+        let path = self.path(id)?;
+        let file = self.open_file(id, &path, false)?;
+        let replayed = read_log(&file, &path, id, self.limit, visit)?;
+        Ok(Verified {
+            header: replayed.header,
+            torn_bytes: replayed.torn,
         })
     }
 

@@ -62,12 +62,21 @@ impl fmt::Display for At<'_> {
 
 impl At<'_> {
     fn corrupt(&self, cause: impl fmt::Display) -> Error {
-        Error::new(ErrorKind::Corrupt, format!("{self}: {cause}"))
+        self.locate(Error::new(ErrorKind::Corrupt, format!("{self}: {cause}")))
     }
 
     /// `err` (from parsing or from the caller's visitor) as corruption at this line.
     fn wrap(&self, err: Error) -> Error {
-        err.context(self).with_kind(ErrorKind::Corrupt)
+        self.locate(err.context(self).with_kind(ErrorKind::Corrupt))
+    }
+
+    /// `err` with this location as data (SPEC §8), the same the message names.
+    fn locate(&self, err: Error) -> Error {
+        let err = err.with_path(self.path).with_line(self.number, self.offset);
+        match self.seq {
+            Some(seq) => err.with_seq(seq),
+            None => err,
+        }
     }
 }
 
@@ -107,7 +116,10 @@ fn header(text: Checked<'_>, path: &Path, id: &str, limit: usize) -> Result<Head
         seq: None,
     };
     let header = Header::from_json(self::text(text, &at, limit)?).map_err(|e| match e.kind() {
-        ErrorKind::FormatUnsupported => e.context(format_args!("{} line 1", path.display())),
+        ErrorKind::FormatUnsupported => e
+            .context(format_args!("{} line 1", path.display()))
+            .with_path(path)
+            .with_line(1, 0),
         _ => at.wrap(e),
     })?;
     if header.id != id {
@@ -394,6 +406,15 @@ mod tests {
             )),
             "{err}"
         );
+        assert_eq!(
+            (err.path(), err.line(), err.offset(), err.seq()),
+            (
+                Some(Path::new("/r/s.jsonl")),
+                Some(3),
+                Some(offset as u64),
+                Some(1)
+            )
+        );
 
         let err = run(&log(&[ev(0), ev(2)], "")).unwrap_err();
         assert!(err.to_string().contains("line 3 (byte "), "{err}");
@@ -438,6 +459,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Corrupt);
         assert!(err.to_string().ends_with(", seq 1): no thanks"), "{err}");
+        assert_eq!((err.line(), err.seq()), (Some(3), Some(1)));
     }
 
     #[test]
@@ -465,6 +487,10 @@ mod tests {
                 "/r/s.jsonl line 1: log format version 9 was written by a newer inboxlog"
             ),
             "{err}"
+        );
+        assert_eq!(
+            (err.path(), err.line(), err.offset(), err.seq()),
+            (Some(Path::new("/r/s.jsonl")), Some(1), Some(0), None)
         );
 
         let other = run(b"{\"type\":\"session\",\"id\":\"s\"}\n").unwrap_err();
