@@ -553,3 +553,141 @@ fn durability_names_parse() {
     let (_dir, store) = store(Durability::Batched);
     assert_eq!(store.durability(), Durability::Batched);
 }
+
+/// Appends `line` and a `\n` to `path` through a plain handle, behind the writer's lock.
+fn foreign_append(path: &std::path::Path, line: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
+
+#[test]
+fn a_line_written_behind_the_lock_is_refused_poisons_and_stays_openable() {
+    // The same with a plain and a fault-wrapped file (the wrapper measures the file too).
+    for plan in [None, Some(FaultPlan::new())] {
+        let (_dir, store) = match &plan {
+            None => store(Durability::Sync),
+            Some(plan) => faulty(Durability::Sync, plan),
+        };
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        let e0 = s.append("host/x", "{}", Envelope::default()).unwrap();
+        let path = store.path("s").unwrap();
+        let expected = bytes(&path).len();
+        // A valid next-seq line: the OS lock is advisory and did not stop it.
+        let foreign = format!(
+            r#"{{"type":"host/foreign","seq":1,"time":{},"data":{{}}}}"#,
+            e0.time()
+        );
+        foreign_append(&path, &foreign);
+        let after_foreign = bytes(&path);
+        let found = after_foreign.len();
+        let changed = format!(
+            "{} changed behind the writer of session \"s\": expected {expected} bytes, found {found}",
+            path.display()
+        );
+        assert_err(
+            s.append("host/x", "{}", Envelope::default()),
+            ErrorKind::Corrupt,
+            &[&changed, "nothing was written"],
+        );
+        assert_eq!(
+            bytes(&path),
+            after_foreign,
+            "the refused call wrote nothing"
+        );
+        assert_eq!(s.last_seq().unwrap(), Some(0), "nor changed the session");
+        // Every later mutation is refused until the session is reopened.
+        assert_err(
+            s.inbox().append(Target::NextTurn, msg("m")),
+            ErrorKind::Poisoned,
+            &["session \"s\" is poisoned", &changed, "reopen it"],
+        );
+        assert_err(
+            s.append("host/x", "{}", Envelope::default()),
+            ErrorKind::Poisoned,
+            &[&changed],
+        );
+        assert_eq!(bytes(&path), after_foreign);
+        drop(s);
+        // The log is still a valid log: reopening shows the foreign event and goes on.
+        let s = Session::open(&store, "s").unwrap();
+        let events = s.events(0).unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].ty(), "host/foreign");
+        assert_eq!(
+            s.append("host/x", "{}", Envelope::default()).unwrap().seq(),
+            2
+        );
+    }
+}
+
+#[test]
+fn a_file_cut_behind_the_lock_is_refused_and_poisons() {
+    let (_dir, store) = store(Durability::None);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    s.append("host/x", "{}", Envelope::default()).unwrap();
+    let path = store.path("s").unwrap();
+    let with_one = bytes(&path).len();
+    s.append("host/x", "{}", Envelope::default()).unwrap();
+    let expected = bytes(&path).len();
+    // Another program drops the last line (and the batched/none writer has not synced).
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(with_one as u64)
+        .unwrap();
+    let cut = bytes(&path);
+    let changed = format!("expected {expected} bytes, found {with_one}");
+    let err = assert_err(
+        s.append("host/x", "{}", Envelope::default()),
+        ErrorKind::Corrupt,
+        &[&path.display().to_string(), &changed],
+    );
+    assert!(!err.to_string().ends_with('.'), "{err}");
+    assert_eq!(bytes(&path), cut, "nothing fused onto the cut file");
+    assert_err(
+        s.flush().and(s.append("host/x", "{}", Envelope::default())),
+        ErrorKind::Poisoned,
+        &[&changed],
+    );
+    drop(s);
+    let s = Session::open(&store, "s").unwrap();
+    assert_eq!(s.last_seq().unwrap(), Some(0));
+}
+
+#[test]
+fn an_empty_append_writes_nothing_and_checks_nothing() {
+    let (_dir, store) = store(Durability::None);
+    let header = Header::new("s", 1, SessionMeta::default()).unwrap();
+    let mut w = store.create(&header, &[ev(0, "1")]).unwrap();
+    foreign_append(
+        &store.path("s").unwrap(),
+        r#"{"type":"host/x","seq":1,"time":7,"data":2}"#,
+    );
+    w.append(&[]).unwrap();
+    assert_err(w.append(&[ev(1, "3")]), ErrorKind::Corrupt, &["found"]);
+    assert_err(w.append(&[ev(1, "3")]), ErrorKind::Poisoned, &["found"]);
+}
+
+#[test]
+fn a_failed_length_check_writes_nothing_and_the_writer_goes_on() {
+    let plan = FaultPlan::new().on(Point::Length, 1, Action::Fail(Errno::Eio));
+    let (_dir, store) = faulty(Durability::Sync, &plan);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    let path = store.path("s").unwrap();
+    let before = bytes(&path);
+    let cannot = format!("cannot read the length of {}", path.display());
+    assert_err(
+        s.append("host/x", "{}", Envelope::default()),
+        ErrorKind::Io,
+        &[&cannot, "Input/output error"],
+    );
+    assert_eq!(bytes(&path), before);
+    assert_eq!(plan.hits(Point::Write), 1, "only the create wrote");
+    assert_eq!(
+        s.append("host/x", "{}", Envelope::default()).unwrap().seq(),
+        0
+    );
+    assert_eq!(plan.hits(Point::Length), 2, "one length check per append");
+}

@@ -1,6 +1,6 @@
 //! Fault injection for tests: a [`FaultPlan`] given to
 //! [`JsonlStore::with_faults`](super::JsonlStore::with_faults) makes the store's
-//! writes, fdatasyncs and truncations fail, or crashes the process around them.
+//! writes, fdatasyncs, truncations and length checks fail, or crashes the process around them.
 //!
 //! Hidden from the docs: it exists for the crash and failure tests, not for hosts.
 
@@ -21,6 +21,8 @@ pub enum Point {
     Sync,
     /// A truncation: the rollback of a failed append, or dropping a torn tail on open.
     Truncate,
+    /// Measuring the file's length, which every append does before it writes.
+    Length,
 }
 
 impl Point {
@@ -35,6 +37,7 @@ impl fmt::Display for Point {
             Point::Write => "write",
             Point::Sync => "sync",
             Point::Truncate => "truncate",
+            Point::Length => "length",
         })
     }
 }
@@ -96,7 +99,7 @@ struct Rule {
 struct Inner {
     rules: Vec<Rule>,
     /// Hits so far per [`Point`], across every file of the store.
-    hits: [u64; 3],
+    hits: [u64; 4],
 }
 
 /// A set of faults shared by every file a store opens. Clones share the plan.
@@ -239,6 +242,14 @@ impl LogFile for FaultyFile {
                 let _ = run(&self.file);
                 crash()
             }
+        }
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        match self.plan.hit(Point::Length) {
+            None => LogFile::len(&self.file),
+            Some(Action::Fail(errno) | Action::FailAfter(_, errno)) => Err(errno.to_io()),
+            Some(Action::CrashBefore | Action::CrashAfter | Action::PowerCut(_)) => crash(),
         }
     }
 }
