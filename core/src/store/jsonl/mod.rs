@@ -196,6 +196,17 @@ fn read_log(
     }
 }
 
+/// Whether a directory entry is a regular file, following a symbolic link: a link to a
+/// regular file is a session like any other (opening follows it too); a dangling link or
+/// one to a directory is not. An entry that vanished meanwhile is not either.
+fn is_regular(entry: &fs::DirEntry) -> bool {
+    match entry.file_type() {
+        Ok(t) if t.is_symlink() => fs::metadata(entry.path()).is_ok_and(|m| m.is_file()),
+        Ok(t) => t.is_file(),
+        Err(_) => false,
+    }
+}
+
 /// fsyncs a directory, making the creation of its entries durable.
 fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
@@ -366,7 +377,7 @@ impl Store for JsonlStore {
                 continue;
             };
             // Other files (an editor's backup, a hidden file) are not sessions.
-            if validate_session_id(id).is_ok() {
+            if validate_session_id(id).is_ok() && is_regular(&entry) {
                 ids.push(id.to_owned());
             }
         }
@@ -380,6 +391,12 @@ impl Store for JsonlStore {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(read_error(&path, e)),
             };
+            match file.metadata() {
+                Ok(m) if m.is_file() => {}
+                // Replaced by something else since the directory was read.
+                Ok(_) => continue,
+                Err(e) => return Err(read_error(&path, e)),
+            }
             match read_header(
                 BufReader::with_capacity(8 << 10, &file),
                 &path,
