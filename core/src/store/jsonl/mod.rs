@@ -4,7 +4,9 @@
 //!
 //! Each append is one `write` of whole records, made durable per [`Durability`]; a
 //! failed write is rolled back and a failed fsync poisons the writer. A writer holds an
-//! exclusive OS lock on its file for its lifetime. Opening for writing drops a torn
+//! exclusive OS lock on its file for its lifetime (taken without waiting), and checks
+//! the file's length before every write, since the lock is advisory; a delete takes the
+//! same lock before it unlinks. Opening for writing drops a torn
 //! tail (bytes after the last `\n`) only after every complete line validated; anything
 //! else wrong is refused as corruption, and a refused open leaves the file untouched.
 
