@@ -767,6 +767,23 @@ int inboxlog_session_watch(struct inboxlog_session *session, char **error);
 const char *inboxlog_status_name(int status);
 
 /**
+ * Deletes a stored session for good (retention, a user's request to forget), durably:
+ * a JSONL store unlinks the file and fsyncs its directory before returning `OK`.
+ *
+ * `LOCKED` while a writer (a session handle in this or another process) holds the
+ * session: close it first. `NOT_FOUND` when there is no such session; `INVALID_INPUT`
+ * for an id that is not a valid session id. A reader that started before the delete
+ * (`inboxlog_store_inspect`, a fork) reads the whole log as it was; one that starts
+ * after gets `NOT_FOUND`. There is no output; `*error` is written only on failure.
+ * `store` and `id` must not be NULL; `error` may be NULL. Thread-safe.
+ *
+ * # Safety
+ * `store` is a live store handle; `id` is a NUL-terminated string; a non-NULL `error`
+ * points to a writable pointer.
+ */
+int inboxlog_store_delete(const struct inboxlog_store *store, const char *id, char **error);
+
+/**
  * Releases a store handle. NULL is a no-op. Open sessions are not affected.
  *
  * # Safety

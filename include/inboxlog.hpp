@@ -308,6 +308,8 @@ public:
         return detail::str(inboxlog_store_inspect, h_.get(), id.c_str());
     }
     std::string list() const { return detail::str(inboxlog_store_list, h_.get()); }
+    /// Deletes session `id` for good (`delete` is a C++ keyword).
+    void remove(const std::string &id) const { detail::call(inboxlog_store_delete, h_.get(), id.c_str()); }
 
 private:
     explicit Store(inboxlog_store *raw) noexcept : h_(raw) {}

@@ -469,6 +469,14 @@ impl Session {
         store.inspect(id)
     }
 
+    /// Removes stored log `id` for good (SPEC §6): `locked` while a writer holds it,
+    /// `not_found` when absent; durable when it returns. A concurrent reader
+    /// ([`Session::inspect`], a fork) that started first reads the whole log as it was.
+    pub fn delete(store: &dyn Store, id: &str) -> Result<()> {
+        validate_session_id(id)?;
+        store.delete(id)
+    }
+
     /// The session id.
     pub fn id(&self) -> &str {
         &self.header.id

@@ -520,6 +520,38 @@ fn bad_ids_never_reach_the_file_system() {
 }
 
 #[test]
+fn list_reads_only_regular_files_named_after_a_valid_id() {
+    let (_dir, store) = store(Durability::None);
+    drop(Session::create(&store, "a", SessionMeta::default()).unwrap());
+    let root = store.root();
+    // A directory with a session's name (and a log-like file inside it).
+    fs::create_dir(root.join("x.jsonl")).unwrap();
+    fs::copy(root.join("a.jsonl"), root.join("x.jsonl").join("a.jsonl")).unwrap();
+    // A hidden file, an editor backup, a file whose name is not a valid id.
+    fs::copy(root.join("a.jsonl"), root.join(".a.jsonl")).unwrap();
+    fs::copy(root.join("a.jsonl"), root.join("a.jsonl~")).unwrap();
+    fs::write(root.join("bad id.jsonl"), "not a log").unwrap();
+    fs::write(root.join("..jsonl"), "not a log").unwrap();
+    let ids = |store: &JsonlStore| -> Vec<String> {
+        store.list().unwrap().into_iter().map(|h| h.id).collect()
+    };
+    assert_eq!(ids(&store), ["a"]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::symlink;
+        // A link to a regular log is followed (opening follows it as well); a dangling
+        // link and a link to a directory are not sessions.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let other = JsonlStore::open(elsewhere.path(), Durability::None).unwrap();
+        drop(Session::create(&other, "linked", SessionMeta::default()).unwrap());
+        symlink(other.path("linked").unwrap(), root.join("linked.jsonl")).unwrap();
+        symlink(root.join("nowhere.jsonl"), root.join("dangling.jsonl")).unwrap();
+        symlink(elsewhere.path(), root.join("todir.jsonl")).unwrap();
+        assert_eq!(ids(&store), ["a", "linked"]);
+    }
+}
+
+#[test]
 fn list_reads_every_header_sorted_by_id() {
     let (_dir, store) = store(Durability::None);
     assert!(store.list().unwrap().is_empty());

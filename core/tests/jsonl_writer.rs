@@ -565,3 +565,312 @@ fn durability_names_parse() {
     let (_dir, store) = store(Durability::Batched);
     assert_eq!(store.durability(), Durability::Batched);
 }
+
+/// Appends `line` and a `\n` to `path` through a plain handle, behind the writer's lock.
+fn foreign_append(path: &std::path::Path, line: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
+
+#[test]
+fn a_line_written_behind_the_lock_is_refused_poisons_and_stays_openable() {
+    // The same with a plain and a fault-wrapped file (the wrapper measures the file too).
+    for plan in [None, Some(FaultPlan::new())] {
+        let (_dir, store) = match &plan {
+            None => store(Durability::Sync),
+            Some(plan) => faulty(Durability::Sync, plan),
+        };
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        let e0 = s.append("host/x", "{}", Envelope::default()).unwrap();
+        let path = store.path("s").unwrap();
+        let expected = bytes(&path).len();
+        // A valid next-seq line: the OS lock is advisory and did not stop it.
+        let foreign = format!(
+            r#"{{"type":"host/foreign","seq":1,"time":{},"data":{{}}}}"#,
+            e0.time()
+        );
+        foreign_append(&path, &foreign);
+        let after_foreign = bytes(&path);
+        let found = after_foreign.len();
+        let changed = format!(
+            "{} changed behind the writer of session \"s\": expected {expected} bytes, found {found}",
+            path.display()
+        );
+        assert_err(
+            s.append("host/x", "{}", Envelope::default()),
+            ErrorKind::Corrupt,
+            &[&changed, "nothing was written"],
+        );
+        assert_eq!(
+            bytes(&path),
+            after_foreign,
+            "the refused call wrote nothing"
+        );
+        assert_eq!(s.last_seq().unwrap(), Some(0), "nor changed the session");
+        // Every later mutation is refused until the session is reopened.
+        assert_err(
+            s.inbox().append(Target::NextTurn, msg("m")),
+            ErrorKind::Poisoned,
+            &["session \"s\" is poisoned", &changed, "reopen it"],
+        );
+        assert_err(
+            s.append("host/x", "{}", Envelope::default()),
+            ErrorKind::Poisoned,
+            &[&changed],
+        );
+        assert_eq!(bytes(&path), after_foreign);
+        drop(s);
+        // The log is still a valid log: reopening shows the foreign event and goes on.
+        let s = Session::open(&store, "s").unwrap();
+        let events = s.events(0).unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].ty(), "host/foreign");
+        assert_eq!(
+            s.append("host/x", "{}", Envelope::default()).unwrap().seq(),
+            2
+        );
+    }
+}
+
+#[test]
+fn a_file_cut_behind_the_lock_is_refused_and_poisons() {
+    let (_dir, store) = store(Durability::None);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    s.append("host/x", "{}", Envelope::default()).unwrap();
+    let path = store.path("s").unwrap();
+    let with_one = bytes(&path).len();
+    s.append("host/x", "{}", Envelope::default()).unwrap();
+    let expected = bytes(&path).len();
+    // Another program drops the last line (and the batched/none writer has not synced).
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(with_one as u64)
+        .unwrap();
+    let cut = bytes(&path);
+    let changed = format!("expected {expected} bytes, found {with_one}");
+    let err = assert_err(
+        s.append("host/x", "{}", Envelope::default()),
+        ErrorKind::Corrupt,
+        &[&path.display().to_string(), &changed],
+    );
+    assert!(!err.to_string().ends_with('.'), "{err}");
+    assert_eq!(bytes(&path), cut, "nothing fused onto the cut file");
+    assert_err(
+        s.flush().and(s.append("host/x", "{}", Envelope::default())),
+        ErrorKind::Poisoned,
+        &[&changed],
+    );
+    drop(s);
+    let s = Session::open(&store, "s").unwrap();
+    assert_eq!(s.last_seq().unwrap(), Some(0));
+}
+
+#[test]
+fn an_empty_append_writes_nothing_and_checks_nothing() {
+    let (_dir, store) = store(Durability::None);
+    let header = Header::new("s", 1, SessionMeta::default()).unwrap();
+    let mut w = store.create(&header, &[ev(0, "1")]).unwrap();
+    foreign_append(
+        &store.path("s").unwrap(),
+        r#"{"type":"host/x","seq":1,"time":7,"data":2}"#,
+    );
+    w.append(&[]).unwrap();
+    assert_err(w.append(&[ev(1, "3")]), ErrorKind::Corrupt, &["found"]);
+    assert_err(w.append(&[ev(1, "3")]), ErrorKind::Poisoned, &["found"]);
+}
+
+#[test]
+fn a_failed_length_check_writes_nothing_and_the_writer_goes_on() {
+    let plan = FaultPlan::new().on(Point::Length, 1, Action::Fail(Errno::Eio));
+    let (_dir, store) = faulty(Durability::Sync, &plan);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    let path = store.path("s").unwrap();
+    let before = bytes(&path);
+    let cannot = format!("cannot read the length of {}", path.display());
+    assert_err(
+        s.append("host/x", "{}", Envelope::default()),
+        ErrorKind::Io,
+        &[&cannot, "Input/output error"],
+    );
+    assert_eq!(bytes(&path), before);
+    assert_eq!(plan.hits(Point::Write), 1, "only the create wrote");
+    assert_eq!(
+        s.append("host/x", "{}", Envelope::default()).unwrap().seq(),
+        0
+    );
+    assert_eq!(plan.hits(Point::Length), 2, "one length check per append");
+}
+
+/// A plain handle on `path` holding the exclusive lock.
+fn lock_behind(path: &std::path::Path) -> std::fs::File {
+    let f = std::fs::File::open(path).unwrap();
+    f.try_lock().unwrap();
+    f
+}
+
+#[test]
+fn delete_unlinks_under_the_writer_lock() {
+    let (_dir, store) = store(Durability::Sync);
+    drop(populated(&store));
+    drop(Session::create(&store, "other", SessionMeta::default()).unwrap());
+    let path = store.path("s").unwrap();
+    // Another process's writer (any handle holding the lock) blocks it at once.
+    let held = lock_behind(&path);
+    let before = bytes(&path);
+    let started = Instant::now();
+    assert_err(
+        store.delete("s"),
+        ErrorKind::Locked,
+        &[&format!("cannot be deleted ({})", path.display())],
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(bytes(&path), before);
+    drop(held);
+    store.delete("s").unwrap();
+    assert!(!path.exists());
+    assert!(store.path("other").unwrap().exists());
+    // A directory with a session's name is not a session.
+    std::fs::create_dir(store.root().join("x.jsonl")).unwrap();
+    assert_err(
+        store.delete("x"),
+        ErrorKind::NotFound,
+        &["no session \"x\"", "is not a regular file"],
+    );
+    assert!(store.root().join("x.jsonl").is_dir());
+}
+
+#[test]
+fn a_failed_unlink_keeps_the_log_and_lets_go_of_its_lock() {
+    let plan = FaultPlan::new().on(Point::Unlink, 1, Action::Fail(Errno::Eio));
+    let (_dir, store) = faulty(Durability::Sync, &plan);
+    drop(populated(&store));
+    let path = store.path("s").unwrap();
+    let before = bytes(&path);
+    assert_err(
+        store.delete("s"),
+        ErrorKind::Io,
+        &[
+            &format!("cannot delete {}", path.display()),
+            "Input/output error",
+        ],
+    );
+    assert_eq!(bytes(&path), before);
+    drop(Session::open(&store, "s").unwrap());
+    store.delete("s").unwrap();
+    assert_eq!(plan.hits(Point::Unlink), 2);
+    assert!(!path.exists());
+}
+
+#[test]
+fn an_open_racing_a_delete_finds_no_session_instead_of_an_orphan() {
+    // Between the opener's open(2) and its lock, a delete (another process) takes the
+    // lock, unlinks the file and lets go: the opener then gets the lock on a file with
+    // no name, whose appends would vanish.
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
+    drop(populated(&store));
+    let other = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
+    let plan = FaultPlan::new().before_lock(move |_| other.delete("s").unwrap());
+    let racing = JsonlStore::open(dir.path(), Durability::Sync)
+        .unwrap()
+        .with_faults(plan);
+    let path = store.path("s").unwrap();
+    assert_err(
+        Session::open(&racing, "s").map(drop),
+        ErrorKind::NotFound,
+        &[&format!(
+            "no session \"s\" ({} was deleted while this call opened it)",
+            path.display()
+        )],
+    );
+    assert!(!path.exists());
+    // Two deletes racing: the second finds nothing.
+    drop(populated(&store));
+    assert_err(
+        racing.delete("s"),
+        ErrorKind::NotFound,
+        &["was deleted while"],
+    );
+    assert!(!path.exists());
+}
+
+#[test]
+fn create_does_not_wait_for_a_lock_on_its_new_file() {
+    // Whoever found the new file first (an opener or `list` reading its missing
+    // header) holds its lock; create refuses at once instead of waiting, and takes
+    // back the empty file it made.
+    let holder = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let held = holder.clone();
+    let plan = FaultPlan::new().before_lock(move |path| {
+        let f = lock_behind(path);
+        // Released 2 s later: a create that waits would then succeed.
+        let held = held.clone();
+        *held.lock().unwrap() = Some(std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(2));
+            drop(f);
+        }));
+    });
+    let (_dir, store) = faulty(Durability::Sync, &plan);
+    let path = store.path("s").unwrap();
+    let started = Instant::now();
+    assert_err(
+        Session::create(&store, "s", SessionMeta::default()).map(drop),
+        ErrorKind::Locked,
+        &[&format!(
+            "session \"s\" was locked by another process before its create could lock it ({}); nothing was created",
+            path.display()
+        )],
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "create waited {:?}",
+        started.elapsed()
+    );
+    assert!(!path.exists(), "the empty file was taken back");
+    holder.lock().unwrap().take().unwrap().join().unwrap();
+    plan.clear();
+    drop(Session::create(&store, "s", SessionMeta::default()).unwrap());
+    assert_eq!(store.list().unwrap().len(), 1);
+}
+
+#[test]
+fn create_leaves_alone_a_file_that_replaced_its_own() {
+    // A delete took the new file's lock and unlinked it, and another create made the
+    // id again: the refused create must not remove that one.
+    let plan = FaultPlan::new().before_lock(|path| {
+        let f = lock_behind(path);
+        std::fs::remove_file(path).unwrap();
+        std::fs::write(path, "someone else's\n").unwrap();
+        drop(f);
+    });
+    let (_dir, store) = faulty(Durability::Sync, &plan);
+    let path = store.path("s").unwrap();
+    assert_err(
+        Session::create(&store, "s", SessionMeta::default()).map(drop),
+        ErrorKind::Locked,
+        &["session \"s\" was deleted by another process before its create could lock it"],
+    );
+    assert_eq!(bytes(&path), b"someone else's\n");
+    // The same while the other still holds the lock on the file it unlinked.
+    std::fs::remove_file(&path).unwrap();
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = kept.clone();
+    plan.clear();
+    let plan = plan.before_lock(move |path| {
+        let f = lock_behind(path);
+        std::fs::remove_file(path).unwrap();
+        std::fs::write(path, "someone else's\n").unwrap();
+        keep.lock().unwrap().push(f);
+    });
+    let store = store.with_faults(plan);
+    assert_err(
+        Session::create(&store, "s", SessionMeta::default()).map(drop),
+        ErrorKind::Locked,
+        &["session \"s\" was locked by another process"],
+    );
+    assert_eq!(bytes(&path), b"someone else's\n");
+    assert_eq!(kept.lock().unwrap().len(), 1);
+}

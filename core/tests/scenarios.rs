@@ -370,6 +370,13 @@ impl Store for FixedStore {
     fn list(&self) -> inboxlog::Result<Vec<Header>> {
         Ok(vec![self.header.clone()])
     }
+
+    fn delete(&self, id: &str) -> inboxlog::Result<()> {
+        Err(inboxlog::Error::new(
+            ErrorKind::Locked,
+            format!("session \"{id}\" is fixed and cannot be deleted"),
+        ))
+    }
 }
 
 /// Events from `(type, data)` pairs, seq and time counting from 0.

@@ -181,3 +181,32 @@ pub unsafe extern "C" fn inboxlog_store_verify(
         out.write_string(Session::verify(&*store.store, id)?.to_json())
     })
 }
+
+/// Deletes a stored session for good (retention, a user's request to forget), durably:
+/// a JSONL store unlinks the file and fsyncs its directory before returning `OK`.
+///
+/// `LOCKED` while a writer (a session handle in this or another process) holds the
+/// session: close it first. `NOT_FOUND` when there is no such session; `INVALID_INPUT`
+/// for an id that is not a valid session id. A reader that started before the delete
+/// (`inboxlog_store_inspect`, a fork) reads the whole log as it was; one that starts
+/// after gets `NOT_FOUND`. There is no output; `*error` is written only on failure.
+/// `store` and `id` must not be NULL; `error` may be NULL. Thread-safe.
+///
+/// # Safety
+/// `store` is a live store handle; `id` is a NUL-terminated string; a non-NULL `error`
+/// points to a writable pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_delete(
+    store: *const inboxlog_store,
+    id: *const c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY: the caller passes a live handle or NULL (see # Safety).
+        let store = unsafe { handle(store, "store") }?;
+        // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety).
+        let id = unsafe { str_arg(id, "id") }?;
+        Session::delete(&*store.store, id)?;
+        Ok(())
+    })
+}

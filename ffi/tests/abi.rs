@@ -825,3 +825,57 @@ fn jsonl_store_sessions_fork_inspect_and_list() {
     let file = std::fs::read_to_string(dir.path().join("parent.jsonl")).unwrap();
     assert_eq!(file.lines().count(), 3, "header and two events: {file}");
 }
+
+#[test]
+fn store_delete_answers_with_the_statuses_of_every_case() {
+    let dir = tempfile::tempdir().unwrap();
+    for store in [memory_store(), jsonl_store(dir.path(), "sync")] {
+        let s = create(store, "s");
+        expect_fail(
+            call!(inboxlog_store_delete(null(), c("s").as_ptr())),
+            100,
+            "`store`",
+        );
+        expect_fail(call!(inboxlog_store_delete(store, null())), 100, "`id`");
+        expect_fail(
+            call!(inboxlog_store_delete(store, c"s\xff".as_ptr())),
+            101,
+            "`id`",
+        );
+        expect_fail(
+            call!(inboxlog_store_delete(store, c("../s").as_ptr())),
+            10,
+            "session id",
+        );
+        // Held by its writer: refused, and the log is intact.
+        expect_fail(
+            call!(inboxlog_store_delete(store, c("s").as_ptr())),
+            3,
+            "is locked by a writer and cannot be deleted",
+        );
+        // SAFETY: `error` may be NULL.
+        assert_eq!(
+            unsafe { inboxlog_store_delete(store, c("s").as_ptr(), null_mut()) },
+            3
+        );
+        call_str!(inboxlog_store_inspect(store, c("s").as_ptr())).unwrap();
+        call!(inboxlog_session_close(s)).unwrap();
+        call!(inboxlog_store_delete(store, c("s").as_ptr())).unwrap();
+        expect_fail(
+            call!(inboxlog_store_delete(store, c("s").as_ptr())),
+            5,
+            "no session \"s\"",
+        );
+        expect_fail(
+            call_str!(inboxlog_store_inspect(store, c("s").as_ptr())).map(drop),
+            5,
+            "no session \"s\"",
+        );
+        assert_eq!(call_str!(inboxlog_store_list(store)).unwrap(), "[]");
+        // SAFETY: live handles, released once.
+        unsafe {
+            inboxlog_session_free(s);
+            inboxlog_store_free(store);
+        }
+    }
+}

@@ -8,6 +8,8 @@
     python -m inboxlog repair  ROOT ID           open for writing: drop a torn tail, close
                                                  an interrupted turn; never drops or rewrites
                                                  a complete record
+    python -m inboxlog delete  ROOT ID           remove a session for good (refused while a
+                                                 writer holds it)
 
 verify prints one line per session. A log that opens, on stdout:
     ID: ok, N events, P pending, droppedUnrun=false
@@ -18,8 +20,8 @@ A log that opening would refuse, on stderr, located from the error's attributes:
 "ok" means the session will open; whether another writer holds it now is not checked.
 
 Exit status: 0 when all is well (for verify: every log opens, repairs included), 1 when a
-log is refused (the message names the file, line, byte offset and seq), 2 for a usage
-error.
+log is refused (the message names the file, line, byte offset and seq) or a call is (a
+delete of a locked or absent session), 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -102,6 +104,12 @@ def _repair(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _delete(store: Store, args: argparse.Namespace) -> int:
+    store.delete(args.id)
+    print(f"{args.id}: deleted")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m inboxlog", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -110,11 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("inspect", _inspect, "print a log as stored"),
         ("verify", _verify, "check logs as opening would, changing nothing"),
         ("repair", _repair, "drop a torn tail and close an interrupted turn"),
+        ("delete", _delete, "remove a session for good"),
     ]:
         sub = commands.add_parser(name, help=helptext)
         sub.add_argument("root", help="the store's directory")
         sub.set_defaults(run=fn)
-        if name in ("inspect", "repair"):
+        if name in ("inspect", "repair", "delete"):
             sub.add_argument("id", help="session id")
         if name == "inspect":
             sub.add_argument("--json", action="store_true", help="JSONL out: header, then events")

@@ -139,6 +139,15 @@ class Store:
     def list(self) -> builtins.list[Header]:
         """The headers of every stored log, sorted by id."""
 
+    def delete(self, id: str) -> None:
+        """Deletes log ``id`` for good, durably before it returns.
+
+        Raises ``LockedError`` while a writer (an open session, in this or another
+        process) holds it, ``NotFoundError`` when there is none, and
+        ``InvalidInputError`` for a bad id. A reader that started first (``inspect``,
+        ``fork``) reads the whole log as it was.
+        """
+
 @final
 class Session:
     """One open session: the exclusive writer of a log, its inbox and the step-boundary

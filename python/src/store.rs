@@ -199,6 +199,14 @@ impl PyStore {
         PyList::new(py, items)
     }
 
+    /// Deletes log `id` for good, durably before it returns. Raises `LockedError` while
+    /// a writer (an open session, here or in another process) holds it, `NotFoundError`
+    /// when there is none, `InvalidInputError` for a bad id.
+    fn delete(&self, py: Python<'_>, id: &str) -> PyResult<()> {
+        let store = &*self.inner;
+        py.detach(|| Session::delete(store, id)).py()
+    }
+
     fn __repr__(&self) -> String {
         format!("<inboxlog.{}>", self.label)
     }

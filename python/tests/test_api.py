@@ -360,3 +360,28 @@ def test_a_baseline_needs_every_key(baseline: dict[str, Any], needle: str) -> No
     assert needle in str(err.value)
     with pytest.raises(TypeError, match="baseline must be a dict"):
         inboxlog.QueueProjection([0, [], []])  # type: ignore[arg-type]
+
+
+def test_store_delete(store: inboxlog.Store) -> None:
+    with store.create("keep") as s:
+        s.append("host/x", {})
+    s = store.create("d")
+    with pytest.raises(inboxlog.LockedError, match='"d" is locked by a writer') as locked:
+        store.delete("d")
+    assert (locked.value.kind, locked.value.code) == ("locked", 3)
+    assert store.inspect("d")[0]["id"] == "d"
+    s.close()
+    assert store.delete("d") is None
+    assert [h["id"] for h in store.list()] == ["keep"]
+    with pytest.raises(inboxlog.NotFoundError, match='no session "d"'):
+        store.delete("d")
+    with pytest.raises(inboxlog.NotFoundError):
+        store.open("d")
+    with pytest.raises(inboxlog.InvalidInputError):
+        store.delete("../keep")
+    with pytest.raises(TypeError):
+        store.delete(None)  # type: ignore[arg-type]
+    # The id is free again; the other session is untouched.
+    with store.create("d") as s:
+        assert s.last_seq is None
+    assert len(store.inspect("keep")[1]) == 1

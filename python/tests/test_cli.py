@@ -135,3 +135,23 @@ def test_runs_as_a_module(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "s1: ok" in done.stdout
+
+
+def test_delete_refuses_a_held_session_then_removes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = make_log(tmp_path)
+    make_log(tmp_path, "s2")
+    held = inboxlog.Store(tmp_path, durability="none").open("s1")
+    before = path.read_bytes()
+    assert main(["delete", str(tmp_path), "s1"]) == 1
+    assert "inboxlog: locked:" in capsys.readouterr().err
+    assert path.read_bytes() == before
+    held.close()
+    assert main(["delete", str(tmp_path), "s1"]) == 0
+    assert capsys.readouterr().out == "s1: deleted\n"
+    assert not path.exists()
+    assert main(["delete", str(tmp_path), "s1"]) == 1
+    assert "inboxlog: not_found:" in capsys.readouterr().err
+    assert main(["list", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.startswith("s2\t")

@@ -1,6 +1,6 @@
 /* Every error a C host can cause at the boundary, against the static library:
  * NULL arguments, invalid UTF-8, malformed JSON, wrong JSON shapes, use after close,
- * double close, and the panic status. */
+ * double close, the panic status, and deleting a session a writer holds. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "check.h"
@@ -115,7 +115,18 @@ int main(void) {
     OK(inboxlog_session_open(store, "s", &s, &err));
     OK(inboxlog_inbox_has_pending(s, &flag, &err));
     EXPECT(flag);
+
+    /* Delete: refused while a writer holds the session, then for good. */
+    EXPECT_STATUS(INBOXLOG_STATUS_NULL_ARGUMENT, "`store`", inboxlog_store_delete(NULL, "s", &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_NULL_ARGUMENT, "`id`", inboxlog_store_delete(store, NULL, &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_INVALID_UTF8, "`id`", inboxlog_store_delete(store, "s\xff", &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_INVALID_INPUT, "id", inboxlog_store_delete(store, "../s", &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_LOCKED, "cannot be deleted", inboxlog_store_delete(store, "s", &err));
+    EXPECT(inboxlog_store_delete(store, "s", NULL) == INBOXLOG_STATUS_LOCKED);
     inboxlog_session_free(s);
+    OK(inboxlog_store_delete(store, "s", &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_NOT_FOUND, "no session", inboxlog_store_delete(store, "s", &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_NOT_FOUND, "no session", inboxlog_session_open(store, "s", &s, &err));
     inboxlog_store_free(store);
     puts("errors: ok");
     return 0;

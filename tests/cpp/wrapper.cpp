@@ -132,6 +132,11 @@ int main() {
         auto child = store.fork("cpp", "cpp-child", R"({"origin":"subagent","delegationDepth":1})");
         EXPECT(child.last_seq() == again.last_seq() + 1);
         EXPECT(contains(store.list(), R"("id":"cpp-child")"));
+        expect_error(INBOXLOG_STATUS_LOCKED, [&] { store.remove("cpp-child"); });
+        child.close();
+        store.remove("cpp-child");
+        EXPECT(!contains(store.list(), R"("id":"cpp-child")"));
+        expect_error(INBOXLOG_STATUS_NOT_FOUND, [&] { store.remove("cpp-child"); });
     }
     std::string cleanup = "rm -rf '" + dir + "'";
     EXPECT(std::system(cleanup.c_str()) == 0);

@@ -14,6 +14,8 @@ struct Log {
     header: Header,
     events: Vec<Event>,
     writer_open: bool,
+    /// Removed from the store: an open that fetched it just before must not write to it.
+    deleted: bool,
 }
 
 type Shared = Arc<Mutex<Log>>;
@@ -38,14 +40,19 @@ impl MemoryStore {
 
     fn get(&self, id: &str) -> Result<Shared> {
         validate_session_id(id)?;
-        lock(&self.logs).get(id).cloned().ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!("no session \"{id}\" in the memory store"),
-            )
-            .with_session(id)
-        })
+        lock(&self.logs)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| not_found(id))
     }
+}
+
+fn not_found(id: &str) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!("no session \"{id}\" in the memory store"),
+    )
+    .with_session(id)
 }
 
 /// Passes every event of `log` to `visit`, as [`Store::open`] and [`Store::verify`]
@@ -121,6 +128,7 @@ impl Store for MemoryStore {
             header: header.clone(),
             events: seed.to_vec(),
             writer_open: true,
+            deleted: false,
         }));
         logs.insert(header.id.clone(), log.clone());
         Ok(Box::new(MemoryWriter { log }))
@@ -133,6 +141,9 @@ impl Store for MemoryStore {
     ) -> Result<Opened> {
         let shared = self.get(id)?;
         let mut log = lock(&shared);
+        if log.deleted {
+            return Err(not_found(id));
+        }
         if log.writer_open {
             return Err(Error::new(
                 ErrorKind::Locked,
@@ -169,6 +180,24 @@ impl Store for MemoryStore {
         let shared = self.get(id)?;
         let log = lock(&shared);
         Ok((log.header.clone(), log.events.clone()))
+    }
+
+    fn delete(&self, id: &str) -> Result<()> {
+        validate_session_id(id)?;
+        let mut logs = lock(&self.logs);
+        let shared = logs.get(id).ok_or_else(|| not_found(id))?;
+        let mut log = lock(shared);
+        if log.writer_open {
+            return Err(Error::new(
+                ErrorKind::Locked,
+                format!("session \"{id}\" is locked by a writer and cannot be deleted"),
+            ));
+        }
+        // Readers holding the log keep what they read; an open racing this finds it gone.
+        log.deleted = true;
+        drop(log);
+        logs.remove(id);
+        Ok(())
     }
 
     fn list(&self) -> Result<Vec<Header>> {

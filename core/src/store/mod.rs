@@ -41,6 +41,13 @@ pub trait Store: Send + Sync {
 
     /// The headers of every stored log, sorted by id.
     fn list(&self) -> Result<Vec<Header>>;
+
+    /// Removes log `id` for good (SPEC §6), durably before it returns. Refused with
+    /// `locked` while a writer holds the log (the store takes the writer lock itself
+    /// first, so a writer opening at the same time either wins, or finds no log) and
+    /// with `not_found` when there is none. A reader that already started reading the
+    /// log (`inspect`, `fork`) sees it whole as it was; one that starts after sees none.
+    fn delete(&self, id: &str) -> Result<()>;
 }
 
 /// What [`Store::open`] hands back.

@@ -1,12 +1,14 @@
 //! Fault injection for tests: a [`FaultPlan`] given to
 //! [`JsonlStore::with_faults`](super::JsonlStore::with_faults) makes the store's
-//! writes, fdatasyncs and truncations fail, or crashes the process around them.
+//! writes, fdatasyncs, truncations, length checks and unlinks fail, or crashes the
+//! process around them, and can run a test's code just before a log file is locked.
 //!
 //! Hidden from the docs: it exists for the crash and failure tests, not for hosts.
 
 use std::fmt;
-use std::fs::File;
+use std::fs::{self, File};
 use std::io;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -21,6 +23,10 @@ pub enum Point {
     Sync,
     /// A truncation: the rollback of a failed append, or dropping a torn tail on open.
     Truncate,
+    /// Measuring the file's length, which every append does before it writes.
+    Length,
+    /// Removing a log file: a delete.
+    Unlink,
 }
 
 impl Point {
@@ -35,6 +41,8 @@ impl fmt::Display for Point {
             Point::Write => "write",
             Point::Sync => "sync",
             Point::Truncate => "truncate",
+            Point::Length => "length",
+            Point::Unlink => "unlink",
         })
     }
 }
@@ -92,11 +100,25 @@ struct Rule {
     action: Action,
 }
 
-#[derive(Debug, Default)]
+/// Code a test runs with a log file's path just before the store locks it.
+type Hook = Arc<dyn Fn(&Path) + Send + Sync>;
+
+#[derive(Default)]
 struct Inner {
     rules: Vec<Rule>,
     /// Hits so far per [`Point`], across every file of the store.
-    hits: [u64; 3],
+    hits: [u64; 5],
+    before_lock: Option<Hook>,
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inner")
+            .field("rules", &self.rules)
+            .field("hits", &self.hits)
+            .field("before_lock", &self.before_lock.is_some())
+            .finish()
+    }
 }
 
 /// A set of faults shared by every file a store opens. Clones share the plan.
@@ -131,9 +153,40 @@ impl FaultPlan {
         self
     }
 
-    /// Removes every rule (hit counts stay).
+    /// Runs `hook` with the file's path after a log file was opened (or created) and
+    /// before the store takes its lock, in create, open and delete: the test stands in
+    /// for another process acting in that window.
+    pub fn before_lock(self, hook: impl Fn(&Path) + Send + Sync + 'static) -> FaultPlan {
+        self.lock().before_lock = Some(Arc::new(hook));
+        self
+    }
+
+    /// Removes every rule and the `before_lock` hook (hit counts stay).
     pub fn clear(&self) {
-        self.lock().rules.clear();
+        let mut inner = self.lock();
+        inner.rules.clear();
+        inner.before_lock = None;
+    }
+
+    /// Runs the `before_lock` hook, if any (outside the plan's own lock).
+    pub(crate) fn run_before_lock(&self, path: &Path) {
+        let hook = self.lock().before_lock.clone();
+        if let Some(hook) = hook {
+            hook(path);
+        }
+    }
+
+    /// Removes the file at `path`, unless a rule on [`Point::Unlink`] fires.
+    pub(crate) fn remove_file(&self, path: &Path) -> io::Result<()> {
+        match self.hit(Point::Unlink) {
+            None => fs::remove_file(path),
+            Some(Action::Fail(errno) | Action::FailAfter(_, errno)) => Err(errno.to_io()),
+            Some(Action::CrashBefore) => crash(),
+            Some(Action::CrashAfter | Action::PowerCut(_)) => {
+                let _ = fs::remove_file(path);
+                crash()
+            }
+        }
     }
 
     /// How many times `point` was reached so far.
@@ -239,6 +292,14 @@ impl LogFile for FaultyFile {
                 let _ = run(&self.file);
                 crash()
             }
+        }
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        match self.plan.hit(Point::Length) {
+            None => LogFile::len(&self.file),
+            Some(Action::Fail(errno) | Action::FailAfter(_, errno)) => Err(errno.to_io()),
+            Some(Action::CrashBefore | Action::CrashAfter | Action::PowerCut(_)) => crash(),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The three file operations an open log needs, behind a trait so that tests can
+//! The four file operations an open log needs, behind a trait so that tests can
 //! inject failures and crashes between them (see [`super::fault`]).
 
 use std::fs::File;
@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::fault::{FaultPlan, FaultyFile};
 
-/// Writes, fdatasyncs and truncates one log file; shared by its writer and the
+/// Writes, fdatasyncs, truncates and measures one log file; shared by its writer and the
 /// group-commit flusher, so every method takes `&self`.
 pub(crate) trait LogFile: Send + Sync {
     /// Writes all of `buf` at the end of the file (the file is opened in append mode).
@@ -16,6 +16,8 @@ pub(crate) trait LogFile: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     /// Truncates the file to `len` bytes.
     fn set_len(&self, len: u64) -> io::Result<()>;
+    /// The file's current length (one fstat of the open handle).
+    fn len(&self) -> io::Result<u64>;
 }
 
 impl LogFile for File {
@@ -29,6 +31,10 @@ impl LogFile for File {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         File::set_len(self, len)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
     }
 }
 

@@ -4,7 +4,9 @@
 //!
 //! Each append is one `write` of whole records, made durable per [`Durability`]; a
 //! failed write is rolled back and a failed fsync poisons the writer. A writer holds an
-//! exclusive OS lock on its file for its lifetime. Opening for writing drops a torn
+//! exclusive OS lock on its file for its lifetime (taken without waiting), and checks
+//! the file's length before every write, since the lock is advisory; a delete takes the
+//! same lock before it unlinks. Opening for writing drops a torn
 //! tail (bytes after the last `\n`) only after every complete line validated; anything
 //! else wrong is refused as corruption, and a refused open leaves the file untouched.
 
@@ -160,6 +162,36 @@ impl JsonlStore {
             .map_err(|e| e.with_session(id).with_path(path))
     }
 
+    /// Takes the exclusive writer lock on the just opened `file` at once (never waits),
+    /// then checks that the file was not unlinked meanwhile: between opening a path and
+    /// locking it, a delete can take the lock, unlink the file and let go, and a lock on
+    /// that orphan would guard nothing (appends to it would vanish).
+    fn lock_now(&self, file: &File, path: &Path) -> Result<Locking> {
+        if let Some(plan) = &self.faults {
+            plan.run_before_lock(path);
+        }
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Ok(Locking::Busy),
+            Err(TryLockError::Error(e)) => {
+                return Err(Error::io(format_args!("cannot lock {}", path.display()), e));
+            }
+        }
+        Ok(if unlinked(file) {
+            Locking::Unlinked
+        } else {
+            Locking::Held
+        })
+    }
+
+    /// Removes the log file at `path` (through the fault plan in tests).
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        match &self.faults {
+            Some(plan) => plan.remove_file(path),
+            None => fs::remove_file(path),
+        }
+    }
+
     /// The flusher queue a new writer needs in `batched` mode.
     fn queue(&self) -> Result<Option<Queue>> {
         match self.durability {
@@ -208,6 +240,46 @@ impl LogWriter for Named {
     }
 }
 
+/// What trying the writer lock found.
+enum Locking {
+    /// This handle holds the lock on the file the path names.
+    Held,
+    /// Another handle holds the lock.
+    Busy,
+    /// The lock was free, but the file was unlinked since it was opened.
+    Unlinked,
+}
+
+/// Whether the open `file` has no name left (it was unlinked since it was opened).
+#[cfg(unix)]
+fn unlinked(file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // A failing fstat is left to the reads that follow, which report it.
+    file.metadata().is_ok_and(|m| m.nlink() == 0)
+}
+
+/// Whether the open `file` has no name left (elsewhere an open file cannot be unlinked).
+#[cfg(not(unix))]
+fn unlinked(_file: &File) -> bool {
+    false
+}
+
+/// Whether `path` still names the open `file` (the same inode).
+#[cfg(unix)]
+fn names(path: &Path, file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::metadata(path), file.metadata()) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Whether `path` still names the open `file`.
+#[cfg(not(unix))]
+fn names(path: &Path, _file: &File) -> bool {
+    path.is_file()
+}
+
 /// Replays the log in `file` from its start, on two threads when it is large.
 fn read_log(
     file: &File,
@@ -227,6 +299,29 @@ fn read_log(
         Err(e) => Err(e),
     }
     .map_err(|e| e.with_session(id).with_path(path))
+}
+
+/// The `not_found` of a log unlinked while this call opened it.
+fn deleted_meanwhile(id: &str, path: &Path) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!(
+            "no session {} ({} was deleted while this call opened it)",
+            json::quote(id),
+            path.display()
+        ),
+    )
+}
+
+/// Whether a directory entry is a regular file, following a symbolic link: a link to a
+/// regular file is a session like any other (opening follows it too); a dangling link or
+/// one to a directory is not. An entry that vanished meanwhile is not either.
+fn is_regular(entry: &fs::DirEntry) -> bool {
+    match entry.file_type() {
+        Ok(t) if t.is_symlink() => fs::metadata(entry.path()).is_ok_and(|m| m.is_file()),
+        Ok(t) => t.is_file(),
+        Err(_) => false,
+    }
 }
 
 /// fsyncs a directory, making the creation of its entries durable.
@@ -302,17 +397,44 @@ impl Store for JsonlStore {
                 _ => Error::io(format_args!("cannot create {}", path.display()), e),
             })
             .map_err(|e| e.with_session(&header.id).with_path(&path))?;
-        // Locked before the first byte: no other writer can hold a half-written file. An
-        // opener that slipped in between finds no header, refuses and lets go at once.
-        let locked = file
-            .lock()
-            .map_err(|e| Error::io(format_args!("cannot lock {}", path.display()), e));
+        // Locked before the first byte, without waiting like every writer's lock: no other
+        // writer can hold a half-written file. Whoever found the new file first (an opener
+        // or `list` reading its missing header, a delete) holds its lock for a moment;
+        // create then refuses with `locked` and takes back the file it made, if the path
+        // still names it (a delete may have removed it, and the id may be taken again).
+        let busy = |why: &str| {
+            Error::new(
+                ErrorKind::Locked,
+                format!(
+                    "session {} was {why} by another process before its create could lock it ({}); nothing was created",
+                    json::quote(&header.id),
+                    path.display()
+                ),
+            )
+            .with_session(&header.id)
+            .with_path(&path)
+        };
+        match self.lock_now(&file, &path) {
+            Ok(Locking::Held) => {}
+            Ok(Locking::Busy) => {
+                if names(&path, &file) {
+                    let _ = fs::remove_file(&path);
+                    let _ = sync_dir(&self.root);
+                }
+                return Err(busy("locked"));
+            }
+            Ok(Locking::Unlinked) => return Err(busy("deleted")),
+            Err(err) => {
+                // The lock call itself failed: nobody else holds it, the file is ours.
+                let _ = fs::remove_file(&path);
+                let _ = sync_dir(&self.root);
+                return Err(err);
+            }
+        }
         let file = file::wrap(file, self.faults.as_ref());
-        let written = locked
-            .and_then(|()| {
-                file.write_all(bytes.as_bytes())
-                    .map_err(|e| Error::io(format_args!("cannot write {}", path.display()), e))
-            })
+        let written = file
+            .write_all(bytes.as_bytes())
+            .map_err(|e| Error::io(format_args!("cannot write {}", path.display()), e))
             .and_then(|()| {
                 file.sync_data()
                     .map_err(|e| Error::io(format_args!("cannot fsync {}", path.display()), e))
@@ -340,9 +462,9 @@ impl Store for JsonlStore {
     ) -> Result<Opened> {
         let path = self.path(id)?;
         let file = self.open_file(id, &path, true)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
+        match self.lock_now(&file, &path)? {
+            Locking::Held => {}
+            Locking::Busy => {
                 return Err(Error::new(
                     ErrorKind::Locked,
                     format!(
@@ -354,9 +476,7 @@ impl Store for JsonlStore {
                 .with_session(id)
                 .with_path(&path));
             }
-            Err(TryLockError::Error(e)) => {
-                return Err(Error::io(format_args!("cannot lock {}", path.display()), e));
-            }
+            Locking::Unlinked => return Err(deleted_meanwhile(id, &path)),
         }
         let queue = self.queue()?;
         let replayed = read_log(&file, &path, id, self.limit, visit)?;
@@ -419,6 +539,43 @@ impl Store for JsonlStore {
         Ok((replayed.header, events))
     }
 
+    fn delete(&self, id: &str) -> Result<()> {
+        let path = self.path(id)?;
+        // Opened (and locked) before it is unlinked: a writer holding the lock is seen.
+        let file = self.open_file(id, &path, false)?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no session {} ({} is not a regular file)",
+                    json::quote(id),
+                    path.display()
+                ),
+            ));
+        }
+        match self.lock_now(&file, &path)? {
+            Locking::Held => {}
+            Locking::Busy => {
+                return Err(Error::new(
+                    ErrorKind::Locked,
+                    format!(
+                        "session {} is locked by a writer and cannot be deleted ({})",
+                        json::quote(id),
+                        path.display()
+                    ),
+                ));
+            }
+            Locking::Unlinked => return Err(deleted_meanwhile(id, &path)),
+        }
+        self.remove_file(&path)
+            .map_err(|e| Error::io(format_args!("cannot delete {}", path.display()), e))?;
+        sync_dir(&self.root)?;
+        // The lock goes only now: an opener that opened the file before the unlink
+        // finds it unlinked once it gets the lock.
+        drop(file);
+        Ok(())
+    }
+
     fn list(&self) -> Result<Vec<Header>> {
         let entries = fs::read_dir(&self.root)
             .map_err(|e| Error::io(format_args!("cannot list {}", self.root.display()), e))?;
@@ -431,7 +588,7 @@ impl Store for JsonlStore {
                 continue;
             };
             // Other files (an editor's backup, a hidden file) are not sessions.
-            if validate_session_id(id).is_ok() {
+            if validate_session_id(id).is_ok() && is_regular(&entry) {
                 ids.push(id.to_owned());
             }
         }
@@ -445,6 +602,12 @@ impl Store for JsonlStore {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(read_error(&path, e)),
             };
+            match file.metadata() {
+                Ok(m) if m.is_file() => {}
+                // Replaced by something else since the directory was read.
+                Ok(_) => continue,
+                Err(e) => return Err(read_error(&path, e)),
+            }
             match read_header(
                 BufReader::with_capacity(8 << 10, &file),
                 &path,

@@ -31,7 +31,8 @@ pub(crate) struct Tail {
 /// `cell` and, while it syncs, the flusher); the lock is released when it drops.
 ///
 /// Invariant: the file holds exactly `len` bytes of complete records, `next_seq` of
-/// them events, unless the writer is poisoned.
+/// them events, unless the writer is poisoned. Every write first checks the file's
+/// length against `len`: another program writing behind the advisory lock poisons it.
 pub(crate) struct JsonlWriter {
     /// `session "<id>"`, for messages.
     session: String,
@@ -108,6 +109,40 @@ impl JsonlWriter {
         self.cell.poisoned().map_or(Ok(()), Err)
     }
 
+    /// Refuses to write when the file no longer has the length this writer left: the OS
+    /// lock is advisory, so another program may have written to or truncated the file
+    /// (SPEC §7.3). Writing now would put a second line with the same seq after a
+    /// foreign one, or fuse onto a cut record. Nothing is written, the writer is
+    /// poisoned, and the file is left for a person to look at (reopening it replays
+    /// whatever it now holds, under the usual recovery rules).
+    fn check_length(&mut self) -> Result<()> {
+        let found = self.file.len().map_err(|e| {
+            Error::io(
+                format_args!("cannot read the length of {}", self.path.display()),
+                e,
+            )
+        })?;
+        if found == self.len {
+            return Ok(());
+        }
+        let what = format!(
+            "{} changed behind the writer of {}: expected {} bytes, found {found}",
+            self.path.display(),
+            self.session,
+            self.len
+        );
+        self.poison = Some(format!(
+            "{} is poisoned: {what} (another program wrote to the log); reopen it",
+            self.session
+        ));
+        Err(Error::new(
+            ErrorKind::Corrupt,
+            format!(
+                "{what} (another program wrote to the log); nothing was written and the session is poisoned until reopened"
+            ),
+        ))
+    }
+
     /// Serializes `events` into `buf`, one `\n`-terminated line each; returns the index
     /// entries the lines add.
     fn serialize(&mut self, events: &[Event]) -> Result<Vec<(u64, u64)>> {
@@ -176,6 +211,7 @@ impl LogWriter for JsonlWriter {
         if events.is_empty() {
             return Ok(());
         }
+        self.check_length()?;
         let serialized = self.serialize(events);
         let written = serialized.and_then(|marks| self.write_buf().map(|()| marks));
         let end = self.len + self.buf.len() as u64;
