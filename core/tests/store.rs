@@ -71,6 +71,12 @@ fn a_session_held_by_a_writer_is_not_deleted() {
         let writer = Session::open(store, "s").unwrap();
         let locked = "session \"s\" is locked by a writer and cannot be deleted";
         assert_err(Session::delete(store, "s"), ErrorKind::Locked, &[locked]);
+        let err = Session::delete(store, "s").unwrap_err();
+        assert_eq!(
+            err.session(),
+            Some("s"),
+            "{name}: the error names its session"
+        );
         // Intact, and the writer goes on writing to the log.
         assert_eq!(Session::inspect(store, "s").unwrap(), before, "{name}");
         writer.append("host/x", "{}", Envelope::default()).unwrap();

@@ -191,7 +191,8 @@ impl Store for MemoryStore {
             return Err(Error::new(
                 ErrorKind::Locked,
                 format!("session \"{id}\" is locked by a writer and cannot be deleted"),
-            ));
+            )
+            .with_session(id));
         }
         // Readers holding the log keep what they read; an open racing this finds it gone.
         log.deleted = true;

@@ -301,6 +301,45 @@ fn read_log(
     .map_err(|e| e.with_session(id).with_path(path))
 }
 
+impl JsonlStore {
+    /// [`Store::delete`] of the log at `path`.
+    fn delete_file(&self, id: &str, path: &Path) -> Result<()> {
+        // Opened (and locked) before it is unlinked: a writer holding the lock is seen.
+        let file = self.open_file(id, path, false)?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no session {} ({} is not a regular file)",
+                    json::quote(id),
+                    path.display()
+                ),
+            ));
+        }
+        match self.lock_now(&file, path)? {
+            Locking::Held => {}
+            Locking::Busy => {
+                return Err(Error::new(
+                    ErrorKind::Locked,
+                    format!(
+                        "session {} is locked by a writer and cannot be deleted ({})",
+                        json::quote(id),
+                        path.display()
+                    ),
+                ));
+            }
+            Locking::Unlinked => return Err(deleted_meanwhile(id, path)),
+        }
+        self.remove_file(path)
+            .map_err(|e| Error::io(format_args!("cannot delete {}", path.display()), e))?;
+        sync_dir(&self.root)?;
+        // The lock goes only now: an opener that opened the file before the unlink
+        // finds it unlinked once it gets the lock.
+        drop(file);
+        Ok(())
+    }
+}
+
 /// The `not_found` of a log unlinked while this call opened it.
 fn deleted_meanwhile(id: &str, path: &Path) -> Error {
     Error::new(
@@ -311,6 +350,8 @@ fn deleted_meanwhile(id: &str, path: &Path) -> Error {
             path.display()
         ),
     )
+    .with_session(id)
+    .with_path(path)
 }
 
 /// Whether a directory entry is a regular file, following a symbolic link: a link to a
@@ -541,39 +582,8 @@ impl Store for JsonlStore {
 
     fn delete(&self, id: &str) -> Result<()> {
         let path = self.path(id)?;
-        // Opened (and locked) before it is unlinked: a writer holding the lock is seen.
-        let file = self.open_file(id, &path, false)?;
-        if !file.metadata().is_ok_and(|m| m.is_file()) {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "no session {} ({} is not a regular file)",
-                    json::quote(id),
-                    path.display()
-                ),
-            ));
-        }
-        match self.lock_now(&file, &path)? {
-            Locking::Held => {}
-            Locking::Busy => {
-                return Err(Error::new(
-                    ErrorKind::Locked,
-                    format!(
-                        "session {} is locked by a writer and cannot be deleted ({})",
-                        json::quote(id),
-                        path.display()
-                    ),
-                ));
-            }
-            Locking::Unlinked => return Err(deleted_meanwhile(id, &path)),
-        }
-        self.remove_file(&path)
-            .map_err(|e| Error::io(format_args!("cannot delete {}", path.display()), e))?;
-        sync_dir(&self.root)?;
-        // The lock goes only now: an opener that opened the file before the unlink
-        // finds it unlinked once it gets the lock.
-        drop(file);
-        Ok(())
+        self.delete_file(id, &path)
+            .map_err(|e| e.with_session(id).with_path(&path))
     }
 
     fn list(&self) -> Result<Vec<Header>> {
