@@ -13,6 +13,7 @@ mod event;
 mod fold;
 mod header;
 mod id;
+mod import;
 mod inbox;
 mod json;
 mod log;
@@ -34,6 +35,7 @@ pub use event::{
 pub use fold::{ConsumedWork, fold_consumed_work};
 pub use header::{FORMAT_NAME, FORMAT_VERSION, Header, SessionMeta};
 pub use id::{MAX_ID_LEN, validate_session_id};
+pub use import::{import_reference, reference_session_id};
 pub use inbox::Inbox;
 pub use json::{MAX_DEPTH, MAX_SAFE_INTEGER};
 pub use message::Message;
