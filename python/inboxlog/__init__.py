@@ -41,6 +41,7 @@ from ._native import (
     TooLargeError,
     __version__,
     fold_consumed_work,
+    import_reference,
 )
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "TooLargeError",
     "__version__",
     "fold_consumed_work",
+    "import_reference",
     "pre_step",
     "pre_step_async",
     "types",

@@ -6,6 +6,10 @@
     python -m inboxlog repair  ROOT ID           open for writing: drop a torn tail, close
                                                  an interrupted turn; never drops or rewrites
                                                  a complete record
+    python -m inboxlog import  ROOT FILE [--id ID]
+                                                 a reference harness log (.jsonl or
+                                                 .jsonl.zstd) as a new session; prints
+                                                 its id and event count
 
 Exit status: 0 when all is well, 1 when a log is refused (the message names the file,
 line, byte offset and seq), 2 for a usage error.
@@ -18,7 +22,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from . import InboxlogError, QueueProjection, Store, fold_consumed_work
+from . import InboxlogError, QueueProjection, Store, fold_consumed_work, import_reference
 
 
 def _list(store: Store, _: argparse.Namespace) -> int:
@@ -70,6 +74,16 @@ def _repair(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(store: Store, args: argparse.Namespace) -> int:
+    with import_reference(args.file, store, id=args.id) as session:
+        last = session.last_seq
+        count = 0 if last is None else last + 1
+        turn = session.open_report["repaired_turn"]
+        print(f"{session.id}: imported {count} events from {args.file}", end="")
+        print(f", closed interrupted turn {turn}" if turn is not None else "")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m inboxlog", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -78,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("inspect", _inspect, "print a log as stored"),
         ("verify", _verify, "check logs without changing them"),
         ("repair", _repair, "drop a torn tail and close an interrupted turn"),
+        ("import", _import, "import a reference harness log as a new session"),
     ]:
         sub = commands.add_parser(name, help=helptext)
         sub.add_argument("root", help="the store's directory")
@@ -88,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_argument("--json", action="store_true", help="JSONL out: header, then events")
         if name == "verify":
             sub.add_argument("ids", nargs="*", help="session ids (default: all)")
+        if name == "import":
+            sub.add_argument("file", help="the reference log (.jsonl or .jsonl.zstd)")
+            sub.add_argument("--id", help="session id (default: the log's own)")
     args = parser.parse_args(argv)
     try:
         return int(args.run(Store(args.root, durability="sync"), args))
