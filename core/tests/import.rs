@@ -285,6 +285,17 @@ fn an_invalid_id_gets_a_derived_one_or_the_callers() {
     ));
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains("may only contain"), "{err}");
+    // The caller's id is checked before the source is read: no source line is named.
+    assert!(!err.to_string().contains("line "), "{err}");
+    let err = refusal(import_reference(
+        Path::new("/absent.jsonl"),
+        &store,
+        Some(""),
+    ));
+    assert!(
+        err.to_string().contains("session id \"\" is empty"),
+        "{err}"
+    );
     let ids: Vec<String> = store.list().unwrap().into_iter().map(|h| h.id).collect();
     assert_eq!(ids, ["my-fork".to_owned(), derived]);
 }

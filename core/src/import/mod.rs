@@ -29,6 +29,7 @@ pub use header::reference_session_id;
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::header::Header;
+use crate::id::validate_session_id;
 use crate::inbox::Inbox;
 use crate::json;
 use crate::log::LogState;
@@ -47,6 +48,9 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// existing session (`already_exists`); on any error nothing is created.
 pub fn import_reference(path: &Path, store: &dyn Store, id: Option<&str>) -> Result<Session> {
     let at = |e: Error| e.context(format_args!("cannot import {}", path.display()));
+    if let Some(id) = id {
+        validate_session_id(id).map_err(at)?;
+    }
     let file = File::open(path)
         .map_err(|e| Error::io(format_args!("cannot open {}", path.display()), e))?;
     let mut reader = BufReader::new(file);
