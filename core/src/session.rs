@@ -347,6 +347,37 @@ impl Session {
         ))
     }
 
+    /// Creates a log holding `events` at their own seqs (an import, §7.6). The caller
+    /// has checked every event as opening would (`log` advanced and `inbox` replayed
+    /// over all of them); a last turn left open is closed as `interrupted` in the same
+    /// write, as opening would close it (§7.4).
+    pub(crate) fn create_imported(
+        store: &dyn Store,
+        header: Header,
+        mut events: Vec<Event>,
+        mut log: LogState,
+        inbox: Inbox,
+    ) -> Result<Session> {
+        let mut report = OpenReport::default();
+        if let Some(turn) = log.open_turn {
+            let mut txn = Txn {
+                inbox: &inbox,
+                log: log.clone(),
+                phase: Phase::Idle,
+                events: Vec::new(),
+                effects: Vec::new(),
+                time: log.last_time,
+                touched: [false; 2],
+            };
+            protocol::interrupt(&mut txn, turn)?;
+            events.append(&mut txn.events);
+            log = txn.log;
+            report.repaired_turn = Some(turn);
+        }
+        let writer = store.create(&header, &events)?;
+        Ok(Session::assemble(header, report, writer, log, inbox))
+    }
+
     /// Opens a stored log for writing: replays the inbox once (§3.5), and closes a turn
     /// the previous writer left open as `interrupted` (§7.4).
     pub fn open(store: &dyn Store, id: &str) -> Result<Session> {
@@ -758,7 +789,7 @@ impl Session {
 }
 
 /// Re-applies one stored event to the inbox during replay-once (§3.5).
-fn replay(header: &Header, inbox: &mut Inbox, event: &Event) -> Result<()> {
+pub(crate) fn replay(header: &Header, inbox: &mut Inbox, event: &Event) -> Result<()> {
     if let Some(record) = event.splice()
         && event.seq() >= header.replay_from()
     {

@@ -42,6 +42,7 @@ from ._native import (
     TooLargeError,
     __version__,
     fold_consumed_work,
+    import_reference,
 )
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "TooLargeError",
     "__version__",
     "fold_consumed_work",
+    "import_reference",
     "pre_step",
     "pre_step_async",
     "types",

@@ -10,6 +10,10 @@
                                                  a complete record
     python -m inboxlog delete  ROOT ID           remove a session for good (refused while a
                                                  writer holds it)
+    python -m inboxlog import  ROOT FILE [--id ID]
+                                                 a reference harness log (.jsonl or
+                                                 .jsonl.zstd) as a new session; prints
+                                                 its id and event count
 
 verify prints one line per session. A log that opens, on stdout:
     ID: ok, N events, P pending, droppedUnrun=false
@@ -31,7 +35,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from . import InboxlogError, Store, fold_consumed_work
+from . import InboxlogError, Store, fold_consumed_work, import_reference
 
 
 def _list(store: Store, _: argparse.Namespace) -> int:
@@ -110,6 +114,16 @@ def _delete(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(store: Store, args: argparse.Namespace) -> int:
+    with import_reference(args.file, store, id=args.id) as session:
+        last = session.last_seq
+        count = 0 if last is None else last + 1
+        turn = session.open_report["repairedTurn"]
+        print(f"{session.id}: imported {count} events from {args.file}", end="")
+        print(f", closed interrupted turn {turn}" if turn is not None else "")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m inboxlog", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -119,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("verify", _verify, "check logs as opening would, changing nothing"),
         ("repair", _repair, "drop a torn tail and close an interrupted turn"),
         ("delete", _delete, "remove a session for good"),
+        ("import", _import, "import a reference harness log as a new session"),
     ]:
         sub = commands.add_parser(name, help=helptext)
         sub.add_argument("root", help="the store's directory")
@@ -129,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_argument("--json", action="store_true", help="JSONL out: header, then events")
         if name == "verify":
             sub.add_argument("ids", nargs="*", help="session ids (default: all)")
+        if name == "import":
+            sub.add_argument("file", help="the reference log (.jsonl or .jsonl.zstd)")
+            sub.add_argument("--id", help="session id (default: the log's own)")
     args = parser.parse_args(argv)
     try:
         return int(args.run(Store(args.root, durability="sync"), args))

@@ -49,6 +49,7 @@ __all__ = [
     "TooLargeError",
     "__version__",
     "fold_consumed_work",
+    "import_reference",
 ]
 
 __version__: Final[str]
@@ -359,6 +360,18 @@ class QueueProjection:
 def fold_consumed_work(events: Sequence[_JSONObject]) -> ConsumedWork:
     """Which turn last accounted for pending work (``end``) and whether work was
     canceled unrun after it (``droppedUnrun``)."""
+
+def import_reference(path: str | PathLike[str], store: Store, id: str | None = None) -> Session:
+    """Imports the reference harness log at ``path`` (``.jsonl`` or ``.jsonl.zstd``)
+    into ``store`` as a new session and returns it, open for writing.
+
+    Packed runs of token deltas become one ``assistant/chunk`` event each; every event
+    keeps its source seq. The id is ``id`` when given, else the source's (made a valid
+    session id when it is not one). A source that fails the log's checks is refused
+    with ``InvalidInputError`` naming its line, and nothing is created; an existing id
+    raises ``AlreadyExistsError``. A last turn left open is closed as interrupted
+    (``open_report["repairedTurn"]``).
+    """
 
 class InboxlogError(Exception):
     """Root of every inboxlog error."""

@@ -7,6 +7,7 @@
 
 mod convert;
 mod errors;
+mod import;
 mod projection;
 mod session;
 mod store;
@@ -24,6 +25,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<session::PyInbox>()?;
     m.add_class::<projection::PyQueueProjection>()?;
     m.add_function(wrap_pyfunction!(projection::fold_consumed_work, m)?)?;
+    m.add_function(wrap_pyfunction!(import::import_reference, m)?)?;
     errors::register(m)?;
     Ok(())
 }

@@ -47,6 +47,13 @@ fn one_of<T>(snake: &str, a: Option<T>, b: Option<T>) -> PyResult<Option<T>> {
     }
 }
 
+impl PyStore {
+    /// The store itself, for calls that take one (the GIL may be released meanwhile).
+    pub(crate) fn shared(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.inner)
+    }
+}
+
 #[pymethods]
 impl PyStore {
     /// The JSONL directory store at `path` (created if missing); `durability` is

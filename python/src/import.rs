@@ -1,0 +1,26 @@
+//! `import_reference`: a reference harness log as a new session (SPEC §7.6).
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+
+use crate::errors::OrRaise;
+use crate::session::PySession;
+use crate::store::PyStore;
+
+/// Imports the reference harness log at `path` (`.jsonl` or `.jsonl.zstd`) into
+/// `store` as a new session and returns it open; `id` overrides the source's id.
+#[pyfunction]
+#[pyo3(signature = (path, store, id = None))]
+pub(crate) fn import_reference(
+    py: Python<'_>,
+    path: PathBuf,
+    store: &Bound<'_, PyStore>,
+    id: Option<String>,
+) -> PyResult<PySession> {
+    let store = store.get().shared();
+    let session = py
+        .detach(|| inboxlog::import_reference(&path, &*store, id.as_deref()))
+        .py()?;
+    PySession::new(py, session)
+}
