@@ -513,9 +513,18 @@ fn crash_a_second_process_is_locked_out_until_the_holder_dies() {
     drop(Session::create(&store, "s", SessionMeta::default()).unwrap());
     let (mut holder, rx) = spawn("holder", dir.path(), 0, "");
     let held: u64 = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("the holder starts");
+        let line = match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(line) => line,
+            Err(why) => {
+                // Say why the holder did not start: its exit status and stderr.
+                let _ = holder.kill();
+                let status = holder.wait().unwrap();
+                let mut stderr = String::new();
+                std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr)
+                    .unwrap();
+                panic!("the holder did not start ({why:?}, {status}):\n{stderr}");
+            }
+        };
         if let Some(seq) = line.strip_prefix("holding ") {
             break seq.parse().unwrap();
         }
