@@ -13,11 +13,14 @@ from inboxlog.types import (
     Baseline,
     ConsumedWork,
     Decided,
+    Durability,
     Event,
     Header,
     Message,
     OpenReport,
     Proposal,
+    StepOutcome,
+    Target,
     VerifyReport,
 )
 
@@ -69,7 +72,7 @@ class Store:
     def __new__(
         cls,
         path: str | PathLike[str],
-        durability: str = "sync",
+        durability: Durability = "sync",
         *,
         record_limit: int | None = None,
     ) -> Store:
@@ -259,7 +262,7 @@ class Session:
         ``{"kind": "enter", "messages": [...]}`` (the complete final batch).
         Keyword arguments are host extras for the first event written."""
 
-    def end_step(self, outcome: str, **extra: Any) -> bool:
+    def end_step(self, outcome: StepOutcome, **extra: Any) -> bool:
         """Ends the open step with ``"continue"``, ``"completed"`` or ``"max-tokens"``;
         returns whether another step must be proposed. Keyword arguments are host
         extras for the ``step/end`` data."""
@@ -300,7 +303,7 @@ class Inbox:
 
     def splice(
         self,
-        target: str,
+        target: Target,
         start: float,
         delete_count: float,
         inserted: Sequence[_JSONObject] | None = None,
@@ -308,10 +311,10 @@ class Inbox:
         """JavaScript ``Array.prototype.splice`` on ``target`` (any int or float, NaN
         and ±inf included); returns the removed messages."""
 
-    def append(self, target: str, message: _JSONObject) -> None:
+    def append(self, target: Target, message: _JSONObject) -> None:
         """Adds ``message`` at the end of ``target``."""
 
-    def prepend(self, target: str, message: _JSONObject) -> None:
+    def prepend(self, target: Target, message: _JSONObject) -> None:
         """Adds ``message`` at the front of ``target``."""
 
     def replace(self, id: str, message: _JSONObject) -> bool:
