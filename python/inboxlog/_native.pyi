@@ -97,15 +97,13 @@ class Store:
         agent_preset: str | None = None,
         seed: Sequence[_JSONObject] | None = None,
         seed_length: int | None = None,
-        delegationDepth: int | None = None,
-        agentPreset: str | None = None,
-        seedLength: int | None = None,
     ) -> Session:
         """Starts a new log ``id`` (``AlreadyExistsError`` if taken).
 
         ``seed`` (events of another log, seq from 0) starts it with a copy of them;
-        ``seed_length`` is recorded as the header's ``seedLength``. Meta keys may also be
-        spelled as in the header (``delegationDepth``, ``agentPreset``, ``seedLength``).
+        ``seed_length`` is recorded as the header's ``seedLength``, as
+        ``delegation_depth`` and ``agent_preset`` are its ``delegationDepth`` and
+        ``agentPreset``.
         """
 
     def open(self, id: str) -> Session:
@@ -121,8 +119,6 @@ class Store:
         origin: str | None = None,
         delegation_depth: int | None = None,
         agent_preset: str | None = None,
-        delegationDepth: int | None = None,
-        agentPreset: str | None = None,
     ) -> Session:
         """Forks ``parent_id`` into ``child_id``: a copy of its whole turns, an empty
         inbox; the parent is unchanged."""
@@ -197,14 +193,12 @@ class Session:
         ignorable: bool = False,
         surface_op: Any = None,
         source_event_seqs: Sequence[int] | None = None,
-        surfaceOp: Any = None,
-        sourceEventSeqs: Sequence[int] | None = None,
     ) -> Event:
         """Appends a host event (any JSON ``data``, kept byte-for-byte); returns it.
 
-        Envelope keys may be spelled as in the log (``surfaceOp``, ``sourceEventSeqs``)
-        or in snake case, not both. Reserved types are refused, except ``user/message``
-        with a valid message.
+        ``surface_op`` and ``source_event_seqs`` become the event's ``surfaceOp`` and
+        ``sourceEventSeqs``. Reserved types are refused, except ``user/message`` with a
+        valid message.
         """
 
     def flush(self) -> None:
