@@ -55,8 +55,12 @@ C_SHARED_LINK := -L$(C_LIBDIR) -linboxlog -Wl,-rpath,$(C_LIBDIR)
 C_STATIC_LINK := $(C_LIBDIR)/libinboxlog.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 C_DEPS := include/inboxlog.h include/inboxlog.hpp tests/c/check.h $(C_LIBDIR)/libinboxlog.so \
 	$(C_LIBDIR)/libinboxlog.a
-C_HOST_BINS := $(C_BUILD)/turn $(C_BUILD)/crash $(C_BUILD)/readme_example \
-	$(C_BUILD)/errors-static $(C_BUILD)/wrapper
+# Every host under tests/c and tests/cpp, found by name: a new host needs no edit here.
+# errors.c runs twice, linked to the shared library and (errors-static) to the static one.
+C_HOSTS := $(sort $(wildcard tests/c/*.c))
+CXX_HOSTS := $(sort $(wildcard tests/cpp/*.cpp))
+C_HOST_BINS := $(patsubst tests/c/%.c,$(C_BUILD)/%,$(C_HOSTS)) $(C_BUILD)/errors-static \
+	$(patsubst tests/cpp/%.cpp,$(C_BUILD)/%,$(CXX_HOSTS))
 
 .PHONY: c-lib c-hosts c-symbols
 
@@ -77,7 +81,7 @@ $(C_BUILD)/errors-static: tests/c/errors.c $(C_DEPS) | c-lib
 	@mkdir -p $(C_BUILD)
 	$(CC) -std=c11 $(C_WARN) $(C_INCLUDES) $< $(C_STATIC_LINK) -o $@
 
-$(C_BUILD)/wrapper: tests/cpp/wrapper.cpp $(C_DEPS) | c-lib
+$(C_BUILD)/%: tests/cpp/%.cpp $(C_DEPS) | c-lib
 	@mkdir -p $(C_BUILD)
 	$(CXX) -std=c++17 $(C_WARN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
 

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 
 import inboxlog
-from inboxlog.types import Decision, Message, Proposal, TurnEnded
+from inboxlog.types import Decision, Message, Proposal, StepOutcome, TurnEnded
 
 SESSION = "agent"
 counter = 0
@@ -59,7 +59,7 @@ PLUGINS = [guard, add_context]
 # -- a fake model ------------------------------------------------------------------
 
 
-def fake_model(messages: list[Message]) -> tuple[str, str]:
+def fake_model(messages: list[Message]) -> tuple[str, StepOutcome]:
     """Returns (reply, outcome) for one model call."""
     text = " ".join(
         str(m.get("content", "")) for m in messages if m.get("role") == "user"

@@ -13,11 +13,14 @@ from inboxlog.types import (
     Baseline,
     ConsumedWork,
     Decided,
+    Durability,
     Event,
     Header,
     Message,
     OpenReport,
     Proposal,
+    StepOutcome,
+    Target,
     VerifyReport,
 )
 
@@ -69,7 +72,7 @@ class Store:
     def __new__(
         cls,
         path: str | PathLike[str],
-        durability: str = "sync",
+        durability: Durability = "sync",
         *,
         record_limit: int | None = None,
     ) -> Store:
@@ -94,15 +97,13 @@ class Store:
         agent_preset: str | None = None,
         seed: Sequence[_JSONObject] | None = None,
         seed_length: int | None = None,
-        delegationDepth: int | None = None,
-        agentPreset: str | None = None,
-        seedLength: int | None = None,
     ) -> Session:
         """Starts a new log ``id`` (``AlreadyExistsError`` if taken).
 
         ``seed`` (events of another log, seq from 0) starts it with a copy of them;
-        ``seed_length`` is recorded as the header's ``seedLength``. Meta keys may also be
-        spelled as in the header (``delegationDepth``, ``agentPreset``, ``seedLength``).
+        ``seed_length`` is recorded as the header's ``seedLength``, as
+        ``delegation_depth`` and ``agent_preset`` are its ``delegationDepth`` and
+        ``agentPreset``.
         """
 
     def open(self, id: str) -> Session:
@@ -118,8 +119,6 @@ class Store:
         origin: str | None = None,
         delegation_depth: int | None = None,
         agent_preset: str | None = None,
-        delegationDepth: int | None = None,
-        agentPreset: str | None = None,
     ) -> Session:
         """Forks ``parent_id`` into ``child_id``: a copy of its whole turns, an empty
         inbox; the parent is unchanged."""
@@ -194,14 +193,12 @@ class Session:
         ignorable: bool = False,
         surface_op: Any = None,
         source_event_seqs: Sequence[int] | None = None,
-        surfaceOp: Any = None,
-        sourceEventSeqs: Sequence[int] | None = None,
     ) -> Event:
         """Appends a host event (any JSON ``data``, kept byte-for-byte); returns it.
 
-        Envelope keys may be spelled as in the log (``surfaceOp``, ``sourceEventSeqs``)
-        or in snake case, not both. Reserved types are refused, except ``user/message``
-        with a valid message.
+        ``surface_op`` and ``source_event_seqs`` become the event's ``surfaceOp`` and
+        ``sourceEventSeqs``. Reserved types are refused, except ``user/message`` with a
+        valid message.
         """
 
     def flush(self) -> None:
@@ -259,7 +256,7 @@ class Session:
         ``{"kind": "enter", "messages": [...]}`` (the complete final batch).
         Keyword arguments are host extras for the first event written."""
 
-    def end_step(self, outcome: str, **extra: Any) -> bool:
+    def end_step(self, outcome: StepOutcome, **extra: Any) -> bool:
         """Ends the open step with ``"continue"``, ``"completed"`` or ``"max-tokens"``;
         returns whether another step must be proposed. Keyword arguments are host
         extras for the ``step/end`` data."""
@@ -300,7 +297,7 @@ class Inbox:
 
     def splice(
         self,
-        target: str,
+        target: Target,
         start: float,
         delete_count: float,
         inserted: Sequence[_JSONObject] | None = None,
@@ -308,10 +305,10 @@ class Inbox:
         """JavaScript ``Array.prototype.splice`` on ``target`` (any int or float, NaN
         and ±inf included); returns the removed messages."""
 
-    def append(self, target: str, message: _JSONObject) -> None:
+    def append(self, target: Target, message: _JSONObject) -> None:
         """Adds ``message`` at the end of ``target``."""
 
-    def prepend(self, target: str, message: _JSONObject) -> None:
+    def prepend(self, target: Target, message: _JSONObject) -> None:
         """Adds ``message`` at the front of ``target``."""
 
     def replace(self, id: str, message: _JSONObject) -> bool:

@@ -89,10 +89,6 @@ fn present<'a, 'py>(v: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, P
     v.filter(|v| !v.is_none())
 }
 
-fn both(snake: &str, camel: &str) -> PyErr {
-    PyTypeError::new_err(format!("append() got both {snake} and {camel}; pass one"))
-}
-
 /// Keyword extras of a protocol call as host keys for the event it writes (§1.2).
 fn extra_of(extra: Option<&Bound<'_, PyDict>>) -> PyResult<Extra> {
     match extra.filter(|d| !d.is_empty()) {
@@ -176,13 +172,12 @@ impl PySession {
         values::events(py, &events)
     }
 
-    /// Appends a host event and returns it as stored. The envelope keys may be spelled
-    /// as in the log (`surfaceOp`, `sourceEventSeqs`) or in snake case.
+    /// Appends a host event and returns it as stored. The envelope keywords are snake
+    /// case (`surface_op` is the log's `surfaceOp`, `source_event_seqs` its
+    /// `sourceEventSeqs`).
     #[pyo3(signature = (
-        r#type, data, *, ignorable = false, surface_op = None, source_event_seqs = None,
-        surfaceOp = None, sourceEventSeqs = None
+        r#type, data, *, ignorable = false, surface_op = None, source_event_seqs = None
     ))]
-    #[allow(non_snake_case, clippy::too_many_arguments)]
     fn append<'py>(
         &self,
         py: Python<'py>,
@@ -191,21 +186,14 @@ impl PySession {
         ignorable: bool,
         surface_op: Option<&Bound<'py, PyAny>>,
         source_event_seqs: Option<Vec<u64>>,
-        surfaceOp: Option<&Bound<'py, PyAny>>,
-        sourceEventSeqs: Option<Vec<u64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let data = to_json(data, "data")?;
-        let surface_op = match (present(surface_op), present(surfaceOp)) {
-            (Some(_), Some(_)) => return Err(both("surface_op", "surfaceOp")),
-            (None, None) => None,
-            (Some(op), None) | (None, Some(op)) => Some(
-                RawValue::from_string(to_json(op, "surfaceOp")?)
+        let surface_op = match present(surface_op) {
+            None => None,
+            Some(op) => Some(
+                RawValue::from_string(to_json(op, "surface_op")?)
                     .expect("the converter writes valid JSON"),
             ),
-        };
-        let source_event_seqs = match (source_event_seqs, sourceEventSeqs) {
-            (Some(_), Some(_)) => return Err(both("source_event_seqs", "sourceEventSeqs")),
-            (a, b) => a.or(b),
         };
         let envelope = Envelope {
             ignorable,

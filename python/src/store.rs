@@ -22,31 +22,6 @@ pub(crate) struct PyStore {
     label: String,
 }
 
-/// Session meta from keyword arguments, each given in one of its two spellings.
-fn meta(
-    cwd: Option<String>,
-    origin: Option<String>,
-    delegation_depth: (Option<u64>, Option<u64>),
-    agent_preset: (Option<String>, Option<String>),
-) -> PyResult<SessionMeta> {
-    Ok(SessionMeta {
-        cwd,
-        origin,
-        delegation_depth: one_of("delegation_depth", delegation_depth.0, delegation_depth.1)?,
-        agent_preset: one_of("agent_preset", agent_preset.0, agent_preset.1)?,
-    })
-}
-
-/// A keyword given in snake case or as the header spells it (camelCase), not both.
-fn one_of<T>(snake: &str, a: Option<T>, b: Option<T>) -> PyResult<Option<T>> {
-    match (a, b) {
-        (Some(_), Some(_)) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "{snake} was given twice (snake case and camelCase); pass one"
-        ))),
-        (a, b) => Ok(a.or(b)),
-    }
-}
-
 impl PyStore {
     /// The store itself, for calls that take one (the GIL may be released meanwhile).
     pub(crate) fn shared(&self) -> Arc<dyn Store> {
@@ -93,13 +68,12 @@ impl PyStore {
     }
 
     /// Starts a new log `id`; `seed` (event dicts) copies events from another log.
-    /// Meta keys may be spelled as in the header (`delegationDepth`) or in snake case.
+    /// Meta keywords are snake case (`delegation_depth` is the header's `delegationDepth`).
     #[pyo3(signature = (
         id, *, cwd = None, origin = None, delegation_depth = None, agent_preset = None,
-        seed = None, seed_length = None, delegationDepth = None, agentPreset = None,
-        seedLength = None
+        seed = None, seed_length = None
     ))]
-    #[allow(clippy::too_many_arguments, non_snake_case)]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         &self,
         py: Python<'_>,
@@ -110,17 +84,13 @@ impl PyStore {
         agent_preset: Option<String>,
         seed: Option<&Bound<'_, PyAny>>,
         seed_length: Option<u64>,
-        delegationDepth: Option<u64>,
-        agentPreset: Option<String>,
-        seedLength: Option<u64>,
     ) -> PyResult<PySession> {
-        let meta = meta(
+        let meta = SessionMeta {
             cwd,
             origin,
-            (delegation_depth, delegationDepth),
-            (agent_preset, agentPreset),
-        )?;
-        let seed_length = one_of("seed_length", seed_length, seedLength)?;
+            delegation_depth,
+            agent_preset,
+        };
         let seed = match seed {
             None => None,
             Some(events) => Some(values::events_from(events, "seed")?),
@@ -147,9 +117,9 @@ impl PyStore {
     /// Forks `parent_id` into a new log `child_id` (whole turns only; empty inbox).
     #[pyo3(signature = (
         parent_id, child_id, *, cwd = None, origin = None, delegation_depth = None,
-        agent_preset = None, delegationDepth = None, agentPreset = None
+        agent_preset = None
     ))]
-    #[allow(clippy::too_many_arguments, non_snake_case)]
+    #[allow(clippy::too_many_arguments)]
     fn fork(
         &self,
         py: Python<'_>,
@@ -159,15 +129,13 @@ impl PyStore {
         origin: Option<String>,
         delegation_depth: Option<u64>,
         agent_preset: Option<String>,
-        delegationDepth: Option<u64>,
-        agentPreset: Option<String>,
     ) -> PyResult<PySession> {
-        let meta = meta(
+        let meta = SessionMeta {
             cwd,
             origin,
-            (delegation_depth, delegationDepth),
-            (agent_preset, agentPreset),
-        )?;
+            delegation_depth,
+            agent_preset,
+        };
         let store = &*self.inner;
         let session = py
             .detach(|| Session::fork(store, parent_id, child_id, meta))

@@ -65,12 +65,9 @@ def test_store_create_open_fork_inspect_list(store: inboxlog.Store) -> None:
     assert child.events()[-1]["type"] == "session/end-seed"
     assert child.open_turn() == 2
     child.close()
-    # The header's own spelling works too, but not both at once.
-    grandchild = store.fork("c", "g", origin="subagent", delegationDepth=2, agentPreset="x")
+    grandchild = store.fork("c", "g", origin="subagent", delegation_depth=2, agent_preset="x")
     assert (grandchild.header["delegationDepth"], grandchild.header["agentPreset"]) == (2, "x")
     grandchild.close()
-    with pytest.raises(TypeError, match="delegation_depth was given twice"):
-        store.fork("c", "h", delegation_depth=1, delegationDepth=1)
 
     header, events = store.inspect("p")
     assert header == s.header
@@ -111,11 +108,10 @@ def test_session_fields_and_events(session: inboxlog.Session) -> None:
     assert list(e2) == ["type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"]
     assert e2["surfaceOp"] == {"op": "replace", "start": 0, "end": 1}
     assert session.append("user/message", m("u1"), surface_op="append")["surfaceOp"] == "append"
-    envelope = {"surfaceOp": "append", "sourceEventSeqs": [0, 1]}  # spelled as in the log
-    e3 = session.append("assistant/message", {"text": "hi"}, **envelope)
+    e3 = session.append(
+        "assistant/message", {"text": "hi"}, surface_op="append", source_event_seqs=[0, 1]
+    )
     assert (e3["surfaceOp"], e3["sourceEventSeqs"]) == ("append", [0, 1])
-    with pytest.raises(TypeError, match="both surface_op and surfaceOp"):
-        session.append("tool/result", {}, surface_op="append", surfaceOp="append")
     with pytest.raises(TypeError):
         session.append("tool/result", {}, surfaceop="append")  # type: ignore[call-arg]
     assert session.last_seq == 3
@@ -385,3 +381,31 @@ def test_store_delete(store: inboxlog.Store) -> None:
     with store.create("d") as s:
         assert s.last_seq is None
     assert len(store.inspect("keep")[1]) == 1
+
+
+@pytest.mark.parametrize(
+    ("call", "keyword"),
+    [
+        ("create", "delegationDepth"),
+        ("create", "agentPreset"),
+        ("create", "seedLength"),
+        ("fork", "delegationDepth"),
+        ("fork", "agentPreset"),
+        ("append", "surfaceOp"),
+        ("append", "sourceEventSeqs"),
+    ],
+)
+def test_keywords_have_one_spelling(store: inboxlog.Store, call: str, keyword: str) -> None:
+    """Keyword arguments are snake case only; the log's camelCase names are dict keys."""
+    value: Any = [0] if keyword == "sourceEventSeqs" else ("x" if "Preset" in keyword else 1)
+    with store.create("p") as p:
+        p.append("note", {})
+        with pytest.raises(TypeError, match=keyword):
+            if call == "create":
+                store.create("c", **{keyword: value})
+            elif call == "fork":
+                store.fork("p", "c", **{keyword: value})
+            else:
+                p.append("tool/result", {}, **{keyword: value})
+        assert [e["type"] for e in p.events()] == ["note"]
+    assert [h["id"] for h in store.list()] == ["p"]

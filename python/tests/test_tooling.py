@@ -93,3 +93,38 @@ def test_demo_runs(tmp_path: Path) -> None:
     assert lines[0]["format"] == "inboxlog"
     assert [e["seq"] for e in lines[1:]] == list(range(len(lines) - 1))
     assert str(log.relative_to(tmp_path)) in out
+
+
+@needs_mypy
+def test_stubs_type_the_closed_vocabularies(tmp_path: Path) -> None:
+    """`target`, `outcome` and `durability` take the `Literal` types of `types.py`:
+    a checker accepts the spelled names and refuses a typo or a bare `str`."""
+    good = tmp_path / "good.py"
+    good.write_text(
+        "import inboxlog\n"
+        "store = inboxlog.Store('logs', durability='batched')\n"
+        "s = store.create('s', delegation_depth=1, agent_preset='p')\n"
+        "s.inbox.append('next-turn', {'id': 'a'})\n"
+        "s.inbox.prepend('next-step', {'id': 'b'})\n"
+        "s.inbox.splice('next-step', 0, 1, [])\n"
+        "s.append('note', {}, surface_op='append', source_event_seqs=[0])\n"
+        "again: bool = s.end_step('max-tokens')\n"
+    )
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import inboxlog\n"
+        "name: str = 'next-turn'\n"
+        "store = inboxlog.Store('logs', durability='fsync')\n"
+        "s = store.create('s', delegationDepth=1)\n"
+        "s.inbox.append('next-week', {'id': 'a'})\n"
+        "s.inbox.prepend(name, {'id': 'b'})\n"
+        "s.inbox.splice('next_step', 0, 1, [])\n"
+        "s.append('note', {}, surfaceOp='append')\n"
+        "s.end_step('done')\n"
+    )
+    args = ["--strict", "--python-version", python_floor(), "--no-error-summary"]
+    done = run([sys.executable, "-m", "mypy", *args, str(good)], tmp_path, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = run([sys.executable, "-m", "mypy", *args, str(bad)], tmp_path, tmp_path)
+    flagged = sorted({int(m) for m in re.findall(r"bad\.py:(\d+): error", done.stdout)})
+    assert flagged == [3, 4, 5, 6, 7, 8, 9], done.stdout + done.stderr
