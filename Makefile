@@ -64,9 +64,10 @@ C_HOST_BINS := $(patsubst tests/c/%.c,$(C_BUILD)/%,$(C_HOSTS)) $(C_BUILD)/errors
 
 .PHONY: c-lib c-hosts c-symbols
 
-# Cargo decides what to rebuild; the hosts relink when the library changed.
+# Cargo decides what to rebuild; the hosts relink when the library changed. The hosts
+# call the test hook, so their library is built with the ffi crate's testing feature.
 c-lib:
-	$(CARGO) build -p inboxlog-ffi
+	$(CARGO) build -p inboxlog-ffi --features testing
 
 c-hosts: $(C_HOST_BINS)
 
@@ -85,19 +86,32 @@ $(C_BUILD)/%: tests/cpp/%.cpp $(C_DEPS) | c-lib
 	@mkdir -p $(C_BUILD)
 	$(CXX) -std=c++17 $(C_WARN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
 
-# The shared library exports exactly the functions the header declares.
+# The release libinboxlog.so exports exactly the functions the header declares, and no
+# test hook; the hosts' testing build exports those plus the test hooks, nothing else.
+C_RELEASE_LIBDIR := $(CARGO_TARGET)/release
+C_TEST_HOOKS := inboxlog_test_panic
+
 c-symbols: c-lib
+	$(CARGO) build --release -p inboxlog-ffi
 	@mkdir -p $(C_BUILD)
+	@nm -D --defined-only $(C_RELEASE_LIBDIR)/libinboxlog.so | awk '$$2 ~ /^[A-Z]$$/ {print $$3}' \
+		| sort > $(C_BUILD)/exported-release.txt
 	@nm -D --defined-only $(C_LIBDIR)/libinboxlog.so | awk '$$2 ~ /^[A-Z]$$/ {print $$3}' \
-		| sort > $(C_BUILD)/exported.txt
+		| sort > $(C_BUILD)/exported-testing.txt
 	@grep -oE '^(int|void|const char \*)[ ]?inboxlog_[a-z0-9_]+\(' include/inboxlog.h \
 		| grep -oE 'inboxlog_[a-z0-9_]+' | sort > $(C_BUILD)/declared.txt
-	@grep -v '^inboxlog_' $(C_BUILD)/exported.txt \
+	@printf '%s\n' $(C_TEST_HOOKS) | cat - $(C_BUILD)/declared.txt | sort > $(C_BUILD)/declared-testing.txt
+	@cat $(C_BUILD)/exported-release.txt $(C_BUILD)/exported-testing.txt | grep -v '^inboxlog_' \
 		| sed 's/^/make c-symbols: exported symbol without the inboxlog_ prefix: /' \
 		| { ! grep . >&2; } || exit 1
-	@diff -u $(C_BUILD)/declared.txt $(C_BUILD)/exported.txt >&2 \
-		|| { echo "make c-symbols: libinboxlog.so exports differ from include/inboxlog.h" >&2; exit 1; }
-	@echo "c-symbols: $$(wc -l < $(C_BUILD)/exported.txt) exported symbols, all inboxlog_*"
+	@grep -i 'test' $(C_BUILD)/exported-release.txt \
+		| sed 's/^/make c-symbols: the release library exports a test hook: /' \
+		| { ! grep . >&2; } || exit 1
+	@diff -u $(C_BUILD)/declared.txt $(C_BUILD)/exported-release.txt >&2 \
+		|| { echo "make c-symbols: release libinboxlog.so exports differ from include/inboxlog.h" >&2; exit 1; }
+	@diff -u $(C_BUILD)/declared-testing.txt $(C_BUILD)/exported-testing.txt >&2 \
+		|| { echo "make c-symbols: testing libinboxlog.so exports differ from the header plus $(C_TEST_HOOKS)" >&2; exit 1; }
+	@echo "c-symbols: release exports the header's $$(wc -l < $(C_BUILD)/exported-release.txt) functions, no test hook; the testing build adds $(C_TEST_HOOKS)"
 
 venv: $(VENV)/.ready
 

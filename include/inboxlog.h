@@ -1,26 +1,85 @@
 /*
- * inboxlog C ABI: append-only session logs for AI agents with a durable two-queue inbox.
+ * inboxlog C ABI: append-only session logs for AI agents, with a durable two-queue inbox
+ * replayed from the log.
  *
- * Conventions (every function):
- * - Returns an int status: INBOXLOG_STATUS_OK (0) or an inboxlog_status code. Exceptions:
- *   the _free functions (void; NULL is a no-op), inboxlog_version and inboxlog_status_name
- *   (static strings, never freed).
- * - Results go to out-parameters, written only on success. The optional last parameter
- *   `char **error` (NULL: not wanted) receives, on failure only, a JSON object
- *   {"code":N,"kind":"...","message":"..."} to free with inboxlog_string_free; where known
- *   it also names where the error happened: "session", "path", "line", "offset" (bytes),
- *   "seq" (keys absent when unknown).
- * - Strings in: NUL-terminated UTF-8, borrowed for the call (invalid UTF-8 is
- *   INBOXLOG_STATUS_INVALID_UTF8). Structured values cross as JSON text (malformed JSON is
- *   INBOXLOG_STATUS_INVALID_JSON; well-formed JSON of the wrong shape is
- *   INBOXLOG_STATUS_INVALID_INPUT). Strings out are library-allocated and freed only with
- *   inboxlog_string_free.
- * - A required pointer that is NULL is INBOXLOG_STATUS_NULL_ARGUMENT.
- * - Handles are opaque. Store, session and projection handles may be used from several
- *   threads at once (calls on one session serialize); only _free must not race other
- *   calls on the same handle. After inboxlog_session_close every call on that session
- *   but _close/_free fails with INBOXLOG_STATUS_CLOSED.
- * - A panic inside the library never unwinds into C: it is INBOXLOG_STATUS_PANIC.
+ * CONTENTS, in the order the functions are declared below
+ *
+ *   Status and errors  inboxlog_status (enum), inboxlog_status_name, inboxlog_version
+ *   Strings            inboxlog_string_free
+ *   Store              inboxlog_store_new_memory, inboxlog_store_open_jsonl,
+ *                      inboxlog_store_free, inboxlog_store_list, inboxlog_store_inspect,
+ *                      inboxlog_store_verify, inboxlog_store_delete
+ *   Session lifecycle  inboxlog_session_create, inboxlog_session_create_seeded,
+ *                      inboxlog_session_open, inboxlog_session_fork,
+ *                      inboxlog_session_flush, inboxlog_session_close,
+ *                      inboxlog_session_free, inboxlog_session_id, inboxlog_session_header,
+ *                      inboxlog_session_open_report
+ *   Append and events  inboxlog_session_append, inboxlog_session_events,
+ *                      inboxlog_session_last_seq, inboxlog_session_current_turn
+ *   Inbox              inboxlog_inbox_splice, inboxlog_inbox_append, inboxlog_inbox_prepend,
+ *                      inboxlog_inbox_replace, inboxlog_inbox_remove, inboxlog_inbox_clear,
+ *                      inboxlog_inbox_next_turn, inboxlog_inbox_next_step,
+ *                      inboxlog_inbox_has_pending
+ *   Protocol           inboxlog_session_open_turn, inboxlog_session_propose_step,
+ *                      inboxlog_session_decide, inboxlog_session_end_step,
+ *                      inboxlog_session_close_turn, inboxlog_session_cancel,
+ *                      inboxlog_session_fail
+ *   Projections        inboxlog_fold_consumed_work, inboxlog_session_baseline,
+ *                      inboxlog_projection_new, inboxlog_projection_replay,
+ *                      inboxlog_projection_free, inboxlog_projection_apply,
+ *                      inboxlog_projection_apply_all, inboxlog_projection_baseline
+ *   Notifications      inboxlog_session_watch, inboxlog_session_poll,
+ *                      inboxlog_session_take_observer_failures
+ *
+ * LIFECYCLE: a store (_new_memory or _open_jsonl) makes sessions (_create, _open,
+ * _fork); a session is the one writer of its log until inboxlog_session_close or _free.
+ * INBOX: input waits in two lists, "next-turn" and "next-step", written to the log
+ * before it changes. PROTOCOL, one turn: inboxlog_session_open_turn, then per step
+ * _propose_step (claims input), _decide, the model's events via _append, _end_step;
+ * when end_step says no further step, _close_turn. _cancel and _fail end a turn early.
+ * extra_json (optional everywhere) adds host keys to the event a call writes; a key
+ * the library writes (turn, step, reason) is INVALID_INPUT. PROJECTIONS read a log
+ * without a writer: a consumer's copy of the inbox follows its splice events.
+ *
+ * CONVENTIONS, the same for every function
+ *
+ * - Status: every function returns an int, INBOXLOG_STATUS_OK (0) or an inboxlog_status
+ *   code; below, statuses are named without their prefix (LOCKED for
+ *   INBOXLOG_STATUS_LOCKED). Exceptions: the _free functions return nothing, and
+ *   inboxlog_version and inboxlog_status_name return static strings.
+ * - Errors: the last parameter, char **error, is optional (NULL: not wanted). On failure
+ *   only, it receives {"code":N,"kind":"...","message":"..."} plus, where known, the keys
+ *   "session", "path", "line", "offset" (bytes) and "seq" naming where it happened.
+ * - Outputs go to out-parameters, written only on success. A string out is allocated
+ *   by the library and owned by the caller, who frees it with inboxlog_string_free (and
+ *   nothing else); a handle out is owned by the caller, who releases it with its _free.
+ * - Inputs are borrowed for the call only. Strings are NUL-terminated UTF-8 (else
+ *   INVALID_UTF8). Structured values cross as JSON text: malformed is INVALID_JSON,
+ *   nested deeper than 512 levels is TOO_LARGE, the wrong shape is INVALID_INPUT.
+ * - NULL: every pointer parameter is required unless its function calls it optional;
+ *   a required pointer that is NULL is NULL_ARGUMENT, for every function, with no
+ *   exception but one: every _free function (inboxlog_string_free too) takes NULL as a
+ *   no-op.
+ * - Flags, in and out, are bool.
+ * - Absent numbers: a number that may be absent is an int64_t, and absent is spelled
+ *   INBOXLOG_ABSENT (-1); a present value is 0 to 2^53-1, and any other value is
+ *   INVALID_INPUT. A number that is always present is a uint64_t. In JSON, absent is
+ *   null.
+ * - Ranges: an argument out of range is refused with INVALID_INPUT naming it, never
+ *   clamped. inboxlog_inbox_splice is the one deliberate exception: it follows
+ *   JavaScript's Array.prototype.splice arithmetic.
+ * - Threads: store, session and projection handles may be used from several threads at
+ *   once; calls on one session or one projection serialize. A handle's _free must not
+ *   race any other call on that handle. Each function states its rule as "Threads:".
+ * - Ownership: each function states what it gives the caller as "Ownership:".
+ * - Closed sessions: after inboxlog_session_close, every call on that session fails
+ *   with CLOSED, except inboxlog_session_close (a no-op), inboxlog_session_free and
+ *   inboxlog_session_take_observer_failures.
+ * - Panics never unwind into C: a panic inside the library is PANIC.
+ * - Safety: a pointer argument is NULL (where allowed) or valid: a live handle of its
+ *   type (made by this library, not yet freed), a NUL-terminated string, or memory
+ *   writable as the out-parameter's type. Anything else is undefined behaviour; the
+ *   library can detect NULL only.
  */
 
 #ifndef INBOXLOG_H
@@ -33,11 +92,17 @@
 #include <stdint.h>
 
 /**
- * The result of every call: `INBOXLOG_STATUS_OK` (0) or what went wrong.
+ * The one spelling of an absent number: an int64_t argument or result that may be
+ * absent holds INBOXLOG_ABSENT (-1) when it is; a present value is 0 to 2^53-1.
+ */
+#define INBOXLOG_ABSENT -1
+
+/**
+ * The result of every call: INBOXLOG_STATUS_OK (0) or what went wrong.
  *
- * Codes 1–14 are the error kinds shared by every layer (same numbers as the Rust
- * `ErrorKind::code()` and the Python `.code`); codes from 100 exist only at the C
- * boundary. Numbers are never reused. Functions return them as `int`.
+ * Codes from 1 to 99 are the error kinds shared by every layer (the same numbers as
+ * the Rust ErrorKind::code() and the Python exception's code); codes from 100 exist
+ * only at the C boundary. Numbers are never reused. Functions return them as int.
  */
 typedef enum inboxlog_status {
     /**
@@ -93,7 +158,7 @@ typedef enum inboxlog_status {
      */
     INBOXLOG_STATUS_TOO_LARGE = 12,
     /**
-     * Use of a session after `inboxlog_session_close` (stores have no close).
+     * Use of a session after inboxlog_session_close (stores have no close).
      */
     INBOXLOG_STATUS_CLOSED = 13,
     /**
@@ -119,11 +184,12 @@ typedef enum inboxlog_status {
 } inboxlog_status;
 
 /**
- * A standalone copy of an inbox that follows a log's `agent/inbox/spliced` events.
+ * A standalone copy of an inbox that follows a log's agent/inbox/spliced events.
  * Opaque.
  *
- * Created by `inboxlog_projection_new` or `inboxlog_projection_replay`, released by
- * `inboxlog_projection_free`. Thread-safe (calls serialize).
+ * Made by inboxlog_projection_new or inboxlog_projection_replay, released by
+ * inboxlog_projection_free. Every function but inboxlog_projection_free may be called
+ * from several threads at once: calls on one projection serialize.
  */
 typedef struct inboxlog_projection inboxlog_projection;
 
@@ -131,20 +197,21 @@ typedef struct inboxlog_projection inboxlog_projection;
  * One open session: the exclusive writer of a log, its inbox and its turn/step
  * protocol. Opaque.
  *
- * Created by `inboxlog_session_create`, `_create_seeded`, `_open` or `_fork`;
- * `inboxlog_session_close` releases the log (later calls fail with
- * `INBOXLOG_STATUS_CLOSED`; closing twice is fine) and `inboxlog_session_free` closes
- * and releases the handle. Every function but `_free` may be called from several
- * threads at once: calls on one session serialize.
+ * Made by inboxlog_session_create, inboxlog_session_create_seeded,
+ * inboxlog_session_open or inboxlog_session_fork; inboxlog_session_close releases the
+ * log (later calls fail with INBOXLOG_STATUS_CLOSED) and inboxlog_session_free closes
+ * it and releases the handle. Every function but inboxlog_session_free may be called
+ * from several threads at once: calls on one session serialize.
  */
 typedef struct inboxlog_session inboxlog_session;
 
 /**
  * A place that holds session logs (memory or a JSONL directory). Opaque.
  *
- * Created by `inboxlog_store_new_memory` or `inboxlog_store_open_jsonl`, released by
- * `inboxlog_store_free`. Sessions created from a store stay usable after the store
- * handle is freed. Thread-safe.
+ * Made by inboxlog_store_new_memory or inboxlog_store_open_jsonl, released by
+ * inboxlog_store_free. Sessions made from a store stay usable after the store handle
+ * is freed. Every function but inboxlog_store_free may be called from several threads
+ * at once.
  */
 typedef struct inboxlog_store inboxlog_store;
 
@@ -153,321 +220,140 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Folds a log, or an owned suffix of one, into the turn that last accounted for
- * pending work: `events_json` is a JSON array of events. On success `*out_json`
- * receives `{"end":<turn/end event>|null,"droppedUnrun":bool}` (free it with
- * `inboxlog_string_free`). `events_json` and `out_json` must not be NULL.
- * Thread-safe.
+ * The kind name of a status code ("not_found" for 5, "ok" for 0), or NULL for a number
+ * that is no status.
  *
- * # Safety
- * `events_json` is a NUL-terminated string; `out_json` and a non-NULL `error` point to
- * writable pointers.
+ * Ownership: the result is a static string, never freed.
+ * Threads: any thread, any number at once.
  */
-int inboxlog_fold_consumed_work(const char *events_json, char **out_json, char **error);
+const char *inboxlog_status_name(int status);
 
 /**
- * Adds `message_json` at the end of `target`. `DUPLICATE_MESSAGE` when its id is
- * already pending. `session`, `target` and `message_json` must not be NULL.
- * Thread-safe.
+ * The library version, e.g. "0.1.0".
  *
- * # Safety
- * `session` is a live session handle; `target` and `message_json` are NUL-terminated
- * strings; a non-NULL `error` points to a writable pointer.
+ * Ownership: the result is a static string, never freed.
+ * Threads: any thread, any number at once.
  */
-int inboxlog_inbox_append(struct inboxlog_session *session,
-                          const char *target,
-                          const char *message_json,
-                          char **error);
+const char *inboxlog_version(void);
 
 /**
- * Cancels everything pending, `next-step` first, then `next-turn` (an empty list
- * writes nothing). `session` must not be NULL. Thread-safe.
+ * Frees a string returned by this library (an out-parameter or an error). NULL is a
+ * no-op.
  *
- * # Safety
- * `session` is a live session handle; a non-NULL `error` points to a writable pointer.
+ * s must be NULL or a string returned by an inboxlog_ function and not yet freed; it
+ * must not be used afterwards. Strings from other allocators must not be passed.
+ *
+ * Ownership: takes back the string the caller owned.
+ * Threads: any thread; must not race another use of the same string.
  */
-int inboxlog_inbox_clear(struct inboxlog_session *session, char **error);
+void inboxlog_string_free(char *s);
 
 /**
- * Whether either list holds a message: `*out` receives true or false. `session` and
- * `out` must not be NULL. Thread-safe.
+ * Creates an empty in-memory store (for tests and ephemeral agents).
  *
- * # Safety
- * `session` is a live session handle; `out` and a non-NULL `error` point to writable
- * memory.
+ * Ownership: *out receives a new store handle owned by the caller; release it with
+ * inboxlog_store_free.
+ * Threads: any thread, any number at once.
  */
-int inboxlog_inbox_has_pending(const struct inboxlog_session *session, bool *out, char **error);
+int inboxlog_store_new_memory(struct inboxlog_store **out, char **error);
 
 /**
- * A copy of `next-step` as a JSON array of messages. As `inboxlog_inbox_next_turn`
- * otherwise.
+ * Opens the JSONL directory store at root (one <id>.jsonl file per session; the
+ * directory and its parents are created if missing).
  *
- * # Safety
- * As for `inboxlog_inbox_next_turn`.
+ * durability is "sync" (each mutation is fdatasynced before it returns), "batched"
+ * (group commit within 5 ms; inboxlog_session_flush is the barrier) or "none" (OS
+ * buffered; only flush syncs); anything else is INVALID_INPUT.
+ *
+ * Ownership: *out receives a new store handle owned by the caller; release it with
+ * inboxlog_store_free.
+ * Threads: any thread, any number at once.
  */
-int inboxlog_inbox_next_step(const struct inboxlog_session *session, char **out_json, char **error);
+int inboxlog_store_open_jsonl(const char *root,
+                              const char *durability,
+                              struct inboxlog_store **out,
+                              char **error);
 
 /**
- * A copy of `next-turn` as a JSON array of messages. On success `*out_json` receives a
- * new string (free it with `inboxlog_string_free`). `session` and `out_json` must not
- * be NULL. Thread-safe.
+ * Releases a store handle. NULL is a no-op. Open sessions are not affected.
  *
- * # Safety
- * `session` is a live session handle; `out_json` and a non-NULL `error` point to
- * writable pointers.
+ * Ownership: takes back the handle the caller owned; it must not be used afterwards.
+ * Threads: must not race any other call on this store.
  */
-int inboxlog_inbox_next_turn(const struct inboxlog_session *session, char **out_json, char **error);
+void inboxlog_store_free(struct inboxlog_store *store);
 
 /**
- * Adds `message_json` at the front of `target`. As `inboxlog_inbox_append` otherwise.
+ * Lists the headers of every stored session, sorted by id, as a JSON array of header
+ * objects.
  *
- * # Safety
- * As for `inboxlog_inbox_append`.
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
  */
-int inboxlog_inbox_prepend(struct inboxlog_session *session,
-                           const char *target,
-                           const char *message_json,
-                           char **error);
+int inboxlog_store_list(const struct inboxlog_store *store, char **out_json, char **error);
 
 /**
- * Removes the pending message `id` (a durable cancellation). `*out_removed` receives
- * false (and nothing is written) when `id` is not pending. `session`, `id` and
- * `out_removed` must not be NULL. Thread-safe.
+ * Reads a stored session as it is, without locking or repairing it (a session open
+ * for writing elsewhere may be inspected): {"header":{...},"events":[...]}. NOT_FOUND
+ * when there is no such session.
  *
- * # Safety
- * `session` is a live session handle; `id` is a NUL-terminated string; `out_removed`
- * and a non-NULL `error` point to writable memory.
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
  */
-int inboxlog_inbox_remove(struct inboxlog_session *session,
-                          const char *id,
-                          bool *out_removed,
-                          char **error);
-
-/**
- * Replaces the pending message `id` (looked up in `next-turn`, then `next-step`) with
- * `message_json`, which may have a new id. `*out_replaced` receives false (and nothing
- * is written) when `id` is not pending. `session`, `id`, `message_json` and
- * `out_replaced` must not be NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; `id` and `message_json` are NUL-terminated
- * strings; `out_replaced` and a non-NULL `error` point to writable memory.
- */
-int inboxlog_inbox_replace(struct inboxlog_session *session,
+int inboxlog_store_inspect(const struct inboxlog_store *store,
                            const char *id,
-                           const char *message_json,
-                           bool *out_replaced,
+                           char **out_json,
                            char **error);
 
 /**
- * `splice(target, start, delete_count, inserted)` with JavaScript
- * `Array.prototype.splice` arithmetic: `start` and `delete_count` may be any double,
- * NaN and ±Infinity included (a negative `start` counts from the end).
+ * Checks a stored session exactly as inboxlog_session_open would (header and format
+ * version, every complete record, the turn/step rules, the inbox replay), with the
+ * same error at the same location, but without locking, repairing or writing: safe
+ * beside a live writer, and it changes no byte.
  *
- * `inserted_json` is a JSON array of messages. The change is durable before the call
- * returns; a change that does nothing writes nothing. `INVALID_SPLICE` or
- * `DUPLICATE_MESSAGE` when the result would be invalid (nothing is changed then). On
- * success `*out_removed_json` receives the removed messages as a JSON array (free it
- * with `inboxlog_string_free`). `session`, `target`, `inserted_json` and
- * `out_removed_json` must not be NULL. Thread-safe.
+ * On success the session would open, and the result is
+ * {"header":{...},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
+ * "needsRepair":bool,"nextTurn":N,"nextStep":N}: tornBytes and openTurn are the
+ * repairs opening would make (drop a torn tail, close the turn as interrupted), not
+ * errors. On failure the status is the error inboxlog_session_open would return
+ * (CORRUPT, FORMAT_UNSUPPORTED, NOT_FOUND, ...) and *error names the "path", "line",
+ * "offset" and "seq" as keys. Whether another writer holds the session is not checked.
  *
- * # Safety
- * `session` is a live session handle; `target` and `inserted_json` are NUL-terminated
- * strings; `out_removed_json` and a non-NULL `error` point to writable pointers.
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
  */
-int inboxlog_inbox_splice(struct inboxlog_session *session,
-                          const char *target,
-                          double start,
-                          double delete_count,
-                          const char *inserted_json,
-                          char **out_removed_json,
+int inboxlog_store_verify(const struct inboxlog_store *store,
+                          const char *id,
+                          char **out_json,
                           char **error);
 
 /**
- * Applies the next event (`event_json`, one event object, seq after the
- * projection's): a splice changes the lists, validated as the live inbox is
- * (`INVALID_SPLICE`, `DUPLICATE_MESSAGE`); other events only advance the seq; an event
- * already applied is `INVALID_INPUT`. On failure nothing changes. `projection` and
- * `event_json` must not be NULL. Thread-safe.
+ * Deletes a stored session for good (retention, a user's request to forget), durably:
+ * a JSONL store unlinks the file and fsyncs its directory before returning OK.
  *
- * # Safety
- * `projection` is a live projection handle; `event_json` is a NUL-terminated string; a
- * non-NULL `error` points to a writable pointer.
+ * LOCKED while a writer (a session handle in this or another process) holds the
+ * session: close it first. NOT_FOUND when there is no such session; INVALID_INPUT for
+ * an id that is not a valid session id. A reader that started before the delete
+ * (inboxlog_store_inspect, a fork) reads the whole log as it was; one that starts
+ * after gets NOT_FOUND.
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread, any number at once.
  */
-int inboxlog_projection_apply(struct inboxlog_projection *projection,
-                              const char *event_json,
-                              char **error);
+int inboxlog_store_delete(const struct inboxlog_store *store, const char *id, char **error);
 
 /**
- * Applies a JSON array of events in order (e.g. the output of
- * `inboxlog_session_events`), all or nothing: on failure the projection is unchanged
- * and the error names the event. `projection` and `events_json` must not be NULL.
- * Thread-safe.
+ * Creates a new, empty session log id in store. ALREADY_EXISTS when the id is taken;
+ * a bad id is INVALID_INPUT.
  *
- * # Safety
- * `projection` is a live projection handle; `events_json` is a NUL-terminated string; a
- * non-NULL `error` points to a writable pointer.
- */
-int inboxlog_projection_apply_all(struct inboxlog_projection *projection,
-                                  const char *events_json,
-                                  char **error);
-
-/**
- * The projection as a baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}`. On
- * success `*out_json` receives a new string (free it with `inboxlog_string_free`).
- * `projection` and `out_json` must not be NULL. Thread-safe.
+ * meta_json is optional (NULL: none): an object with optional "cwd", "origin"
+ * ("subagent"), "delegationDepth" and "agentPreset".
  *
- * # Safety
- * `projection` is a live projection handle; `out_json` and a non-NULL `error` point to
- * writable pointers.
- */
-int inboxlog_projection_baseline(const struct inboxlog_projection *projection,
-                                 char **out_json,
-                                 char **error);
-
-/**
- * Releases a projection. NULL is a no-op.
- *
- * # Safety
- * `projection` is NULL or a live projection handle that no other thread is using; it
- * must not be used afterwards.
- */
-void inboxlog_projection_free(struct inboxlog_projection *projection);
-
-/**
- * Starts a projection from a baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}`
- * (every key required, no other; `seq` null or a safe integer; ids unique across both
- * lists; a baseline of another shape is `INVALID_INPUT`). On success `*out` receives a
- * new projection handle owned by the caller (release it with
- * `inboxlog_projection_free`). `baseline_json` and `out` must not be NULL. Thread-safe.
- *
- * # Safety
- * `baseline_json` is a NUL-terminated string; `out` and a non-NULL `error` point to
- * writable pointers.
- */
-int inboxlog_projection_new(const char *baseline_json,
-                            struct inboxlog_projection **out,
-                            char **error);
-
-/**
- * Builds a projection by replaying `events_json` (a JSON array of a log's events, in
- * order): splices before seq `replay_from` (the header's `seedLength`, 0 when absent)
- * are skipped, and events after seq `upto` (-1: none) are ignored. On success `*out`
- * receives a new projection handle owned by the caller. `events_json` and `out` must
- * not be NULL. Thread-safe.
- *
- * # Safety
- * `events_json` is a NUL-terminated string; `out` and a non-NULL `error` point to
- * writable pointers.
- */
-int inboxlog_projection_replay(const char *events_json,
-                               uint64_t replay_from,
-                               int64_t upto,
-                               struct inboxlog_projection **out,
-                               char **error);
-
-/**
- * Appends a host event of type `type` with `data_json` (any JSON; kept byte-for-byte
- * once valid, whitespace outside strings removed).
- *
- * `envelope_json` is NULL or an object with optional `ignorable` (bool), `surfaceOp`
- * and `sourceEventSeqs` (only on `user/message`, `assistant/message`, `tool/result`).
- * Reserved types (`turn/start`, `agent/inbox/spliced`, …) are refused with
- * `INVALID_INPUT`, except `user/message` carrying a valid message. On success
- * `*out_event_json` (when `out_event_json` is not NULL) receives the committed event
- * (free it with `inboxlog_string_free`). `session`, `type` and `data_json` must not be
- * NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; `type`, `data_json` and a non-NULL
- * `envelope_json` are NUL-terminated strings; non-NULL `out_event_json` and `error`
- * point to writable pointers.
- */
-int inboxlog_session_append(struct inboxlog_session *session,
-                            const char *type,
-                            const char *data_json,
-                            const char *envelope_json,
-                            char **out_event_json,
-                            char **error);
-
-/**
- * The inbox of `session` as of the event at seq `upto` (-1: the current end), as a
- * baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}` to hand to a consumer
- * (`inboxlog_projection_new`), which then applies the events after `seq`
- * (`inboxlog_session_events(session, seq + 1, …)`). On success `*out_json` receives a
- * new string (free it with `inboxlog_string_free`). `upto` must be -1 or a
- * non-negative seq. `session` and `out_json` must not be NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; `out_json` and a non-NULL `error` point to
- * writable pointers.
- */
-int inboxlog_session_baseline(const struct inboxlog_session *session,
-                              int64_t upto,
-                              char **out_json,
-                              char **error);
-
-/**
- * Cancels: unless `keep_inbox` is 1, clears the inbox first (durable cancellations);
- * then, if a turn is open, ends an open step and the turn as `aborted` with `cause`.
- * Idle with nothing pending writes nothing.
- *
- * `cause_json` is NULL (meaning `{"kind":"user"}`) or one of `{"kind":"user"}`,
- * `{"kind":"parent"}`, `{"kind":"hook","reason":"…"}`, `{"kind":"disposed"}`.
- * `keep_inbox` must be 0 or 1 (`INVALID_INPUT` otherwise). `extra_json` is NULL or a
- * JSON object of host keys for the aborted turn's `turn/end` data. `session` must not
- * be NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; non-NULL `cause_json` and `extra_json` are
- * NUL-terminated strings; a non-NULL `error` points to a writable pointer.
- */
-int inboxlog_session_cancel(struct inboxlog_session *session,
-                            const char *cause_json,
-                            int keep_inbox,
-                            const char *extra_json,
-                            char **error);
-
-/**
- * Flushes and releases the log (and its lock); later calls on this handle fail with
- * `INBOXLOG_STATUS_CLOSED`. NULL and a second close are no-ops returning OK. The handle
- * itself stays allocated until `inboxlog_session_free`. Safe to call while other
- * threads use the session: their calls either complete first or fail with `CLOSED`.
- *
- * # Safety
- * `session` is NULL or a live session handle; a non-NULL `error` points to a writable
- * pointer.
- */
-int inboxlog_session_close(struct inboxlog_session *session, char **error);
-
-/**
- * Closes a concluded turn (between steps, no steering pending) with its concluded
- * reason. On success `*out_decided_json` receives `{"kind":"turn-end","turn":N,
- * "reason":{…}}` (free it with `inboxlog_string_free`). `extra_json` is NULL or a
- * JSON object of host keys for the `turn/end` data. `PROTOCOL`, naming the state,
- * otherwise. `session` and `out_decided_json` must not be NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; a non-NULL `extra_json` is a NUL-terminated
- * string; `out_decided_json` and a non-NULL `error` point to writable pointers.
- */
-int inboxlog_session_close_turn(struct inboxlog_session *session,
-                                const char *extra_json,
-                                char **out_decided_json,
-                                char **error);
-
-/**
- * Creates a new, empty session log `id` in `store`.
- *
- * `meta_json` is NULL or an object with optional `cwd`, `origin` (`"subagent"`),
- * `delegationDepth` and `agentPreset`. `ALREADY_EXISTS` when the id is taken; a bad id
- * is `INVALID_INPUT`. On success `*out` receives a new session handle owned by the
- * caller (close and free it with `inboxlog_session_free`). `store`, `id` and `out` must
- * not be NULL. Thread-safe.
- *
- * # Safety
- * `store` is a live store handle; `id` and a non-NULL `meta_json` are NUL-terminated
- * strings; `out` and a non-NULL `error` point to writable pointers.
+ * Ownership: *out receives a new session handle owned by the caller; release it with
+ * inboxlog_session_free.
+ * Threads: any thread, any number at once.
  */
 int inboxlog_session_create(const struct inboxlog_store *store,
                             const char *id,
@@ -476,17 +362,16 @@ int inboxlog_session_create(const struct inboxlog_store *store,
                             char **error);
 
 /**
- * Creates a session log `id` whose first events are `seed_json` (a JSON array of
- * events, e.g. another log's, seqs from 0): every event is validated, and
- * `session/end-seed` is appended unless the seed ends with one.
+ * Creates a session log id whose first events are seed_json (a JSON array of events,
+ * e.g. another log's, seqs from 0): every event is validated, and session/end-seed is
+ * appended unless the seed ends with one.
  *
- * `seed_length` is -1 (absent) or the `seedLength` recorded in the header (the inbox
- * replays from there); other values are `INVALID_INPUT`. `meta_json` as in
- * `inboxlog_session_create`. On success `*out` receives a new session handle owned by
- * the caller. `store`, `id`, `seed_json` and `out` must not be NULL. Thread-safe.
+ * seed_length is INBOXLOG_ABSENT or the seedLength recorded in the header (the inbox
+ * replays from there). meta_json is optional, as for inboxlog_session_create.
  *
- * # Safety
- * As for `inboxlog_session_create`; `seed_json` is a NUL-terminated string.
+ * Ownership: *out receives a new session handle owned by the caller; release it with
+ * inboxlog_session_free.
+ * Threads: any thread, any number at once.
  */
 int inboxlog_session_create_seeded(const struct inboxlog_store *store,
                                    const char *id,
@@ -497,110 +382,32 @@ int inboxlog_session_create_seeded(const struct inboxlog_store *store,
                                    char **error);
 
 /**
- * The open turn: `*out` receives its number, or 0 when no turn is open (turns count
- * from 1). `session` and `out` must not be NULL. Thread-safe.
+ * Opens a stored session for writing: takes its exclusive lock (LOCKED when another
+ * writer holds it), drops a torn tail, replays the inbox once, and closes a turn the
+ * previous writer left open as interrupted (see inboxlog_session_open_report).
+ * NOT_FOUND when there is no such session; CORRUPT when the log fails validation
+ * (nothing is changed then).
  *
- * # Safety
- * `session` is a live session handle; `out` and a non-NULL `error` point to writable
- * memory.
+ * Ownership: *out receives a new session handle owned by the caller; release it with
+ * inboxlog_session_free.
+ * Threads: any thread, any number at once.
  */
-int inboxlog_session_current_turn(const struct inboxlog_session *session,
-                                  uint64_t *out,
-                                  char **error);
-
-/**
- * The one pre-step decision for the pending proposal: `decision_json` is
- * `{"kind":"reject"}` (the turn ends `blocked`) or `{"kind":"enter","messages":[…]}`
- * (the complete final batch; empty ends a turn that has nothing left to do).
- *
- * On success `*out_decided_json` receives `{"kind":"step","turn":N,"step":K}` or
- * `{"kind":"turn-end","turn":N,"reason":{…}}` (free it with `inboxlog_string_free`).
- * `extra_json` is NULL or a JSON object of host keys for the first event the decision
- * writes (`step/start`, or `turn/end`). `PROTOCOL` when no proposal is pending.
- * `session`, `decision_json` and `out_decided_json` must not be NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; `decision_json` and a non-NULL `extra_json` are
- * NUL-terminated strings; `out_decided_json` and a non-NULL `error` point to writable
- * pointers.
- */
-int inboxlog_session_decide(struct inboxlog_session *session,
-                            const char *decision_json,
-                            const char *extra_json,
-                            char **out_decided_json,
-                            char **error);
-
-/**
- * Ends the open step with `outcome`: `"continue"` (the step owes another model call),
- * `"completed"` or `"max-tokens"`. `*out_again` receives whether the loop must propose
- * another step (the turn has not concluded, or steering arrived in `next-step`);
- * otherwise call `inboxlog_session_close_turn`. `extra_json` is NULL or a JSON
- * object of host keys for the `step/end` data. `PROTOCOL` when no step is open.
- * `session`, `outcome` and `out_again` must not be NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; `outcome` and a non-NULL `extra_json` are
- * NUL-terminated strings; `out_again` and a non-NULL `error` point to writable memory.
- */
-int inboxlog_session_end_step(struct inboxlog_session *session,
-                              const char *outcome,
-                              const char *extra_json,
-                              bool *out_again,
-                              char **error);
-
-/**
- * The events with `seq >= since`, as a JSON array of event objects (keys `type`,
- * `seq`, `time`, `data`, then optional `ignorable`, `surfaceOp`, `sourceEventSeqs`).
- * On success `*out_json` receives a new string (free it with `inboxlog_string_free`).
- * `session` and `out_json` must not be NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; `out_json` and a non-NULL `error` point to
- * writable pointers.
- */
-int inboxlog_session_events(const struct inboxlog_session *session,
-                            uint64_t since,
-                            char **out_json,
-                            char **error);
-
-/**
- * Fails the open turn (any state but idle; `PROTOCOL` when idle): ends an open step,
- * then the turn with `{"kind":"error","error":…}`. `error_json` is an object with
- * string `message` and `code` (other keys kept). `extra_json` is NULL or a JSON object
- * of host keys for the `turn/end` data. `session` and `error_json` must not be NULL.
- * Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; `error_json` and a non-NULL `extra_json` are
- * NUL-terminated strings; a non-NULL `error` points to a writable pointer.
- */
-int inboxlog_session_fail(struct inboxlog_session *session,
-                          const char *error_json,
-                          const char *extra_json,
+int inboxlog_session_open(const struct inboxlog_store *store,
+                          const char *id,
+                          struct inboxlog_session **out,
                           char **error);
 
 /**
- * Makes everything appended so far durable (the barrier of the `batched` durability
- * mode; a no-op for `sync`). `session` must not be NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; a non-NULL `error` points to a writable pointer.
- */
-int inboxlog_session_flush(struct inboxlog_session *session, char **error);
-
-/**
- * Forks `parent_id` into a new session `child_id`: the child starts with a copy of the
+ * Forks parent_id into a new session child_id: the child starts with a copy of the
  * parent's events (up to, not including, an open turn), an empty inbox and the
- * parent's `cwd`; the parent log is not changed.
+ * parent's cwd; the parent log is not changed.
  *
- * `meta_json` as in `inboxlog_session_create` (a subagent passes
- * `{"origin":"subagent","delegationDepth":N}`). On success `*out` receives the child's
- * new session handle, owned by the caller. `store`, `parent_id`, `child_id` and `out`
- * must not be NULL. Thread-safe.
+ * meta_json is optional, as for inboxlog_session_create (a subagent passes
+ * {"origin":"subagent","delegationDepth":N}).
  *
- * # Safety
- * `store` is a live store handle; `parent_id`, `child_id` and a non-NULL `meta_json`
- * are NUL-terminated strings; `out` and a non-NULL `error` point to writable pointers.
+ * Ownership: *out receives the child's new session handle, owned by the caller;
+ * release it with inboxlog_session_free.
+ * Threads: any thread, any number at once.
  */
 int inboxlog_session_fork(const struct inboxlog_store *store,
                           const char *parent_id,
@@ -610,88 +417,236 @@ int inboxlog_session_fork(const struct inboxlog_store *store,
                           char **error);
 
 /**
- * Closes the session (ignoring a flush error; call `inboxlog_session_close` first to
+ * Makes everything appended so far durable (the barrier of the batched durability
+ * mode; a no-op for sync).
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_session_flush(struct inboxlog_session *session, char **error);
+
+/**
+ * Flushes and releases the log (and its lock); later calls on this handle fail with
+ * CLOSED. Closing a closed session is a no-op returning OK; a NULL session is
+ * NULL_ARGUMENT, as everywhere but the _free functions. The handle itself stays
+ * allocated until inboxlog_session_free.
+ *
+ * Ownership: nothing is returned; the caller still owns the handle.
+ * Threads: may race other calls on this session: they either complete first or fail
+ * with CLOSED.
+ */
+int inboxlog_session_close(struct inboxlog_session *session, char **error);
+
+/**
+ * Closes the session (ignoring a flush error; call inboxlog_session_close first to
  * see it) and releases the handle. NULL is a no-op.
  *
- * # Safety
- * `session` is NULL or a live session handle that no other thread is using; it must
- * not be used afterwards.
+ * Ownership: takes back the handle the caller owned; it must not be used afterwards.
+ * Threads: must not race any other call on this session.
  */
 void inboxlog_session_free(struct inboxlog_session *session);
 
 /**
- * The log's header as JSON (`{"format":"inboxlog","version":1,"id":…,"createdAt":…}`
- * plus optional keys). On success `*out_json` receives a new string (free it with
- * `inboxlog_string_free`). `session` and `out_json` must not be NULL. Thread-safe.
+ * The session id.
  *
- * # Safety
- * `session` is a live session handle; `out_json` and a non-NULL `error` point to
- * writable pointers.
- */
-int inboxlog_session_header(const struct inboxlog_session *session, char **out_json, char **error);
-
-/**
- * The session id. On success `*out` receives it as a new string (free it with
- * `inboxlog_string_free`). `session` and `out` must not be NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; `out` and a non-NULL `error` point to writable
- * pointers.
+ * Ownership: *out receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
  */
 int inboxlog_session_id(const struct inboxlog_session *session, char **out, char **error);
 
 /**
- * The seq of the last event: `*out` receives it, or -1 for an empty log. `session`
- * and `out` must not be NULL. Thread-safe.
+ * The log's header as JSON ({"format":"inboxlog","version":1,"id":...,"createdAt":...}
+ * plus optional keys).
  *
- * # Safety
- * `session` is a live session handle; `out` and a non-NULL `error` point to writable
- * memory.
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
  */
-int inboxlog_session_last_seq(const struct inboxlog_session *session, int64_t *out, char **error);
+int inboxlog_session_header(const struct inboxlog_session *session, char **out_json, char **error);
 
 /**
- * Opens a stored session for writing: takes its exclusive lock (`LOCKED` when another
- * writer holds it), drops a torn tail, replays the inbox once, and closes a turn the
- * previous writer left open as `interrupted` (see `inboxlog_session_open_report`).
+ * What opening found and fixed: {"tornBytes":N,"repairedTurn":N|null} (bytes of a
+ * torn tail dropped; the turn closed as interrupted, if any). Always 0 and null for a
+ * created or forked session.
  *
- * On success `*out` receives a new session handle owned by the caller. `NOT_FOUND`
- * when there is no such session; `CORRUPT` when the log fails validation (nothing is
- * changed then). `store`, `id` and `out` must not be NULL. Thread-safe.
- *
- * # Safety
- * `store` is a live store handle; `id` is a NUL-terminated string; `out` and a
- * non-NULL `error` point to writable pointers.
- */
-int inboxlog_session_open(const struct inboxlog_store *store,
-                          const char *id,
-                          struct inboxlog_session **out,
-                          char **error);
-
-/**
- * What opening found and fixed: `{"tornBytes":N,"repairedTurn":N|null}` (bytes of a
- * torn tail dropped; the turn closed as `interrupted`, if any). Always zero/null for
- * a created or forked session. On success `*out_json` receives a new string (free it
- * with `inboxlog_string_free`). `session` and `out_json` must not be NULL.
- * Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; `out_json` and a non-NULL `error` point to
- * writable pointers.
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
  */
 int inboxlog_session_open_report(const struct inboxlog_session *session,
                                  char **out_json,
                                  char **error);
 
 /**
- * Opens a turn (idle only; `PROTOCOL` otherwise): writes `turn/start` before any
- * claim. `extra_json` is NULL or a JSON object of host keys for the `turn/start` data
- * (e.g. `{"trigger":{"kind":"message"}}`). `*out_turn` receives the turn number (the
- * first turn of a log is 1). `session` and `out_turn` must not be NULL. Thread-safe.
+ * Appends a host event of type type with data_json (any JSON; kept byte for byte once
+ * valid, whitespace outside strings removed).
  *
- * # Safety
- * `session` is a live session handle; a non-NULL `extra_json` is a NUL-terminated
- * string; `out_turn` and a non-NULL `error` point to writable memory.
+ * envelope_json is optional (NULL: none): an object with optional "ignorable"
+ * (bool), "surfaceOp" and "sourceEventSeqs" (only on user/message, assistant/message,
+ * tool/result). Reserved types (turn/start, agent/inbox/spliced, ...) are refused with
+ * INVALID_INPUT, except user/message carrying a valid message.
+ *
+ * Ownership: out_event_json is optional; when it is not NULL, *out_event_json
+ * receives the committed event as a new string owned by the caller (free it with
+ * inboxlog_string_free).
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_session_append(struct inboxlog_session *session,
+                            const char *type,
+                            const char *data_json,
+                            const char *envelope_json,
+                            char **out_event_json,
+                            char **error);
+
+/**
+ * The events with seq >= since, as a JSON array of event objects (keys "type",
+ * "seq", "time", "data", then optional "ignorable", "surfaceOp", "sourceEventSeqs").
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_session_events(const struct inboxlog_session *session,
+                            uint64_t since,
+                            char **out_json,
+                            char **error);
+
+/**
+ * The seq of the last event: *out receives it, or INBOXLOG_ABSENT for an empty log.
+ *
+ * Ownership: *out receives a number; nothing to free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_session_last_seq(const struct inboxlog_session *session, int64_t *out, char **error);
+
+/**
+ * The open turn: *out receives its number (turns count from 1), or INBOXLOG_ABSENT
+ * when no turn is open.
+ *
+ * Ownership: *out receives a number; nothing to free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_session_current_turn(const struct inboxlog_session *session,
+                                  int64_t *out,
+                                  char **error);
+
+/**
+ * Removes delete_count messages of target ("next-turn" or "next-step") from start
+ * and inserts inserted_json (a JSON array of messages) there, with JavaScript
+ * Array.prototype.splice arithmetic: start and delete_count may be any double, NaN
+ * and infinities included, and a negative start counts from the end. This is the one
+ * function whose numbers are clamped, on purpose: it is splice.
+ *
+ * The change is durable before the call returns; a change that does nothing writes
+ * nothing. INVALID_SPLICE or DUPLICATE_MESSAGE when the result would be invalid
+ * (nothing is changed then).
+ *
+ * Ownership: *out_removed_json receives the removed messages as a JSON array, a new
+ * string owned by the caller; free it with inboxlog_string_free.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_inbox_splice(struct inboxlog_session *session,
+                          const char *target,
+                          double start,
+                          double delete_count,
+                          const char *inserted_json,
+                          char **out_removed_json,
+                          char **error);
+
+/**
+ * Adds message_json at the end of target ("next-turn" or "next-step").
+ * DUPLICATE_MESSAGE when its id is already pending.
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_inbox_append(struct inboxlog_session *session,
+                          const char *target,
+                          const char *message_json,
+                          char **error);
+
+/**
+ * Adds message_json at the front of target. As inboxlog_inbox_append otherwise.
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_inbox_prepend(struct inboxlog_session *session,
+                           const char *target,
+                           const char *message_json,
+                           char **error);
+
+/**
+ * Replaces the pending message id (looked up in next-turn, then next-step) with
+ * message_json, which may have a new id. *out_replaced receives false (and nothing is
+ * written) when id is not pending.
+ *
+ * Ownership: *out_replaced receives a bool; nothing to free.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_inbox_replace(struct inboxlog_session *session,
+                           const char *id,
+                           const char *message_json,
+                           bool *out_replaced,
+                           char **error);
+
+/**
+ * Removes the pending message id (a durable cancellation). *out_removed receives
+ * false (and nothing is written) when id is not pending.
+ *
+ * Ownership: *out_removed receives a bool; nothing to free.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_inbox_remove(struct inboxlog_session *session,
+                          const char *id,
+                          bool *out_removed,
+                          char **error);
+
+/**
+ * Cancels everything pending, next-step first, then next-turn (an empty list writes
+ * nothing).
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_inbox_clear(struct inboxlog_session *session, char **error);
+
+/**
+ * A copy of next-turn as a JSON array of messages.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_inbox_next_turn(const struct inboxlog_session *session, char **out_json, char **error);
+
+/**
+ * A copy of next-step as a JSON array of messages.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_inbox_next_step(const struct inboxlog_session *session, char **out_json, char **error);
+
+/**
+ * Whether either list holds a message: *out receives true or false.
+ *
+ * Ownership: *out receives a bool; nothing to free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_inbox_has_pending(const struct inboxlog_session *session, bool *out, char **error);
+
+/**
+ * Opens a turn (idle only; PROTOCOL otherwise): writes turn/start before any claim.
+ * *out_turn receives the turn number (the first turn of a log is 1).
+ *
+ * extra_json is optional (NULL: none): a JSON object of host keys for the turn/start
+ * data, e.g. {"trigger":{"kind":"message"}}.
+ *
+ * Ownership: *out_turn receives a number; nothing to free.
+ * Threads: any thread, any number at once (calls on one session serialize).
  */
 int inboxlog_session_open_turn(struct inboxlog_session *session,
                                const char *extra_json,
@@ -699,209 +654,252 @@ int inboxlog_session_open_turn(struct inboxlog_session *session,
                                char **error);
 
 /**
- * Returns and removes the notifications collected since the last poll (see
- * `inboxlog_session_watch`), oldest first, in commit order: a JSON array such as
- * `[{"event":{…}},{"inbox":{"type":"agent/inbox/inserted","message":{…}}}]`; `[]` when
- * nothing happened or the session is not watched. An `agent/inbox/spliced` event comes
- * right before the inbox notifications it caused. On success `*out_json` receives a new string
- * (free it with `inboxlog_string_free`). `session` and `out_json` must not be NULL.
- * Thread-safe (each notification is returned by exactly one poll).
+ * Proposes the next step: claims all of next-step (and, for the first proposal of
+ * the turn, the first message of next-turn). The claimed batch belongs to the turn
+ * from now on. The result is {"turn":N,"step":K,"messages":[...]}; pass the final
+ * batch to inboxlog_session_decide. PROTOCOL when no turn is open, a step is open or
+ * a proposal is pending.
  *
- * # Safety
- * `session` is a live session handle; `out_json` and a non-NULL `error` point to
- * writable pointers.
- */
-int inboxlog_session_poll(struct inboxlog_session *session, char **out_json, char **error);
-
-/**
- * Proposes the next step: claims all of `next-step` (and, for the first proposal of
- * the turn, the first message of `next-turn`). The claimed batch belongs to the turn
- * from now on. On success `*out_proposal_json` receives
- * `{"turn":N,"step":K,"messages":[…]}` (free it with `inboxlog_string_free`); pass
- * the final batch to `inboxlog_session_decide`. `PROTOCOL` when no turn is open, a
- * step is open or a proposal is pending. `session` and `out_proposal_json` must not be
- * NULL. Thread-safe.
- *
- * # Safety
- * `session` is a live session handle; `out_proposal_json` and a non-NULL `error` point
- * to writable pointers.
+ * Ownership: *out_proposal_json receives a new string owned by the caller; free it
+ * with inboxlog_string_free.
+ * Threads: any thread, any number at once (calls on one session serialize).
  */
 int inboxlog_session_propose_step(struct inboxlog_session *session,
                                   char **out_proposal_json,
                                   char **error);
 
 /**
- * Returns and removes the failures of the session's observers recorded since the last
- * call: a JSON array of strings, oldest first, `[]` when none failed. A failure is
- * contained (the call that committed the event still succeeded); only the last 64 are
- * kept, and when older ones were dropped the first string says how many. Works on a
- * closed session too, so the failures of its last calls can still be read. On success
- * `*out_json` receives a new string (free it with `inboxlog_string_free`). `session`
- * and `out_json` must not be NULL. Thread-safe (each failure is returned once).
+ * The one pre-step decision for the pending proposal: decision_json is
+ * {"kind":"reject"} (the turn ends blocked) or {"kind":"enter","messages":[...]} (the
+ * complete final batch; empty ends a turn that has nothing left to do). The result is
+ * {"kind":"step","turn":N,"step":K} or {"kind":"turn-end","turn":N,"reason":{...}}.
+ * PROTOCOL when no proposal is pending.
  *
- * # Safety
- * `session` is a live session handle; `out_json` and a non-NULL `error` point to
- * writable pointers.
+ * extra_json is optional (NULL: none): a JSON object of host keys for the first event
+ * the decision writes (step/start, or turn/end).
+ *
+ * Ownership: *out_decided_json receives a new string owned by the caller; free it
+ * with inboxlog_string_free.
+ * Threads: any thread, any number at once (calls on one session serialize).
  */
-int inboxlog_session_take_observer_failures(const struct inboxlog_session *session,
-                                            char **out_json,
-                                            char **error);
+int inboxlog_session_decide(struct inboxlog_session *session,
+                            const char *decision_json,
+                            const char *extra_json,
+                            char **out_decided_json,
+                            char **error);
 
 /**
- * Starts collecting notifications for `inboxlog_session_poll`: every event committed
- * from now on (`{"event":{…}}`) and every inbox notification (`{"inbox":{"type":
- * "agent/inbox/inserted"|"agent/inbox/discarded"|"agent/inbox/claimed","message":{…}
- * [,"turn":N]}}`). Collecting is opt-in so that a host that never polls does not
- * accumulate memory; watching twice is a no-op. `session` must not be NULL.
- * Thread-safe.
+ * Ends the open step with outcome: "continue" (the step owes another model call),
+ * "completed" or "max-tokens". *out_again receives whether the loop must propose
+ * another step (the turn has not concluded, or steering arrived in next-step);
+ * otherwise call inboxlog_session_close_turn. PROTOCOL when no step is open.
  *
- * # Safety
- * `session` is a live session handle; a non-NULL `error` points to a writable pointer.
+ * extra_json is optional (NULL: none): a JSON object of host keys for the step/end
+ * data.
+ *
+ * Ownership: *out_again receives a bool; nothing to free.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_session_end_step(struct inboxlog_session *session,
+                              const char *outcome,
+                              const char *extra_json,
+                              bool *out_again,
+                              char **error);
+
+/**
+ * Closes a concluded turn (between steps, no steering pending) with its concluded
+ * reason: the result is {"kind":"turn-end","turn":N,"reason":{...}}. PROTOCOL, naming
+ * the state, otherwise.
+ *
+ * extra_json is optional (NULL: none): a JSON object of host keys for the turn/end
+ * data.
+ *
+ * Ownership: *out_decided_json receives a new string owned by the caller; free it
+ * with inboxlog_string_free.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_session_close_turn(struct inboxlog_session *session,
+                                const char *extra_json,
+                                char **out_decided_json,
+                                char **error);
+
+/**
+ * Cancels: unless keep_inbox, clears the inbox first (durable cancellations); then,
+ * if a turn is open, ends an open step and the turn as aborted with the cause. Idle
+ * with nothing pending writes nothing.
+ *
+ * cause_json is optional (NULL: {"kind":"user"}): one of {"kind":"user"},
+ * {"kind":"parent"}, {"kind":"hook","reason":"..."}, {"kind":"disposed"}. extra_json is
+ * optional (NULL: none): a JSON object of host keys for the aborted turn's turn/end
+ * data.
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_session_cancel(struct inboxlog_session *session,
+                            const char *cause_json,
+                            bool keep_inbox,
+                            const char *extra_json,
+                            char **error);
+
+/**
+ * Fails the open turn (any state but idle; PROTOCOL when idle): ends an open step,
+ * then the turn with {"kind":"error","error":...}. error_json is an object with string
+ * "message" and "code" (other keys kept).
+ *
+ * extra_json is optional (NULL: none): a JSON object of host keys for the turn/end
+ * data.
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_session_fail(struct inboxlog_session *session,
+                          const char *error_json,
+                          const char *extra_json,
+                          char **error);
+
+/**
+ * Folds a log, or an owned suffix of one, into the turn that last accounted for
+ * pending work: events_json is a JSON array of events, and the result is
+ * {"end":<turn/end event>|null,"droppedUnrun":bool}.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_fold_consumed_work(const char *events_json, char **out_json, char **error);
+
+/**
+ * The inbox of session as of the event at seq upto (INBOXLOG_ABSENT: the current
+ * end), as a baseline {"seq":N|null,"next_turn":[...],"next_step":[...]} to hand to a
+ * consumer (inboxlog_projection_new), which then applies the events after seq
+ * (inboxlog_session_events(session, seq + 1, ...)). An upto past the last event is
+ * INVALID_INPUT naming the log's length, never clamped.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_session_baseline(const struct inboxlog_session *session,
+                              int64_t upto,
+                              char **out_json,
+                              char **error);
+
+/**
+ * Starts a projection from a baseline {"seq":N|null,"next_turn":[...],"next_step":[...]}
+ * (every key required, no other; seq null or a safe integer; ids unique across both
+ * lists; a baseline of another shape is INVALID_INPUT).
+ *
+ * Ownership: *out receives a new projection handle owned by the caller; release it
+ * with inboxlog_projection_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_projection_new(const char *baseline_json,
+                            struct inboxlog_projection **out,
+                            char **error);
+
+/**
+ * Builds a projection by replaying events_json (a JSON array of a log's events, in
+ * order): splices before seq replay_from (the header's seedLength, 0 when it has none)
+ * are skipped, and events after seq upto (INBOXLOG_ABSENT: none) are ignored. An upto
+ * past the last event, or a replay_from past the end of the events, is INVALID_INPUT,
+ * never clamped.
+ *
+ * Ownership: *out receives a new projection handle owned by the caller; release it
+ * with inboxlog_projection_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_projection_replay(const char *events_json,
+                               uint64_t replay_from,
+                               int64_t upto,
+                               struct inboxlog_projection **out,
+                               char **error);
+
+/**
+ * Releases a projection handle. NULL is a no-op.
+ *
+ * Ownership: takes back the handle the caller owned; it must not be used afterwards.
+ * Threads: must not race any other call on this projection.
+ */
+void inboxlog_projection_free(struct inboxlog_projection *projection);
+
+/**
+ * Applies the next event (event_json, one event object, seq after the projection's):
+ * a splice changes the lists, validated as the live inbox is (INVALID_SPLICE,
+ * DUPLICATE_MESSAGE); other events only advance the seq; an event already applied is
+ * INVALID_INPUT. On failure nothing changes.
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread, any number at once (calls on one projection serialize).
+ */
+int inboxlog_projection_apply(struct inboxlog_projection *projection,
+                              const char *event_json,
+                              char **error);
+
+/**
+ * Applies a JSON array of events in order (e.g. the output of
+ * inboxlog_session_events), all or nothing: on failure the projection is unchanged and
+ * the error names the event.
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread, any number at once (calls on one projection serialize).
+ */
+int inboxlog_projection_apply_all(struct inboxlog_projection *projection,
+                                  const char *events_json,
+                                  char **error);
+
+/**
+ * The projection as a baseline {"seq":N|null,"next_turn":[...],"next_step":[...]}.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_projection_baseline(const struct inboxlog_projection *projection,
+                                 char **out_json,
+                                 char **error);
+
+/**
+ * Starts collecting notifications for inboxlog_session_poll: every event committed
+ * from now on ({"event":{...}}) and every inbox notification ({"inbox":{"type":
+ * "agent/inbox/inserted"|"agent/inbox/discarded"|"agent/inbox/claimed","message":{...}
+ * [,"turn":N]}}). Collecting is opt-in so that a host that never polls does not
+ * accumulate memory; watching twice is a no-op.
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread, any number at once.
  */
 int inboxlog_session_watch(struct inboxlog_session *session, char **error);
 
 /**
- * The kind name of a status code (`"not_found"` for 5, `"ok"` for 0), or NULL for a
- * number that is no status: a static string, never freed. Thread-safe.
+ * Returns and removes the notifications collected since the last poll (see
+ * inboxlog_session_watch), oldest first, in commit order: a JSON array such as
+ * [{"event":{...}},{"inbox":{"type":"agent/inbox/inserted","message":{...}}}]; [] when
+ * nothing happened or the session is not watched. An agent/inbox/spliced event comes
+ * right before the inbox notifications it caused.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once; each notification is returned by exactly
+ * one poll.
  */
-const char *inboxlog_status_name(int status);
+int inboxlog_session_poll(struct inboxlog_session *session, char **out_json, char **error);
 
 /**
- * Deletes a stored session for good (retention, a user's request to forget), durably:
- * a JSONL store unlinks the file and fsyncs its directory before returning `OK`.
+ * Returns and removes the failures of the session's observers recorded since the last
+ * call: a JSON array of strings, oldest first, [] when none failed. A failure is
+ * contained (the call that committed the event still succeeded); only the last 64 are
+ * kept, and when older ones were dropped the first string says how many. Works on a
+ * closed session too, so the failures of its last calls can still be read.
  *
- * `LOCKED` while a writer (a session handle in this or another process) holds the
- * session: close it first. `NOT_FOUND` when there is no such session; `INVALID_INPUT`
- * for an id that is not a valid session id. A reader that started before the delete
- * (`inboxlog_store_inspect`, a fork) reads the whole log as it was; one that starts
- * after gets `NOT_FOUND`. There is no output; `*error` is written only on failure.
- * `store` and `id` must not be NULL; `error` may be NULL. Thread-safe.
- *
- * # Safety
- * `store` is a live store handle; `id` is a NUL-terminated string; a non-NULL `error`
- * points to a writable pointer.
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once; each failure is returned by exactly one
+ * call.
  */
-int inboxlog_store_delete(const struct inboxlog_store *store, const char *id, char **error);
-
-/**
- * Releases a store handle. NULL is a no-op. Open sessions are not affected.
- *
- * # Safety
- * `store` is NULL or a live store handle that no other thread is using; it must not
- * be used afterwards.
- */
-void inboxlog_store_free(struct inboxlog_store *store);
-
-/**
- * Reads a stored session as it is, without locking or repairing it (a session open
- * for writing elsewhere may be inspected).
- *
- * On success `*out_json` receives `{"header":{…},"events":[…]}` (free it with
- * `inboxlog_string_free`). `NOT_FOUND` when there is no such session. `store`, `id` and
- * `out_json` must not be NULL; `error` may be NULL. Thread-safe.
- *
- * # Safety
- * `store` is a live store handle; `id` is a NUL-terminated string; `out_json` and a
- * non-NULL `error` point to writable pointers.
- */
-int inboxlog_store_inspect(const struct inboxlog_store *store,
-                           const char *id,
-                           char **out_json,
-                           char **error);
-
-/**
- * Lists the headers of every stored session, sorted by id.
- *
- * On success `*out_json` receives a JSON array of header objects (free it with
- * `inboxlog_string_free`). `store` and `out_json` must not be NULL; `error` may be
- * NULL. Thread-safe.
- *
- * # Safety
- * `store` is a live store handle; `out_json` and a non-NULL `error` point to writable
- * pointers.
- */
-int inboxlog_store_list(const struct inboxlog_store *store, char **out_json, char **error);
-
-/**
- * Creates an empty in-memory store (for tests and ephemeral agents).
- *
- * On success `*out` receives a new store handle owned by the caller (release it with
- * `inboxlog_store_free`). `out` must not be NULL; `error` may be NULL.
- *
- * # Safety
- * `out` and a non-NULL `error` point to writable pointers.
- */
-int inboxlog_store_new_memory(struct inboxlog_store **out, char **error);
-
-/**
- * Opens the JSONL directory store at `root` (one `<id>.jsonl` file per session; the
- * directory and its parents are created if missing).
- *
- * `durability` is `"sync"` (each mutation is fdatasynced before it returns),
- * `"batched"` (group commit within 5 ms; `inboxlog_session_flush` is the barrier) or
- * `"none"` (OS buffered; only flush syncs); anything else is `INVALID_INPUT`. On
- * success `*out` receives a new store handle owned by the caller (release it with
- * `inboxlog_store_free`). `root`, `durability` and `out` must not be NULL; `error` may
- * be NULL. Thread-safe.
- *
- * # Safety
- * `root` and `durability` are NUL-terminated strings; `out` and a non-NULL `error`
- * point to writable pointers.
- */
-int inboxlog_store_open_jsonl(const char *root,
-                              const char *durability,
-                              struct inboxlog_store **out,
-                              char **error);
-
-/**
- * Checks a stored session exactly as `inboxlog_session_open` would (header and format
- * version, every complete record, the turn/step rules, the inbox replay), with the
- * same error at the same location, but without locking, repairing or writing: safe
- * beside a live writer, and it changes no byte.
- *
- * On success the session would open, and `*out_json` receives
- * `{"header":{…},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
- * "needsRepair":bool,"nextTurn":N,"nextStep":N}` (free it with
- * `inboxlog_string_free`): `tornBytes` and `openTurn` are the repairs opening would
- * make (drop a torn tail, close the turn as `interrupted`), not errors. On failure the
- * status is the error `inboxlog_session_open` would return (`CORRUPT`,
- * `FORMAT_UNSUPPORTED`, `NOT_FOUND`, …) and `*error` names the `path`, `line`,
- * `offset` and `seq` as keys. Whether another writer holds the session is not checked.
- * `store`, `id` and `out_json` must not be NULL; `error` may be NULL. Thread-safe.
- *
- * # Safety
- * `store` is a live store handle; `id` is a NUL-terminated string; `out_json` and a
- * non-NULL `error` point to writable pointers.
- */
-int inboxlog_store_verify(const struct inboxlog_store *store,
-                          const char *id,
-                          char **out_json,
-                          char **error);
-
-/**
- * Frees a string returned by this library. NULL is a no-op.
- *
- * # Safety
- * `s` is NULL or a string returned by an `inboxlog_` function and not yet freed; it
- * must not be used afterwards. Strings from other allocators must not be passed.
- */
-void inboxlog_string_free(char *s);
-
-/**
- * Diagnostic: panics inside the boundary and so always returns
- * `INBOXLOG_STATUS_PANIC` (with `kind` `"panic"` in `*error`). It exists so that hosts
- * and tests can check their handling of that status against the shipped library; it
- * has no other effect. Thread-safe.
- *
- * # Safety
- * A non-NULL `error` points to a writable pointer.
- */
-int inboxlog_test_panic(char **error);
-
-/**
- * The library version, e.g. `"0.1.0"`: a static string, never freed.
- */
-const char *inboxlog_version(void);
+int inboxlog_session_take_observer_failures(struct inboxlog_session *session,
+                                            char **out_json,
+                                            char **error);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -201,11 +201,11 @@ public:
     std::string id() const { return detail::str(inboxlog_session_id, h_.get()); }
     std::string header() const { return detail::str(inboxlog_session_header, h_.get()); }
     std::string open_report() const { return detail::str(inboxlog_session_open_report, h_.get()); }
-    /// -1 for an empty log.
+    /// INBOXLOG_ABSENT for an empty log.
     std::int64_t last_seq() const { return detail::value<std::int64_t>(inboxlog_session_last_seq, h_.get()); }
-    /// 0 when no turn is open.
-    std::uint64_t current_turn() const {
-        return detail::value<std::uint64_t>(inboxlog_session_current_turn, h_.get());
+    /// INBOXLOG_ABSENT when no turn is open.
+    std::int64_t current_turn() const {
+        return detail::value<std::int64_t>(inboxlog_session_current_turn, h_.get());
     }
     std::string events(std::uint64_t since = 0) const {
         return detail::str(inboxlog_session_events, h_.get(), since);
@@ -220,8 +220,9 @@ public:
     void watch() { detail::call(inboxlog_session_watch, h_.get()); }
     /// Notifications since the last poll: [{"event":…},{"inbox":…},…].
     std::string poll() { return detail::str(inboxlog_session_poll, h_.get()); }
-    /// The inbox as of seq `upto` (-1: now): {"seq":…,"next_turn":[…],"next_step":[…]}.
-    std::string baseline(std::int64_t upto = -1) const {
+    /// The inbox as of seq `upto` (INBOXLOG_ABSENT: now; past the last seq: an Error):
+    /// {"seq":…,"next_turn":[…],"next_step":[…]}.
+    std::string baseline(std::int64_t upto = INBOXLOG_ABSENT) const {
         return detail::str(inboxlog_session_baseline, h_.get(), upto);
     }
 
@@ -264,7 +265,7 @@ public:
     }
     /// An empty cause means {"kind":"user"}.
     void cancel(const std::string &cause = {}, bool keep_inbox = false, const std::string &extra = {}) {
-        detail::call(inboxlog_session_cancel, h_.get(), detail::opt(cause), keep_inbox ? 1 : 0, detail::opt(extra));
+        detail::call(inboxlog_session_cancel, h_.get(), detail::opt(cause), keep_inbox, detail::opt(extra));
     }
     void fail(const std::string &error, const std::string &extra = {}) {
         detail::call(inboxlog_session_fail, h_.get(), error.c_str(), detail::opt(extra));
@@ -290,8 +291,8 @@ public:
         return Session(
             detail::value<inboxlog_session *>(inboxlog_session_create, h_.get(), id.c_str(), detail::opt(meta)));
     }
-    /// seed_length -1: absent.
-    Session create_seeded(const std::string &id, const std::string &seed, std::int64_t seed_length = -1,
+    /// seed_length INBOXLOG_ABSENT: none.
+    Session create_seeded(const std::string &id, const std::string &seed, std::int64_t seed_length = INBOXLOG_ABSENT,
                           const std::string &meta = {}) const {
         return Session(detail::value<inboxlog_session *>(inboxlog_session_create_seeded, h_.get(), id.c_str(),
                                                          detail::opt(meta), seed.c_str(), seed_length));
@@ -321,7 +322,8 @@ class Projection {
 public:
     explicit Projection(const std::string &baseline)
         : h_(detail::value<inboxlog_projection *>(inboxlog_projection_new, baseline.c_str())) {}
-    static Projection replay(const std::string &events, std::uint64_t replay_from = 0, std::int64_t upto = -1) {
+    static Projection replay(const std::string &events, std::uint64_t replay_from = 0,
+                             std::int64_t upto = INBOXLOG_ABSENT) {
         return Projection(
             detail::value<inboxlog_projection *>(inboxlog_projection_replay, events.c_str(), replay_from, upto));
     }

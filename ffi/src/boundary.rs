@@ -1,5 +1,6 @@
 //! The one boundary every exported body runs inside: panics are caught, errors become
-//! a status code plus optional error JSON.
+//! a status code plus optional error JSON. With the `testing` feature, also the test
+//! hook that proves it (never in a release library, never in the header).
 
 use std::ffi::{CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -126,6 +127,22 @@ pub(crate) fn boundary(error: *mut *mut c_char, body: impl FnOnce() -> FfiResult
 /// swallowed, never unwound into C.
 pub(crate) fn boundary_void(body: impl FnOnce()) {
     let _ = catch_unwind(AssertUnwindSafe(body));
+}
+
+/// Test hook, only in a library built with the ffi crate's testing feature (the shipped
+/// library and header have no such function): panics inside the boundary and so always
+/// returns INBOXLOG_STATUS_PANIC, with kind "panic" in *error. It lets the C and C++
+/// host tests check their handling of that status; it has no other effect.
+///
+/// Ownership: *error, when error is not NULL, receives a string the caller frees.
+/// Threads: any thread, any number at once.
+///
+/// # Safety
+/// A non-NULL `error` points to a writable pointer.
+#[cfg(feature = "testing")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_test_panic(error: *mut *mut c_char) -> c_int {
+    boundary(error, || panic!("inboxlog_test_panic was called"))
 }
 
 #[cfg(test)]

@@ -1,15 +1,15 @@
 //! The inbox of a session: two ordered lists of pending messages (SPEC §3).
 //!
 //! Targets cross as the strings `"next-turn"` and `"next-step"`; messages as JSON
-//! objects with a non-empty string `id`.
+//! objects with a non-empty string `id`. Imports the session handle, nothing else of
+//! the C objects.
 
 use std::ffi::{c_char, c_int};
 
 use inboxlog_core::{Message, Session, Target};
 
 use crate::boundary::{FfiResult, boundary};
-use crate::call::{session_string, session_value, with_session};
-use crate::session::inboxlog_session;
+use crate::session::{inboxlog_session, session_string, session_value, with_session};
 use crate::strings::{Out, handle, json_arg, json_list, raw_array, str_arg};
 
 /// # Safety
@@ -31,20 +31,19 @@ fn messages_json(messages: &[Message]) -> String {
     json_list(messages.iter().map(Message::json))
 }
 
-/// `splice(target, start, delete_count, inserted)` with JavaScript
-/// `Array.prototype.splice` arithmetic: `start` and `delete_count` may be any double,
-/// NaN and ±Infinity included (a negative `start` counts from the end).
+/// Removes delete_count messages of target ("next-turn" or "next-step") from start
+/// and inserts inserted_json (a JSON array of messages) there, with JavaScript
+/// Array.prototype.splice arithmetic: start and delete_count may be any double, NaN
+/// and infinities included, and a negative start counts from the end. This is the one
+/// function whose numbers are clamped, on purpose: it is splice.
 ///
-/// `inserted_json` is a JSON array of messages. The change is durable before the call
-/// returns; a change that does nothing writes nothing. `INVALID_SPLICE` or
-/// `DUPLICATE_MESSAGE` when the result would be invalid (nothing is changed then). On
-/// success `*out_removed_json` receives the removed messages as a JSON array (free it
-/// with `inboxlog_string_free`). `session`, `target`, `inserted_json` and
-/// `out_removed_json` must not be NULL. Thread-safe.
+/// The change is durable before the call returns; a change that does nothing writes
+/// nothing. INVALID_SPLICE or DUPLICATE_MESSAGE when the result would be invalid
+/// (nothing is changed then).
 ///
-/// # Safety
-/// `session` is a live session handle; `target` and `inserted_json` are NUL-terminated
-/// strings; `out_removed_json` and a non-NULL `error` point to writable pointers.
+/// Ownership: *out_removed_json receives the removed messages as a JSON array, a new
+/// string owned by the caller; free it with inboxlog_string_free.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_inbox_splice(
     session: *mut inboxlog_session,
@@ -56,7 +55,7 @@ pub unsafe extern "C" fn inboxlog_inbox_splice(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all four): the caller's contract above.
+        // SAFETY (all four): the caller's contract (header overview, Safety).
         let s = unsafe { handle(session, "session") }?;
         let target = unsafe { target_arg(target) }?;
         let inserted = unsafe { json_arg(inserted_json, "inserted_json") }?;
@@ -79,11 +78,12 @@ pub unsafe extern "C" fn inboxlog_inbox_splice(
     })
 }
 
-/// The body of `inboxlog_inbox_append` and `_prepend`: checks `session`, `target` and
+/// The body of [`inboxlog_inbox_append`] and [`inboxlog_inbox_prepend`]: checks `session`, `target` and
 /// `message_json`, in that order, then lets `op` put the message in the inbox.
 ///
 /// # Safety
-/// As for `inboxlog_inbox_append`.
+/// `session` is NULL or a live session handle; `target` and `message_json` are NULL or
+/// NUL-terminated strings; a non-NULL `error` points to a writable pointer.
 unsafe fn add(
     session: *const inboxlog_session,
     target: *const c_char,
@@ -100,13 +100,11 @@ unsafe fn add(
     })
 }
 
-/// Adds `message_json` at the end of `target`. `DUPLICATE_MESSAGE` when its id is
-/// already pending. `session`, `target` and `message_json` must not be NULL.
-/// Thread-safe.
+/// Adds message_json at the end of target ("next-turn" or "next-step").
+/// DUPLICATE_MESSAGE when its id is already pending.
 ///
-/// # Safety
-/// `session` is a live session handle; `target` and `message_json` are NUL-terminated
-/// strings; a non-NULL `error` points to a writable pointer.
+/// Ownership: nothing is returned.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_inbox_append(
     session: *mut inboxlog_session,
@@ -114,7 +112,7 @@ pub unsafe extern "C" fn inboxlog_inbox_append(
     message_json: *const c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: the caller's contract above.
+    // SAFETY: the caller's contract (header overview, Safety).
     unsafe {
         add(session, target, message_json, error, |s, t, m| {
             s.inbox().append(t, m)
@@ -122,10 +120,10 @@ pub unsafe extern "C" fn inboxlog_inbox_append(
     }
 }
 
-/// Adds `message_json` at the front of `target`. As `inboxlog_inbox_append` otherwise.
+/// Adds message_json at the front of target. As inboxlog_inbox_append otherwise.
 ///
-/// # Safety
-/// As for `inboxlog_inbox_append`.
+/// Ownership: nothing is returned.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_inbox_prepend(
     session: *mut inboxlog_session,
@@ -133,7 +131,7 @@ pub unsafe extern "C" fn inboxlog_inbox_prepend(
     message_json: *const c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: the caller's contract above.
+    // SAFETY: the caller's contract (header overview, Safety).
     unsafe {
         add(session, target, message_json, error, |s, t, m| {
             s.inbox().prepend(t, m)
@@ -141,14 +139,12 @@ pub unsafe extern "C" fn inboxlog_inbox_prepend(
     }
 }
 
-/// Replaces the pending message `id` (looked up in `next-turn`, then `next-step`) with
-/// `message_json`, which may have a new id. `*out_replaced` receives false (and nothing
-/// is written) when `id` is not pending. `session`, `id`, `message_json` and
-/// `out_replaced` must not be NULL. Thread-safe.
+/// Replaces the pending message id (looked up in next-turn, then next-step) with
+/// message_json, which may have a new id. *out_replaced receives false (and nothing is
+/// written) when id is not pending.
 ///
-/// # Safety
-/// `session` is a live session handle; `id` and `message_json` are NUL-terminated
-/// strings; `out_replaced` and a non-NULL `error` point to writable memory.
+/// Ownership: *out_replaced receives a bool; nothing to free.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_inbox_replace(
     session: *mut inboxlog_session,
@@ -158,7 +154,7 @@ pub unsafe extern "C" fn inboxlog_inbox_replace(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all four): the caller's contract above.
+        // SAFETY (all four): the caller's contract (header overview, Safety).
         let s = unsafe { handle(session, "session") }?;
         let id = unsafe { str_arg(id, "id") }?;
         let m = unsafe { message_arg(message_json, "message_json") }?;
@@ -168,13 +164,11 @@ pub unsafe extern "C" fn inboxlog_inbox_replace(
     })
 }
 
-/// Removes the pending message `id` (a durable cancellation). `*out_removed` receives
-/// false (and nothing is written) when `id` is not pending. `session`, `id` and
-/// `out_removed` must not be NULL. Thread-safe.
+/// Removes the pending message id (a durable cancellation). *out_removed receives
+/// false (and nothing is written) when id is not pending.
 ///
-/// # Safety
-/// `session` is a live session handle; `id` is a NUL-terminated string; `out_removed`
-/// and a non-NULL `error` point to writable memory.
+/// Ownership: *out_removed receives a bool; nothing to free.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_inbox_remove(
     session: *mut inboxlog_session,
@@ -183,7 +177,7 @@ pub unsafe extern "C" fn inboxlog_inbox_remove(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all three): the caller's contract above.
+        // SAFETY (all three): the caller's contract (header overview, Safety).
         let s = unsafe { handle(session, "session") }?;
         let id = unsafe { str_arg(id, "id") }?;
         let out = unsafe { Out::new(out_removed, "out_removed") }?;
@@ -192,34 +186,32 @@ pub unsafe extern "C" fn inboxlog_inbox_remove(
     })
 }
 
-/// Cancels everything pending, `next-step` first, then `next-turn` (an empty list
-/// writes nothing). `session` must not be NULL. Thread-safe.
+/// Cancels everything pending, next-step first, then next-turn (an empty list writes
+/// nothing).
 ///
-/// # Safety
-/// `session` is a live session handle; a non-NULL `error` points to a writable pointer.
+/// Ownership: nothing is returned.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_inbox_clear(
     session: *mut inboxlog_session,
     error: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: the caller's contract above.
+    // SAFETY: the caller's contract (header overview, Safety).
     unsafe { with_session(session, error, |s| Ok(s.session.inbox().clear()?)) }
 }
 
-/// A copy of `next-turn` as a JSON array of messages. On success `*out_json` receives a
-/// new string (free it with `inboxlog_string_free`). `session` and `out_json` must not
-/// be NULL. Thread-safe.
+/// A copy of next-turn as a JSON array of messages.
 ///
-/// # Safety
-/// `session` is a live session handle; `out_json` and a non-NULL `error` point to
-/// writable pointers.
+/// Ownership: *out_json receives a new string owned by the caller; free it with
+/// inboxlog_string_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_inbox_next_turn(
     session: *const inboxlog_session,
     out_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: the caller's contract above.
+    // SAFETY: the caller's contract (header overview, Safety).
     unsafe {
         session_string(session, out_json, "out_json", error, |s| {
             Ok(messages_json(&s.session.inbox().next_turn()?))
@@ -227,18 +219,18 @@ pub unsafe extern "C" fn inboxlog_inbox_next_turn(
     }
 }
 
-/// A copy of `next-step` as a JSON array of messages. As `inboxlog_inbox_next_turn`
-/// otherwise.
+/// A copy of next-step as a JSON array of messages.
 ///
-/// # Safety
-/// As for `inboxlog_inbox_next_turn`.
+/// Ownership: *out_json receives a new string owned by the caller; free it with
+/// inboxlog_string_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_inbox_next_step(
     session: *const inboxlog_session,
     out_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: the caller's contract above.
+    // SAFETY: the caller's contract (header overview, Safety).
     unsafe {
         session_string(session, out_json, "out_json", error, |s| {
             Ok(messages_json(&s.session.inbox().next_step()?))
@@ -246,19 +238,17 @@ pub unsafe extern "C" fn inboxlog_inbox_next_step(
     }
 }
 
-/// Whether either list holds a message: `*out` receives true or false. `session` and
-/// `out` must not be NULL. Thread-safe.
+/// Whether either list holds a message: *out receives true or false.
 ///
-/// # Safety
-/// `session` is a live session handle; `out` and a non-NULL `error` point to writable
-/// memory.
+/// Ownership: *out receives a bool; nothing to free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_inbox_has_pending(
     session: *const inboxlog_session,
     out: *mut bool,
     error: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: the caller's contract above.
+    // SAFETY: the caller's contract (header overview, Safety).
     unsafe {
         session_value(session, out, "out", error, |s| {
             Ok(s.session.inbox().has_pending()?)

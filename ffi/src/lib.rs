@@ -1,47 +1,72 @@
 //! The C ABI of inboxlog (SPEC §9.1): a thin `extern "C"` layer over the `inboxlog`
 //! core crate; the header `include/inboxlog.h` is generated from it by cbindgen.
 //!
-//! Conventions, the same for every exported function:
-//! - Every function returns an `int` status: `INBOXLOG_STATUS_OK` (0) or an
-//!   `inboxlog_status` code. The exceptions are the `_free` functions (void, NULL is a
-//!   no-op), `inboxlog_version` and `inboxlog_status_name` (static strings).
-//! - Results go to out-parameters, written only on success. The last parameter,
-//!   `char **error`, is optional: when not NULL it receives, on failure only,
-//!   `{"code":N,"kind":"…","message":"…"}`, plus where known the keys `session`,
-//!   `path`, `line`, `offset` (bytes) and `seq` naming where the error happened.
-//! - Strings in are NUL-terminated UTF-8, borrowed for the call. Structured values
-//!   (messages, events, decisions, meta, causes, errors) cross as JSON text. Strings out
-//!   are allocated by the library and freed with `inboxlog_string_free` only.
-//! - Handles are opaque, made by `_new`/`_open`/`_create`, released by `_free`. A
-//!   session handle may be shared by threads; `inboxlog_session_close` may race other
-//!   calls (they fail with `CLOSED`), `_free` may not.
-//! - No panic crosses the boundary: it becomes `INBOXLOG_STATUS_PANIC`.
+//! The conventions every exported function follows are written once, for C readers,
+//! at the top of the header (`ffi/cbindgen.toml`, `header`): statuses, the optional
+//! error JSON, outputs written only on success, NULL (`_free(NULL)` is a no-op, every
+//! other required NULL is `NULL_ARGUMENT`), `bool` flags, `INBOXLOG_ABSENT` for an
+//! absent number, no clamping, threads, panics.
 //!
-//! Each exported function is `unsafe` to call from Rust: its pointers must satisfy the
-//! contract in its `# Safety` section.
+//! One module per C object, in the order the header declares them (cbindgen keeps
+//! source order: `sort_by = "None"`), each importing only modules above it:
+//!
+//! - `status`: the status enum, its names, the version (imports nothing here)
+//! - `boundary`: the panic boundary and the error JSON (imports `status`)
+//! - `strings`: arguments in, results out, `inboxlog_string_free`, helpers shared by
+//!   several objects (imports `boundary`, `status`)
+//! - `store`, then `session` (lifecycle, reads, append; imports `store`), then
+//!   `inbox`, `protocol`, `projection` and `notifications`, which each import
+//!   `session` and nothing else of the objects.
 
-#![allow(non_camel_case_types)] // C names: inboxlog_session, inboxlog_status, …
+// C names: inboxlog_session, inboxlog_status, …
+#![allow(non_camel_case_types)]
+// Each exported `unsafe fn` states its contract in C terms, because cbindgen copies the
+// doc comment into the header: the pointer rules are written once in the header's
+// overview ("Safety": NULL or live handles, NUL-terminated strings, writable
+// out-parameters), and each function names its optional arguments. A Rust `# Safety`
+// heading would only repeat that overview in every function of the header.
+#![allow(clippy::missing_safety_doc)]
 
-mod boundary;
-mod call;
-mod inbox;
-mod projection;
-mod protocol;
-mod session;
+// The header declares the modules' functions in this order (cbindgen keeps source
+// order), so each module is its own group here: rustfmt sorts only within a group.
+
+// Status and errors.
 mod status;
-mod store;
+
+// The panic boundary; with the testing feature, the test hook (not in the header).
+mod boundary;
+
+// Strings: arguments in, results out, inboxlog_string_free.
 mod strings;
 
-use std::ffi::{CString, c_char, c_int};
+// Store: new, open, list, inspect, verify, delete, free.
+mod store;
 
+// Session lifecycle, then append and reading events.
+mod session;
+
+// Inbox.
+mod inbox;
+
+// Step-boundary protocol.
+mod protocol;
+
+// Projections: the consumed-work fold, baselines, the queue projection.
+mod projection;
+
+// Notifications.
+mod notifications;
+
+#[cfg(feature = "testing")]
+pub use boundary::inboxlog_test_panic;
 pub use inbox::*;
+pub use notifications::*;
 pub use projection::*;
 pub use protocol::*;
 pub use session::*;
-pub use status::inboxlog_status;
+pub use status::{inboxlog_status, inboxlog_status_name, inboxlog_version};
 pub use store::*;
-
-use boundary::boundary;
+pub use strings::{INBOXLOG_ABSENT, inboxlog_string_free};
 
 // Handles are shared across threads by C callers.
 const _: fn() = || {
@@ -50,85 +75,3 @@ const _: fn() = || {
     thread_safe::<inboxlog_session>();
     thread_safe::<inboxlog_projection>();
 };
-
-/// The library version, e.g. `"0.1.0"`: a static string, never freed.
-#[unsafe(no_mangle)]
-pub extern "C" fn inboxlog_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
-}
-
-/// The kind name of a status code (`"not_found"` for 5, `"ok"` for 0), or NULL for a
-/// number that is no status: a static string, never freed. Thread-safe.
-#[unsafe(no_mangle)]
-pub extern "C" fn inboxlog_status_name(status: c_int) -> *const c_char {
-    const NAMES: [(inboxlog_status, &std::ffi::CStr); 19] = [
-        (inboxlog_status::Ok, c"ok"),
-        (inboxlog_status::Io, c"io"),
-        (inboxlog_status::Corrupt, c"corrupt"),
-        (inboxlog_status::Locked, c"locked"),
-        (inboxlog_status::Poisoned, c"poisoned"),
-        (inboxlog_status::NotFound, c"not_found"),
-        (inboxlog_status::AlreadyExists, c"already_exists"),
-        (inboxlog_status::InvalidSplice, c"invalid_splice"),
-        (inboxlog_status::DuplicateMessage, c"duplicate_message"),
-        (inboxlog_status::Protocol, c"protocol"),
-        (inboxlog_status::InvalidInput, c"invalid_input"),
-        (inboxlog_status::FormatUnsupported, c"format_unsupported"),
-        (inboxlog_status::TooLarge, c"too_large"),
-        (inboxlog_status::Closed, c"closed"),
-        (inboxlog_status::Reentrant, c"reentrant"),
-        (inboxlog_status::NullArgument, c"null_argument"),
-        (inboxlog_status::InvalidUtf8, c"invalid_utf8"),
-        (inboxlog_status::InvalidJson, c"invalid_json"),
-        (inboxlog_status::Panic, c"panic"),
-    ];
-    NAMES
-        .iter()
-        .find(|(s, _)| s.code() == status)
-        .map_or(std::ptr::null(), |(_, name)| name.as_ptr())
-}
-
-/// Frees a string returned by this library. NULL is a no-op.
-///
-/// # Safety
-/// `s` is NULL or a string returned by an `inboxlog_` function and not yet freed; it
-/// must not be used afterwards. Strings from other allocators must not be passed.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn inboxlog_string_free(s: *mut c_char) {
-    boundary::boundary_void(|| {
-        if !s.is_null() {
-            // SAFETY: made by `CString::into_raw` in this library, freed exactly once.
-            drop(unsafe { CString::from_raw(s) });
-        }
-    })
-}
-
-/// Diagnostic: panics inside the boundary and so always returns
-/// `INBOXLOG_STATUS_PANIC` (with `kind` `"panic"` in `*error`). It exists so that hosts
-/// and tests can check their handling of that status against the shipped library; it
-/// has no other effect. Thread-safe.
-///
-/// # Safety
-/// A non-NULL `error` points to a writable pointer.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn inboxlog_test_panic(error: *mut *mut c_char) -> c_int {
-    boundary(error, || panic!("inboxlog_test_panic was called"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::ffi::CStr;
-
-    #[test]
-    fn status_names_match_the_enum() {
-        for status in status::ALL_STATUSES {
-            let name = inboxlog_status_name(status.code());
-            // SAFETY: a non-NULL result is a static NUL-terminated string.
-            let name = unsafe { CStr::from_ptr(name) }.to_str().unwrap();
-            assert_eq!(name, status.name());
-        }
-        assert!(inboxlog_status_name(15).is_null());
-        assert!(inboxlog_status_name(-1).is_null());
-    }
-}

@@ -1,21 +1,22 @@
 //! Read-side projections (SPEC §5): the consumed-work fold and the queue projection
-//! that keeps a consumer's copy of the inbox equal to the live one.
+//! that keeps a consumer's copy of the inbox equal to the live one. Imports the session
+//! handle (for a session's baseline), nothing else of the C objects.
 
 use std::ffi::{c_char, c_int};
 use std::sync::{Mutex, MutexGuard};
 
 use inboxlog_core::{Baseline, Event, QueueProjection, fold_consumed_work};
 
-use crate::boundary::{boundary, boundary_void};
-use crate::call::session_string;
-use crate::session::{inboxlog_session, parse_events};
-use crate::strings::{Out, handle, json_arg, optional_index};
+use crate::boundary::{FfiError, FfiResult, boundary, boundary_void};
+use crate::session::{inboxlog_session, session_string};
+use crate::strings::{Out, handle, json_arg, optional_number, parse_events};
 
-/// A standalone copy of an inbox that follows a log's `agent/inbox/spliced` events.
+/// A standalone copy of an inbox that follows a log's agent/inbox/spliced events.
 /// Opaque.
 ///
-/// Created by `inboxlog_projection_new` or `inboxlog_projection_replay`, released by
-/// `inboxlog_projection_free`. Thread-safe (calls serialize).
+/// Made by inboxlog_projection_new or inboxlog_projection_replay, released by
+/// inboxlog_projection_free. Every function but inboxlog_projection_free may be called
+/// from several threads at once: calls on one projection serialize.
 pub struct inboxlog_projection {
     inner: Mutex<QueueProjection>,
 }
@@ -28,6 +29,27 @@ impl inboxlog_projection {
     }
 }
 
+/// "none" or the last seq of `events`, for error messages.
+fn last_seq(events: &[Event]) -> String {
+    events
+        .last()
+        .map_or_else(|| "none".to_owned(), |e| e.seq().to_string())
+}
+
+/// Refuses an `upto` past the last of `events` (SPEC §9.1: never clamped).
+fn check_upto(upto: Option<u64>, events: &[Event]) -> FfiResult<()> {
+    match (upto, events.last()) {
+        (Some(upto), last) if last.is_none_or(|e| upto > e.seq()) => {
+            Err(FfiError::invalid(format!(
+                "argument `upto` is {upto}, past the end of the log ({} events, last seq {})",
+                events.len(),
+                last_seq(events)
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn give(out: Out<*mut inboxlog_projection>, projection: QueueProjection) {
     let handle = Box::new(inboxlog_projection {
         inner: Mutex::new(projection),
@@ -36,14 +58,12 @@ fn give(out: Out<*mut inboxlog_projection>, projection: QueueProjection) {
 }
 
 /// Folds a log, or an owned suffix of one, into the turn that last accounted for
-/// pending work: `events_json` is a JSON array of events. On success `*out_json`
-/// receives `{"end":<turn/end event>|null,"droppedUnrun":bool}` (free it with
-/// `inboxlog_string_free`). `events_json` and `out_json` must not be NULL.
-/// Thread-safe.
+/// pending work: events_json is a JSON array of events, and the result is
+/// {"end":<turn/end event>|null,"droppedUnrun":bool}.
 ///
-/// # Safety
-/// `events_json` is a NUL-terminated string; `out_json` and a non-NULL `error` point to
-/// writable pointers.
+/// Ownership: *out_json receives a new string owned by the caller; free it with
+/// inboxlog_string_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_fold_consumed_work(
     events_json: *const c_char,
@@ -51,7 +71,7 @@ pub unsafe extern "C" fn inboxlog_fold_consumed_work(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (both): the caller's contract above.
+        // SAFETY (both): the caller's contract (header overview, Safety).
         let events = unsafe { json_arg(events_json, "events_json") }?;
         let out = unsafe { Out::new(out_json, "out_json") }?;
         let events = parse_events(&events, "events_json")?;
@@ -59,16 +79,15 @@ pub unsafe extern "C" fn inboxlog_fold_consumed_work(
     })
 }
 
-/// The inbox of `session` as of the event at seq `upto` (-1: the current end), as a
-/// baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}` to hand to a consumer
-/// (`inboxlog_projection_new`), which then applies the events after `seq`
-/// (`inboxlog_session_events(session, seq + 1, …)`). On success `*out_json` receives a
-/// new string (free it with `inboxlog_string_free`). `upto` must be -1 or a
-/// non-negative seq. `session` and `out_json` must not be NULL. Thread-safe.
+/// The inbox of session as of the event at seq upto (INBOXLOG_ABSENT: the current
+/// end), as a baseline {"seq":N|null,"next_turn":[...],"next_step":[...]} to hand to a
+/// consumer (inboxlog_projection_new), which then applies the events after seq
+/// (inboxlog_session_events(session, seq + 1, ...)). An upto past the last event is
+/// INVALID_INPUT naming the log's length, never clamped.
 ///
-/// # Safety
-/// `session` is a live session handle; `out_json` and a non-NULL `error` point to
-/// writable pointers.
+/// Ownership: *out_json receives a new string owned by the caller; free it with
+/// inboxlog_string_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_baseline(
     session: *const inboxlog_session,
@@ -76,11 +95,12 @@ pub unsafe extern "C" fn inboxlog_session_baseline(
     out_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: the caller's contract above.
+    // SAFETY: the caller's contract (header overview, Safety).
     unsafe {
         session_string(session, out_json, "out_json", error, |s| {
-            let upto = optional_index(upto, "upto")?;
+            let upto = optional_number(upto, "upto")?;
             let events = s.session.events(0)?;
+            check_upto(upto, &events)?;
             let from = s.session.header().replay_from();
             let projection = QueueProjection::replay(&events, from, upto)?;
             Ok(projection.baseline().to_json())
@@ -88,15 +108,13 @@ pub unsafe extern "C" fn inboxlog_session_baseline(
     }
 }
 
-/// Starts a projection from a baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}`
-/// (every key required, no other; `seq` null or a safe integer; ids unique across both
-/// lists; a baseline of another shape is `INVALID_INPUT`). On success `*out` receives a
-/// new projection handle owned by the caller (release it with
-/// `inboxlog_projection_free`). `baseline_json` and `out` must not be NULL. Thread-safe.
+/// Starts a projection from a baseline {"seq":N|null,"next_turn":[...],"next_step":[...]}
+/// (every key required, no other; seq null or a safe integer; ids unique across both
+/// lists; a baseline of another shape is INVALID_INPUT).
 ///
-/// # Safety
-/// `baseline_json` is a NUL-terminated string; `out` and a non-NULL `error` point to
-/// writable pointers.
+/// Ownership: *out receives a new projection handle owned by the caller; release it
+/// with inboxlog_projection_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_projection_new(
     baseline_json: *const c_char,
@@ -104,7 +122,7 @@ pub unsafe extern "C" fn inboxlog_projection_new(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (both): the caller's contract above.
+        // SAFETY (both): the caller's contract (header overview, Safety).
         let baseline = unsafe { json_arg(baseline_json, "baseline_json") }?;
         let out = unsafe { Out::new(out, "out") }?;
         let baseline =
@@ -114,15 +132,15 @@ pub unsafe extern "C" fn inboxlog_projection_new(
     })
 }
 
-/// Builds a projection by replaying `events_json` (a JSON array of a log's events, in
-/// order): splices before seq `replay_from` (the header's `seedLength`, 0 when absent)
-/// are skipped, and events after seq `upto` (-1: none) are ignored. On success `*out`
-/// receives a new projection handle owned by the caller. `events_json` and `out` must
-/// not be NULL. Thread-safe.
+/// Builds a projection by replaying events_json (a JSON array of a log's events, in
+/// order): splices before seq replay_from (the header's seedLength, 0 when it has none)
+/// are skipped, and events after seq upto (INBOXLOG_ABSENT: none) are ignored. An upto
+/// past the last event, or a replay_from past the end of the events, is INVALID_INPUT,
+/// never clamped.
 ///
-/// # Safety
-/// `events_json` is a NUL-terminated string; `out` and a non-NULL `error` point to
-/// writable pointers.
+/// Ownership: *out receives a new projection handle owned by the caller; release it
+/// with inboxlog_projection_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_projection_replay(
     events_json: *const c_char,
@@ -132,21 +150,30 @@ pub unsafe extern "C" fn inboxlog_projection_replay(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (both): the caller's contract above.
+        // SAFETY (both): the caller's contract (header overview, Safety).
         let events = unsafe { json_arg(events_json, "events_json") }?;
         let out = unsafe { Out::new(out, "out") }?;
-        let upto = optional_index(upto, "upto")?;
+        let upto = optional_number(upto, "upto")?;
         let events = parse_events(&events, "events_json")?;
+        check_upto(upto, &events)?;
+        let end = events.last().map_or(0, |e| e.seq() + 1);
+        if replay_from > end {
+            return Err(FfiError::invalid(format!(
+                "argument `replay_from` is {replay_from}, past the end of the events ({} \
+                 events, last seq {})",
+                events.len(),
+                last_seq(&events)
+            )));
+        }
         give(out, QueueProjection::replay(&events, replay_from, upto)?);
         Ok(())
     })
 }
 
-/// Releases a projection. NULL is a no-op.
+/// Releases a projection handle. NULL is a no-op.
 ///
-/// # Safety
-/// `projection` is NULL or a live projection handle that no other thread is using; it
-/// must not be used afterwards.
+/// Ownership: takes back the handle the caller owned; it must not be used afterwards.
+/// Threads: must not race any other call on this projection.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_projection_free(projection: *mut inboxlog_projection) {
     boundary_void(|| {
@@ -157,15 +184,13 @@ pub unsafe extern "C" fn inboxlog_projection_free(projection: *mut inboxlog_proj
     })
 }
 
-/// Applies the next event (`event_json`, one event object, seq after the
-/// projection's): a splice changes the lists, validated as the live inbox is
-/// (`INVALID_SPLICE`, `DUPLICATE_MESSAGE`); other events only advance the seq; an event
-/// already applied is `INVALID_INPUT`. On failure nothing changes. `projection` and
-/// `event_json` must not be NULL. Thread-safe.
+/// Applies the next event (event_json, one event object, seq after the projection's):
+/// a splice changes the lists, validated as the live inbox is (INVALID_SPLICE,
+/// DUPLICATE_MESSAGE); other events only advance the seq; an event already applied is
+/// INVALID_INPUT. On failure nothing changes.
 ///
-/// # Safety
-/// `projection` is a live projection handle; `event_json` is a NUL-terminated string; a
-/// non-NULL `error` points to a writable pointer.
+/// Ownership: nothing is returned.
+/// Threads: any thread, any number at once (calls on one projection serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_projection_apply(
     projection: *mut inboxlog_projection,
@@ -173,7 +198,7 @@ pub unsafe extern "C" fn inboxlog_projection_apply(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (both): the caller's contract above.
+        // SAFETY (both): the caller's contract (header overview, Safety).
         let p = unsafe { handle(projection, "projection") }?;
         let event = unsafe { json_arg(event_json, "event_json") }?;
         let event = Event::from_json(&event)?;
@@ -182,13 +207,11 @@ pub unsafe extern "C" fn inboxlog_projection_apply(
 }
 
 /// Applies a JSON array of events in order (e.g. the output of
-/// `inboxlog_session_events`), all or nothing: on failure the projection is unchanged
-/// and the error names the event. `projection` and `events_json` must not be NULL.
-/// Thread-safe.
+/// inboxlog_session_events), all or nothing: on failure the projection is unchanged and
+/// the error names the event.
 ///
-/// # Safety
-/// `projection` is a live projection handle; `events_json` is a NUL-terminated string; a
-/// non-NULL `error` points to a writable pointer.
+/// Ownership: nothing is returned.
+/// Threads: any thread, any number at once (calls on one projection serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_projection_apply_all(
     projection: *mut inboxlog_projection,
@@ -196,7 +219,7 @@ pub unsafe extern "C" fn inboxlog_projection_apply_all(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (both): the caller's contract above.
+        // SAFETY (both): the caller's contract (header overview, Safety).
         let p = unsafe { handle(projection, "projection") }?;
         let events = unsafe { json_arg(events_json, "events_json") }?;
         let events = parse_events(&events, "events_json")?;
@@ -210,13 +233,11 @@ pub unsafe extern "C" fn inboxlog_projection_apply_all(
     })
 }
 
-/// The projection as a baseline `{"seq":N|null,"next_turn":[…],"next_step":[…]}`. On
-/// success `*out_json` receives a new string (free it with `inboxlog_string_free`).
-/// `projection` and `out_json` must not be NULL. Thread-safe.
+/// The projection as a baseline {"seq":N|null,"next_turn":[...],"next_step":[...]}.
 ///
-/// # Safety
-/// `projection` is a live projection handle; `out_json` and a non-NULL `error` point to
-/// writable pointers.
+/// Ownership: *out_json receives a new string owned by the caller; free it with
+/// inboxlog_string_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_projection_baseline(
     projection: *const inboxlog_projection,
@@ -224,7 +245,7 @@ pub unsafe extern "C" fn inboxlog_projection_baseline(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (both): the caller's contract above.
+        // SAFETY (both): the caller's contract (header overview, Safety).
         let p = unsafe { handle(projection, "projection") }?;
         let out = unsafe { Out::new(out_json, "out_json") }?;
         out.write_string(p.lock().baseline().to_json())

@@ -1,13 +1,13 @@
 //! The step-boundary protocol (SPEC §4): open a turn, propose a step (claim input),
-//! decide once, end the step, close the turn; cancel and fail.
+//! decide once, end the step, close the turn; cancel and fail. Imports the session
+//! handle, nothing else of the C objects.
 
 use std::ffi::{c_char, c_int};
 
 use inboxlog_core::{CancelCause, Decision, Extra, StepOutcome, TurnError};
 
-use crate::boundary::{FfiError, FfiResult, boundary};
-use crate::call::session_string;
-use crate::session::inboxlog_session;
+use crate::boundary::{FfiResult, boundary};
+use crate::session::{inboxlog_session, session_string};
 use crate::strings::{Out, handle, json_arg, opt_json_arg, str_arg};
 
 /// The host extras of a protocol call: NULL for none, else a JSON object of keys that
@@ -24,14 +24,14 @@ unsafe fn extra_arg(extra_json: *const c_char) -> FfiResult<Extra> {
     }
 }
 
-/// Opens a turn (idle only; `PROTOCOL` otherwise): writes `turn/start` before any
-/// claim. `extra_json` is NULL or a JSON object of host keys for the `turn/start` data
-/// (e.g. `{"trigger":{"kind":"message"}}`). `*out_turn` receives the turn number (the
-/// first turn of a log is 1). `session` and `out_turn` must not be NULL. Thread-safe.
+/// Opens a turn (idle only; PROTOCOL otherwise): writes turn/start before any claim.
+/// *out_turn receives the turn number (the first turn of a log is 1).
 ///
-/// # Safety
-/// `session` is a live session handle; a non-NULL `extra_json` is a NUL-terminated
-/// string; `out_turn` and a non-NULL `error` point to writable memory.
+/// extra_json is optional (NULL: none): a JSON object of host keys for the turn/start
+/// data, e.g. {"trigger":{"kind":"message"}}.
+///
+/// Ownership: *out_turn receives a number; nothing to free.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_open_turn(
     session: *mut inboxlog_session,
@@ -40,7 +40,7 @@ pub unsafe extern "C" fn inboxlog_session_open_turn(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all three): the caller's contract above.
+        // SAFETY (all three): the caller's contract (header overview, Safety).
         let s = unsafe { handle(session, "session") }?;
         let extra = unsafe { extra_arg(extra_json) }?;
         let out = unsafe { Out::new(out_turn, "out_turn") }?;
@@ -49,24 +49,22 @@ pub unsafe extern "C" fn inboxlog_session_open_turn(
     })
 }
 
-/// Proposes the next step: claims all of `next-step` (and, for the first proposal of
-/// the turn, the first message of `next-turn`). The claimed batch belongs to the turn
-/// from now on. On success `*out_proposal_json` receives
-/// `{"turn":N,"step":K,"messages":[…]}` (free it with `inboxlog_string_free`); pass
-/// the final batch to `inboxlog_session_decide`. `PROTOCOL` when no turn is open, a
-/// step is open or a proposal is pending. `session` and `out_proposal_json` must not be
-/// NULL. Thread-safe.
+/// Proposes the next step: claims all of next-step (and, for the first proposal of
+/// the turn, the first message of next-turn). The claimed batch belongs to the turn
+/// from now on. The result is {"turn":N,"step":K,"messages":[...]}; pass the final
+/// batch to inboxlog_session_decide. PROTOCOL when no turn is open, a step is open or
+/// a proposal is pending.
 ///
-/// # Safety
-/// `session` is a live session handle; `out_proposal_json` and a non-NULL `error` point
-/// to writable pointers.
+/// Ownership: *out_proposal_json receives a new string owned by the caller; free it
+/// with inboxlog_string_free.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_propose_step(
     session: *mut inboxlog_session,
     out_proposal_json: *mut *mut c_char,
     error: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: the caller's contract above.
+    // SAFETY: the caller's contract (header overview, Safety).
     unsafe {
         session_string(
             session,
@@ -78,20 +76,18 @@ pub unsafe extern "C" fn inboxlog_session_propose_step(
     }
 }
 
-/// The one pre-step decision for the pending proposal: `decision_json` is
-/// `{"kind":"reject"}` (the turn ends `blocked`) or `{"kind":"enter","messages":[…]}`
-/// (the complete final batch; empty ends a turn that has nothing left to do).
+/// The one pre-step decision for the pending proposal: decision_json is
+/// {"kind":"reject"} (the turn ends blocked) or {"kind":"enter","messages":[...]} (the
+/// complete final batch; empty ends a turn that has nothing left to do). The result is
+/// {"kind":"step","turn":N,"step":K} or {"kind":"turn-end","turn":N,"reason":{...}}.
+/// PROTOCOL when no proposal is pending.
 ///
-/// On success `*out_decided_json` receives `{"kind":"step","turn":N,"step":K}` or
-/// `{"kind":"turn-end","turn":N,"reason":{…}}` (free it with `inboxlog_string_free`).
-/// `extra_json` is NULL or a JSON object of host keys for the first event the decision
-/// writes (`step/start`, or `turn/end`). `PROTOCOL` when no proposal is pending.
-/// `session`, `decision_json` and `out_decided_json` must not be NULL. Thread-safe.
+/// extra_json is optional (NULL: none): a JSON object of host keys for the first event
+/// the decision writes (step/start, or turn/end).
 ///
-/// # Safety
-/// `session` is a live session handle; `decision_json` and a non-NULL `extra_json` are
-/// NUL-terminated strings; `out_decided_json` and a non-NULL `error` point to writable
-/// pointers.
+/// Ownership: *out_decided_json receives a new string owned by the caller; free it
+/// with inboxlog_string_free.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_decide(
     session: *mut inboxlog_session,
@@ -101,7 +97,7 @@ pub unsafe extern "C" fn inboxlog_session_decide(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all four): the caller's contract above.
+        // SAFETY (all four): the caller's contract (header overview, Safety).
         let s = unsafe { handle(session, "session") }?;
         let decision = unsafe { json_arg(decision_json, "decision_json") }?;
         let extra = unsafe { extra_arg(extra_json) }?;
@@ -111,16 +107,16 @@ pub unsafe extern "C" fn inboxlog_session_decide(
     })
 }
 
-/// Ends the open step with `outcome`: `"continue"` (the step owes another model call),
-/// `"completed"` or `"max-tokens"`. `*out_again` receives whether the loop must propose
-/// another step (the turn has not concluded, or steering arrived in `next-step`);
-/// otherwise call `inboxlog_session_close_turn`. `extra_json` is NULL or a JSON
-/// object of host keys for the `step/end` data. `PROTOCOL` when no step is open.
-/// `session`, `outcome` and `out_again` must not be NULL. Thread-safe.
+/// Ends the open step with outcome: "continue" (the step owes another model call),
+/// "completed" or "max-tokens". *out_again receives whether the loop must propose
+/// another step (the turn has not concluded, or steering arrived in next-step);
+/// otherwise call inboxlog_session_close_turn. PROTOCOL when no step is open.
 ///
-/// # Safety
-/// `session` is a live session handle; `outcome` and a non-NULL `extra_json` are
-/// NUL-terminated strings; `out_again` and a non-NULL `error` point to writable memory.
+/// extra_json is optional (NULL: none): a JSON object of host keys for the step/end
+/// data.
+///
+/// Ownership: *out_again receives a bool; nothing to free.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_end_step(
     session: *mut inboxlog_session,
@@ -130,7 +126,7 @@ pub unsafe extern "C" fn inboxlog_session_end_step(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all four): the caller's contract above.
+        // SAFETY (all four): the caller's contract (header overview, Safety).
         let s = unsafe { handle(session, "session") }?;
         let outcome = unsafe { str_arg(outcome, "outcome") }?;
         let extra = unsafe { extra_arg(extra_json) }?;
@@ -142,14 +138,15 @@ pub unsafe extern "C" fn inboxlog_session_end_step(
 }
 
 /// Closes a concluded turn (between steps, no steering pending) with its concluded
-/// reason. On success `*out_decided_json` receives `{"kind":"turn-end","turn":N,
-/// "reason":{…}}` (free it with `inboxlog_string_free`). `extra_json` is NULL or a
-/// JSON object of host keys for the `turn/end` data. `PROTOCOL`, naming the state,
-/// otherwise. `session` and `out_decided_json` must not be NULL. Thread-safe.
+/// reason: the result is {"kind":"turn-end","turn":N,"reason":{...}}. PROTOCOL, naming
+/// the state, otherwise.
 ///
-/// # Safety
-/// `session` is a live session handle; a non-NULL `extra_json` is a NUL-terminated
-/// string; `out_decided_json` and a non-NULL `error` point to writable pointers.
+/// extra_json is optional (NULL: none): a JSON object of host keys for the turn/end
+/// data.
+///
+/// Ownership: *out_decided_json receives a new string owned by the caller; free it
+/// with inboxlog_string_free.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_close_turn(
     session: *mut inboxlog_session,
@@ -158,7 +155,7 @@ pub unsafe extern "C" fn inboxlog_session_close_turn(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all three): the caller's contract above.
+        // SAFETY (all three): the caller's contract (header overview, Safety).
         let s = unsafe { handle(session, "session") }?;
         let extra = unsafe { extra_arg(extra_json) }?;
         let out = unsafe { Out::new(out_decided_json, "out_decided_json") }?;
@@ -166,41 +163,30 @@ pub unsafe extern "C" fn inboxlog_session_close_turn(
     })
 }
 
-/// Cancels: unless `keep_inbox` is 1, clears the inbox first (durable cancellations);
-/// then, if a turn is open, ends an open step and the turn as `aborted` with `cause`.
-/// Idle with nothing pending writes nothing.
+/// Cancels: unless keep_inbox, clears the inbox first (durable cancellations); then,
+/// if a turn is open, ends an open step and the turn as aborted with the cause. Idle
+/// with nothing pending writes nothing.
 ///
-/// `cause_json` is NULL (meaning `{"kind":"user"}`) or one of `{"kind":"user"}`,
-/// `{"kind":"parent"}`, `{"kind":"hook","reason":"…"}`, `{"kind":"disposed"}`.
-/// `keep_inbox` must be 0 or 1 (`INVALID_INPUT` otherwise). `extra_json` is NULL or a
-/// JSON object of host keys for the aborted turn's `turn/end` data. `session` must not
-/// be NULL. Thread-safe.
+/// cause_json is optional (NULL: {"kind":"user"}): one of {"kind":"user"},
+/// {"kind":"parent"}, {"kind":"hook","reason":"..."}, {"kind":"disposed"}. extra_json is
+/// optional (NULL: none): a JSON object of host keys for the aborted turn's turn/end
+/// data.
 ///
-/// # Safety
-/// `session` is a live session handle; non-NULL `cause_json` and `extra_json` are
-/// NUL-terminated strings; a non-NULL `error` points to a writable pointer.
+/// Ownership: nothing is returned.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_cancel(
     session: *mut inboxlog_session,
     cause_json: *const c_char,
-    keep_inbox: c_int,
+    keep_inbox: bool,
     extra_json: *const c_char,
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all three): the caller's contract above.
+        // SAFETY (all three): the caller's contract (header overview, Safety).
         let s = unsafe { handle(session, "session") }?;
         let cause = unsafe { opt_json_arg(cause_json, "cause_json") }?;
         let extra = unsafe { extra_arg(extra_json) }?;
-        let keep_inbox = match keep_inbox {
-            0 => false,
-            1 => true,
-            other => {
-                return Err(FfiError::invalid(format!(
-                    "argument `keep_inbox` must be 0 or 1, got {other}"
-                )));
-            }
-        };
         let cause = match cause {
             None => CancelCause::User,
             Some(json) => CancelCause::from_json(&json)?,
@@ -209,15 +195,15 @@ pub unsafe extern "C" fn inboxlog_session_cancel(
     })
 }
 
-/// Fails the open turn (any state but idle; `PROTOCOL` when idle): ends an open step,
-/// then the turn with `{"kind":"error","error":…}`. `error_json` is an object with
-/// string `message` and `code` (other keys kept). `extra_json` is NULL or a JSON object
-/// of host keys for the `turn/end` data. `session` and `error_json` must not be NULL.
-/// Thread-safe.
+/// Fails the open turn (any state but idle; PROTOCOL when idle): ends an open step,
+/// then the turn with {"kind":"error","error":...}. error_json is an object with string
+/// "message" and "code" (other keys kept).
 ///
-/// # Safety
-/// `session` is a live session handle; `error_json` and a non-NULL `extra_json` are
-/// NUL-terminated strings; a non-NULL `error` points to a writable pointer.
+/// extra_json is optional (NULL: none): a JSON object of host keys for the turn/end
+/// data.
+///
+/// Ownership: nothing is returned.
+/// Threads: any thread, any number at once (calls on one session serialize).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_session_fail(
     session: *mut inboxlog_session,
@@ -226,7 +212,7 @@ pub unsafe extern "C" fn inboxlog_session_fail(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all three): the caller's contract above.
+        // SAFETY (all three): the caller's contract (header overview, Safety).
         let s = unsafe { handle(session, "session") }?;
         let turn_error = unsafe { json_arg(error_json, "error_json") }?;
         let extra = unsafe { extra_arg(extra_json) }?;

@@ -1,12 +1,15 @@
-//! The status codes every exported function returns (SPEC §8, §9.1).
+//! The status codes every exported function returns (SPEC §8, §9.1), their names, and
+//! the library version: the first section of the header.
+
+use std::ffi::{CStr, c_char, c_int};
 
 use inboxlog_core::ErrorKind;
 
-/// The result of every call: `INBOXLOG_STATUS_OK` (0) or what went wrong.
+/// The result of every call: INBOXLOG_STATUS_OK (0) or what went wrong.
 ///
-/// Codes 1–14 are the error kinds shared by every layer (same numbers as the Rust
-/// `ErrorKind::code()` and the Python `.code`); codes from 100 exist only at the C
-/// boundary. Numbers are never reused. Functions return them as `int`.
+/// Codes from 1 to 99 are the error kinds shared by every layer (the same numbers as
+/// the Rust ErrorKind::code() and the Python exception's code); codes from 100 exist
+/// only at the C boundary. Numbers are never reused. Functions return them as int.
 #[repr(C)]
 #[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +40,7 @@ pub enum inboxlog_status {
     FormatUnsupported = 11,
     /// A record or a JSON nesting over the limits.
     TooLarge = 12,
-    /// Use of a session after `inboxlog_session_close` (stores have no close).
+    /// Use of a session after inboxlog_session_close (stores have no close).
     Closed = 13,
     /// A mutation from inside an observer.
     Reentrant = 14,
@@ -49,6 +52,49 @@ pub enum inboxlog_status {
     InvalidJson = 102,
     /// The library panicked; the call was abandoned (a bug: please report it).
     Panic = 199,
+}
+
+/// The kind name of a status code ("not_found" for 5, "ok" for 0), or NULL for a number
+/// that is no status.
+///
+/// Ownership: the result is a static string, never freed.
+/// Threads: any thread, any number at once.
+#[unsafe(no_mangle)]
+pub extern "C" fn inboxlog_status_name(status: c_int) -> *const c_char {
+    const NAMES: [(inboxlog_status, &CStr); 19] = [
+        (inboxlog_status::Ok, c"ok"),
+        (inboxlog_status::Io, c"io"),
+        (inboxlog_status::Corrupt, c"corrupt"),
+        (inboxlog_status::Locked, c"locked"),
+        (inboxlog_status::Poisoned, c"poisoned"),
+        (inboxlog_status::NotFound, c"not_found"),
+        (inboxlog_status::AlreadyExists, c"already_exists"),
+        (inboxlog_status::InvalidSplice, c"invalid_splice"),
+        (inboxlog_status::DuplicateMessage, c"duplicate_message"),
+        (inboxlog_status::Protocol, c"protocol"),
+        (inboxlog_status::InvalidInput, c"invalid_input"),
+        (inboxlog_status::FormatUnsupported, c"format_unsupported"),
+        (inboxlog_status::TooLarge, c"too_large"),
+        (inboxlog_status::Closed, c"closed"),
+        (inboxlog_status::Reentrant, c"reentrant"),
+        (inboxlog_status::NullArgument, c"null_argument"),
+        (inboxlog_status::InvalidUtf8, c"invalid_utf8"),
+        (inboxlog_status::InvalidJson, c"invalid_json"),
+        (inboxlog_status::Panic, c"panic"),
+    ];
+    NAMES
+        .iter()
+        .find(|(s, _)| s.code() == status)
+        .map_or(std::ptr::null(), |(_, name)| name.as_ptr())
+}
+
+/// The library version, e.g. "0.1.0".
+///
+/// Ownership: the result is a static string, never freed.
+/// Threads: any thread, any number at once.
+#[unsafe(no_mangle)]
+pub extern "C" fn inboxlog_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
 /// Every status, in code order.
@@ -115,5 +161,17 @@ mod tests {
         assert_eq!(ALL_STATUSES.len(), ErrorKind::ALL.len() + 5);
         assert_eq!(inboxlog_status::Panic.code(), 199);
         assert_eq!(inboxlog_status::InvalidJson.name(), "invalid_json");
+    }
+
+    #[test]
+    fn status_names_match_the_enum() {
+        for status in ALL_STATUSES {
+            let name = inboxlog_status_name(status.code());
+            // SAFETY: a non-NULL result is a static NUL-terminated string.
+            let name = unsafe { CStr::from_ptr(name) }.to_str().unwrap();
+            assert_eq!(name, status.name());
+        }
+        assert!(inboxlog_status_name(15).is_null());
+        assert!(inboxlog_status_name(-1).is_null());
     }
 }

@@ -1,4 +1,4 @@
-//! Stores: where session logs live (SPEC §7.1).
+//! Stores: where session logs live (SPEC §7.1). Imports no other C object.
 
 use std::ffi::{c_char, c_int};
 
@@ -6,31 +6,30 @@ use inboxlog_core::Session;
 use inboxlog_core::store::{Durability, JsonlStore, MemoryStore, Store};
 
 use crate::boundary::{boundary, boundary_void};
-use crate::strings::{Out, handle, json_list, str_arg};
+use crate::strings::{Out, handle, json_list, str_arg, write_events};
 
 /// A place that holds session logs (memory or a JSONL directory). Opaque.
 ///
-/// Created by `inboxlog_store_new_memory` or `inboxlog_store_open_jsonl`, released by
-/// `inboxlog_store_free`. Sessions created from a store stay usable after the store
-/// handle is freed. Thread-safe.
+/// Made by inboxlog_store_new_memory or inboxlog_store_open_jsonl, released by
+/// inboxlog_store_free. Sessions made from a store stay usable after the store handle
+/// is freed. Every function but inboxlog_store_free may be called from several threads
+/// at once.
 pub struct inboxlog_store {
     pub(crate) store: Box<dyn Store>,
 }
 
 /// Creates an empty in-memory store (for tests and ephemeral agents).
 ///
-/// On success `*out` receives a new store handle owned by the caller (release it with
-/// `inboxlog_store_free`). `out` must not be NULL; `error` may be NULL.
-///
-/// # Safety
-/// `out` and a non-NULL `error` point to writable pointers.
+/// Ownership: *out receives a new store handle owned by the caller; release it with
+/// inboxlog_store_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_store_new_memory(
     out: *mut *mut inboxlog_store,
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY: the caller passes NULL or a writable pointer (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let out = unsafe { Out::new(out, "out") }?;
         let store = Box::new(inboxlog_store {
             store: Box::new(MemoryStore::new()),
@@ -40,19 +39,16 @@ pub unsafe extern "C" fn inboxlog_store_new_memory(
     })
 }
 
-/// Opens the JSONL directory store at `root` (one `<id>.jsonl` file per session; the
+/// Opens the JSONL directory store at root (one <id>.jsonl file per session; the
 /// directory and its parents are created if missing).
 ///
-/// `durability` is `"sync"` (each mutation is fdatasynced before it returns),
-/// `"batched"` (group commit within 5 ms; `inboxlog_session_flush` is the barrier) or
-/// `"none"` (OS buffered; only flush syncs); anything else is `INVALID_INPUT`. On
-/// success `*out` receives a new store handle owned by the caller (release it with
-/// `inboxlog_store_free`). `root`, `durability` and `out` must not be NULL; `error` may
-/// be NULL. Thread-safe.
+/// durability is "sync" (each mutation is fdatasynced before it returns), "batched"
+/// (group commit within 5 ms; inboxlog_session_flush is the barrier) or "none" (OS
+/// buffered; only flush syncs); anything else is INVALID_INPUT.
 ///
-/// # Safety
-/// `root` and `durability` are NUL-terminated strings; `out` and a non-NULL `error`
-/// point to writable pointers.
+/// Ownership: *out receives a new store handle owned by the caller; release it with
+/// inboxlog_store_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_store_open_jsonl(
     root: *const c_char,
@@ -61,7 +57,7 @@ pub unsafe extern "C" fn inboxlog_store_open_jsonl(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all three): the caller's contract above.
+        // SAFETY (all three): the caller's contract (header overview, Safety).
         let root = unsafe { str_arg(root, "root") }?;
         let durability = unsafe { str_arg(durability, "durability") }?;
         let out = unsafe { Out::new(out, "out") }?;
@@ -76,9 +72,8 @@ pub unsafe extern "C" fn inboxlog_store_open_jsonl(
 
 /// Releases a store handle. NULL is a no-op. Open sessions are not affected.
 ///
-/// # Safety
-/// `store` is NULL or a live store handle that no other thread is using; it must not
-/// be used afterwards.
+/// Ownership: takes back the handle the caller owned; it must not be used afterwards.
+/// Threads: must not race any other call on this store.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_store_free(store: *mut inboxlog_store) {
     boundary_void(|| {
@@ -89,15 +84,12 @@ pub unsafe extern "C" fn inboxlog_store_free(store: *mut inboxlog_store) {
     })
 }
 
-/// Lists the headers of every stored session, sorted by id.
+/// Lists the headers of every stored session, sorted by id, as a JSON array of header
+/// objects.
 ///
-/// On success `*out_json` receives a JSON array of header objects (free it with
-/// `inboxlog_string_free`). `store` and `out_json` must not be NULL; `error` may be
-/// NULL. Thread-safe.
-///
-/// # Safety
-/// `store` is a live store handle; `out_json` and a non-NULL `error` point to writable
-/// pointers.
+/// Ownership: *out_json receives a new string owned by the caller; free it with
+/// inboxlog_string_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_store_list(
     store: *const inboxlog_store,
@@ -105,9 +97,9 @@ pub unsafe extern "C" fn inboxlog_store_list(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY: the caller passes a live handle or NULL (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let store = unsafe { handle(store, "store") }?;
-        // SAFETY: the caller passes NULL or a writable pointer (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let out = unsafe { Out::new(out_json, "out_json") }?;
         let headers: Vec<String> = store.store.list()?.iter().map(|h| h.to_json()).collect();
         out.write_string(json_list(headers.iter().map(String::as_str)))
@@ -115,15 +107,12 @@ pub unsafe extern "C" fn inboxlog_store_list(
 }
 
 /// Reads a stored session as it is, without locking or repairing it (a session open
-/// for writing elsewhere may be inspected).
+/// for writing elsewhere may be inspected): {"header":{...},"events":[...]}. NOT_FOUND
+/// when there is no such session.
 ///
-/// On success `*out_json` receives `{"header":{…},"events":[…]}` (free it with
-/// `inboxlog_string_free`). `NOT_FOUND` when there is no such session. `store`, `id` and
-/// `out_json` must not be NULL; `error` may be NULL. Thread-safe.
-///
-/// # Safety
-/// `store` is a live store handle; `id` is a NUL-terminated string; `out_json` and a
-/// non-NULL `error` point to writable pointers.
+/// Ownership: *out_json receives a new string owned by the caller; free it with
+/// inboxlog_string_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_store_inspect(
     store: *const inboxlog_store,
@@ -132,38 +121,36 @@ pub unsafe extern "C" fn inboxlog_store_inspect(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY: the caller passes a live handle or NULL (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let store = unsafe { handle(store, "store") }?;
-        // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let id = unsafe { str_arg(id, "id") }?;
-        // SAFETY: the caller passes NULL or a writable pointer (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let out = unsafe { Out::new(out_json, "out_json") }?;
         let (header, events) = Session::inspect(&*store.store, id)?;
         let mut json = format!("{{\"header\":{},\"events\":", header.to_json());
-        crate::session::write_events(&mut json, &events);
+        write_events(&mut json, &events);
         json.push('}');
         out.write_string(json)
     })
 }
 
-/// Checks a stored session exactly as `inboxlog_session_open` would (header and format
+/// Checks a stored session exactly as inboxlog_session_open would (header and format
 /// version, every complete record, the turn/step rules, the inbox replay), with the
 /// same error at the same location, but without locking, repairing or writing: safe
 /// beside a live writer, and it changes no byte.
 ///
-/// On success the session would open, and `*out_json` receives
-/// `{"header":{…},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
-/// "needsRepair":bool,"nextTurn":N,"nextStep":N}` (free it with
-/// `inboxlog_string_free`): `tornBytes` and `openTurn` are the repairs opening would
-/// make (drop a torn tail, close the turn as `interrupted`), not errors. On failure the
-/// status is the error `inboxlog_session_open` would return (`CORRUPT`,
-/// `FORMAT_UNSUPPORTED`, `NOT_FOUND`, …) and `*error` names the `path`, `line`,
-/// `offset` and `seq` as keys. Whether another writer holds the session is not checked.
-/// `store`, `id` and `out_json` must not be NULL; `error` may be NULL. Thread-safe.
+/// On success the session would open, and the result is
+/// {"header":{...},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
+/// "needsRepair":bool,"nextTurn":N,"nextStep":N}: tornBytes and openTurn are the
+/// repairs opening would make (drop a torn tail, close the turn as interrupted), not
+/// errors. On failure the status is the error inboxlog_session_open would return
+/// (CORRUPT, FORMAT_UNSUPPORTED, NOT_FOUND, ...) and *error names the "path", "line",
+/// "offset" and "seq" as keys. Whether another writer holds the session is not checked.
 ///
-/// # Safety
-/// `store` is a live store handle; `id` is a NUL-terminated string; `out_json` and a
-/// non-NULL `error` point to writable pointers.
+/// Ownership: *out_json receives a new string owned by the caller; free it with
+/// inboxlog_string_free.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_store_verify(
     store: *const inboxlog_store,
@@ -172,29 +159,27 @@ pub unsafe extern "C" fn inboxlog_store_verify(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY: the caller passes a live handle or NULL (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let store = unsafe { handle(store, "store") }?;
-        // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let id = unsafe { str_arg(id, "id") }?;
-        // SAFETY: the caller passes NULL or a writable pointer (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let out = unsafe { Out::new(out_json, "out_json") }?;
         out.write_string(Session::verify(&*store.store, id)?.to_json())
     })
 }
 
 /// Deletes a stored session for good (retention, a user's request to forget), durably:
-/// a JSONL store unlinks the file and fsyncs its directory before returning `OK`.
+/// a JSONL store unlinks the file and fsyncs its directory before returning OK.
 ///
-/// `LOCKED` while a writer (a session handle in this or another process) holds the
-/// session: close it first. `NOT_FOUND` when there is no such session; `INVALID_INPUT`
-/// for an id that is not a valid session id. A reader that started before the delete
-/// (`inboxlog_store_inspect`, a fork) reads the whole log as it was; one that starts
-/// after gets `NOT_FOUND`. There is no output; `*error` is written only on failure.
-/// `store` and `id` must not be NULL; `error` may be NULL. Thread-safe.
+/// LOCKED while a writer (a session handle in this or another process) holds the
+/// session: close it first. NOT_FOUND when there is no such session; INVALID_INPUT for
+/// an id that is not a valid session id. A reader that started before the delete
+/// (inboxlog_store_inspect, a fork) reads the whole log as it was; one that starts
+/// after gets NOT_FOUND.
 ///
-/// # Safety
-/// `store` is a live store handle; `id` is a NUL-terminated string; a non-NULL `error`
-/// points to a writable pointer.
+/// Ownership: nothing is returned.
+/// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_store_delete(
     store: *const inboxlog_store,
@@ -202,9 +187,9 @@ pub unsafe extern "C" fn inboxlog_store_delete(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY: the caller passes a live handle or NULL (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let store = unsafe { handle(store, "store") }?;
-        // SAFETY: the caller passes NULL or a NUL-terminated string (see # Safety).
+        // SAFETY: the caller's contract (header overview, Safety).
         let id = unsafe { str_arg(id, "id") }?;
         Session::delete(&*store.store, id)?;
         Ok(())

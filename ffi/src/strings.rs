@@ -1,16 +1,44 @@
 //! Arguments in, results out: C strings decoded strictly, JSON checked strictly,
-//! out-parameters checked before any work and written only on success.
+//! optional numbers spelled one way, out-parameters checked before any work and
+//! written only on success; and the one function that frees what the library returns.
+//!
+//! Helpers shared by several C objects live here, below all of them: this module
+//! imports only `boundary` and `status`.
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString, c_char};
 use std::ptr::NonNull;
 
+use inboxlog_core::Event;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
-use crate::boundary::{FfiError, FfiResult};
+use crate::boundary::{FfiError, FfiResult, boundary_void};
 use crate::status::inboxlog_status;
+
+/// The one spelling of an absent number: an int64_t argument or result that may be
+/// absent holds INBOXLOG_ABSENT (-1) when it is; a present value is 0 to 2^53-1.
+pub const INBOXLOG_ABSENT: i64 = -1;
+
+/// Frees a string returned by this library (an out-parameter or an error). NULL is a
+/// no-op.
+///
+/// s must be NULL or a string returned by an inboxlog_ function and not yet freed; it
+/// must not be used afterwards. Strings from other allocators must not be passed.
+///
+/// Ownership: takes back the string the caller owned.
+/// Threads: any thread; must not race another use of the same string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_string_free(s: *mut c_char) {
+    boundary_void(|| {
+        if !s.is_null() {
+            // SAFETY: made by `CString::into_raw` in this library, freed exactly once
+            // (the caller's contract above).
+            drop(unsafe { CString::from_raw(s) });
+        }
+    })
+}
 
 /// Deepest JSON nesting accepted (the core's limit, SPEC §7.5).
 const MAX_DEPTH: usize = inboxlog_core::MAX_DEPTH;
@@ -221,15 +249,48 @@ pub(crate) fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String 
     out
 }
 
-/// A signed integer from C that is -1 ("absent") or a safe non-negative integer.
-pub(crate) fn optional_index(value: i64, name: &str) -> FfiResult<Option<u64>> {
+/// An optional number from C: [`INBOXLOG_ABSENT`] gives `None`, a safe non-negative
+/// integer gives itself, anything else is `INVALID_INPUT` naming the argument.
+pub(crate) fn optional_number(value: i64, name: &str) -> FfiResult<Option<u64>> {
     match value {
-        -1 => Ok(None),
+        INBOXLOG_ABSENT => Ok(None),
         v if (0..=inboxlog_core::MAX_SAFE_INTEGER as i64).contains(&v) => Ok(Some(v as u64)),
         v => Err(FfiError::invalid(format!(
-            "argument `{name}` must be -1 (absent) or 0..=2^53-1, got {v}"
+            "argument `{name}` must be INBOXLOG_ABSENT (-1) or 0..=2^53-1, got {v}"
         ))),
     }
+}
+
+/// An optional number for C: `None` is [`INBOXLOG_ABSENT`]. Seqs and turn numbers are
+/// safe integers (< 2^53), so they fit an int64_t.
+pub(crate) fn absent_or(value: Option<u64>) -> i64 {
+    value.map_or(INBOXLOG_ABSENT, |n| n as i64)
+}
+
+/// Appends `[e1,e2,…]` (compact, §1.1 key order) to `out`.
+pub(crate) fn write_events(out: &mut String, events: &[Event]) {
+    out.push('[');
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        event.write_json(out);
+    }
+    out.push(']');
+}
+
+/// Parses a checked JSON array of events (`name` names the argument in errors).
+pub(crate) fn parse_events(json: &str, name: &str) -> FfiResult<Vec<Event>> {
+    raw_array(json, name, "events")?
+        .into_iter()
+        .enumerate()
+        .map(|(i, raw)| {
+            Event::from_json(raw.get()).map_err(|e| {
+                e.context(format_args!("argument `{name}` element {i}"))
+                    .into()
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -250,8 +311,20 @@ mod tests {
         assert_eq!(check_json(&deep, "x").unwrap_err().code(), 12);
         let ok = format!("{}{}", "[".repeat(512), "]".repeat(512));
         assert!(check_json(&ok, "x").is_ok());
-        assert_eq!(optional_index(-2, "n").unwrap_err().code(), 10);
-        assert_eq!(optional_index(-1, "n").unwrap(), None);
-        assert_eq!(optional_index(7, "n").unwrap(), Some(7));
+    }
+
+    #[test]
+    fn optional_numbers_have_one_spelling_of_absent() {
+        assert_eq!(optional_number(INBOXLOG_ABSENT, "n").unwrap(), None);
+        assert_eq!(optional_number(0, "n").unwrap(), Some(0));
+        assert_eq!(optional_number(7, "n").unwrap(), Some(7));
+        let max = inboxlog_core::MAX_SAFE_INTEGER as i64;
+        assert_eq!(optional_number(max, "n").unwrap(), Some(max as u64));
+        for bad in [-2, i64::MIN, max + 1, i64::MAX] {
+            let e = optional_number(bad, "n").unwrap_err();
+            assert_eq!(e.code(), 10, "{bad}");
+        }
+        assert_eq!(absent_or(None), -1);
+        assert_eq!(absent_or(Some(0)), 0);
     }
 }

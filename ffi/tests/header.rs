@@ -1,9 +1,48 @@
-//! `include/inboxlog.h` is generated from `ffi/src` by cbindgen and checked in; this test
-//! fails when the checked-in header is stale.
+//! `include/inboxlog.h` is generated from `ffi/src` by cbindgen and checked in: the
+//! first test fails when the checked-in header is stale, the others when it breaks the
+//! conventions SPEC §9.1 asks of it (C text, a contents list in declaration order,
+//! ownership and threads for every function, bool flags, one spelling of absent).
 //!
 //! Regenerate it with `INBOXLOG_BLESS=1 cargo test -p inboxlog-ffi --test header`.
 
 use std::path::Path;
+
+fn header() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../include/inboxlog.h");
+    std::fs::read_to_string(path).expect("include/inboxlog.h is readable")
+}
+
+/// One declared function: its name, its declaration (to the `;`) and its doc comment.
+struct Declared {
+    name: String,
+    declaration: String,
+    doc: String,
+}
+
+/// Every function the header declares, in order, with the doc comment before it.
+fn functions(header: &str) -> Vec<Declared> {
+    let mut out = Vec::new();
+    let mut rest = header;
+    while let Some(start) = rest.find("/**") {
+        let end = start + rest[start..].find("*/").expect("doc comments are closed");
+        let doc = &rest[start..end];
+        let after = &rest[end + 2..];
+        let declaration = after[..after.find(';').unwrap_or(after.len())].trim();
+        let head = declaration.split('(').next().unwrap_or("");
+        let name = head.rsplit([' ', '*']).next().unwrap_or("");
+        let returns = ["int ", "void ", "const char *"];
+        if returns.iter().any(|r| declaration.starts_with(r)) && name.starts_with("inboxlog_") {
+            let name = name.to_owned();
+            out.push(Declared {
+                name,
+                declaration: declaration.to_owned(),
+                doc: doc.to_owned(),
+            });
+        }
+        rest = after;
+    }
+    out
+}
 
 #[test]
 fn checked_in_header_is_fresh() {
@@ -38,4 +77,91 @@ fn checked_in_header_is_fresh() {
              INBOXLOG_BLESS=1 cargo test -p inboxlog-ffi --test header"
         );
     }
+}
+
+#[test]
+fn header_text_is_c_not_rust() {
+    let header = header();
+    for (i, line) in header.lines().enumerate() {
+        assert!(
+            !line.contains('`'),
+            "line {}: a backtick in C text: {line}",
+            i + 1
+        );
+        assert!(
+            !line.contains("# Safety") && !line.contains("[`"),
+            "line {}: Rust doc syntax in C text: {line}",
+            i + 1
+        );
+    }
+}
+
+#[test]
+fn no_test_hook_in_the_header() {
+    assert!(!header().contains("inboxlog_test"));
+}
+
+#[test]
+fn every_function_states_ownership_and_threads() {
+    let header = header();
+    let declared = functions(&header);
+    assert!(declared.len() > 40, "found {} functions", declared.len());
+    for f in &declared {
+        assert!(f.name.starts_with("inboxlog_"), "{}", f.declaration);
+        for what in ["Ownership:", "Threads:"] {
+            assert!(f.doc.contains(what), "{} does not state {what}", f.name);
+        }
+    }
+}
+
+#[test]
+fn the_contents_list_every_function_in_declaration_order() {
+    let header = header();
+    let contents = &header[header
+        .find("CONTENTS")
+        .expect("the header opens with CONTENTS")..];
+    let contents = &contents[..contents.find("LIFECYCLE").unwrap()];
+    let listed: Vec<&str> = contents
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("inboxlog_") && *w != "inboxlog_status")
+        .collect();
+    let declared: Vec<String> = functions(&header).into_iter().map(|f| f.name).collect();
+    assert_eq!(listed, declared);
+}
+
+#[test]
+fn flags_are_bool_and_absent_numbers_are_int64_absent() {
+    let header = header();
+    for f in functions(&header) {
+        let params = &f.declaration[f.declaration.find('(').unwrap() + 1..];
+        for param in params.trim_end_matches(')').split(',').map(str::trim) {
+            // The one int parameter is a status code, never a flag.
+            if param.starts_with("int ") {
+                assert_eq!(
+                    (f.name.as_str(), param),
+                    ("inboxlog_status_name", "int status"),
+                    "a flag must be bool"
+                );
+            }
+            // A number that may be absent is an int64_t, documented as INBOXLOG_ABSENT.
+            if param.starts_with("int64_t") {
+                assert!(
+                    f.doc.contains("INBOXLOG_ABSENT"),
+                    "{}: {param} without INBOXLOG_ABSENT",
+                    f.name
+                );
+            }
+        }
+        assert!(
+            !f.doc.contains("-1") || f.doc.contains("INBOXLOG_ABSENT"),
+            "{}: absent spelled -1 instead of INBOXLOG_ABSENT",
+            f.name
+        );
+        assert!(
+            !f.doc.contains(", or 0 when") && !f.doc.contains("0 (absent)"),
+            "{}: absent spelled 0",
+            f.name
+        );
+    }
+    assert!(header.contains("#define INBOXLOG_ABSENT -1"));
 }

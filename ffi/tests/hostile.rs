@@ -44,7 +44,7 @@ proptest! {
             call_str!(inboxlog_inbox_splice(s, a.as_ptr(), start, n, b.as_ptr())).map(drop),
             call_str!(inboxlog_session_append(s, a.as_ptr(), b.as_ptr(), std::ptr::null())).map(drop),
             call_str!(inboxlog_session_decide(s, a.as_ptr(), null())).map(drop),
-            call!(inboxlog_session_cancel(s, a.as_ptr(), 0, null())),
+            call!(inboxlog_session_cancel(s, a.as_ptr(), false, null())),
             call!(inboxlog_session_fail(s, b.as_ptr(), null())),
             call_str!(inboxlog_fold_consumed_work(a.as_ptr())).map(drop),
             call!(inboxlog_inbox_remove(s, a.as_ptr(), &mut false)),

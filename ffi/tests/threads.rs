@@ -132,7 +132,7 @@ fn eight_threads_mutating_one_session_serialize() {
     let log = events(s.0, 0);
     let count = json(&log).as_array().unwrap().len() as u64;
     assert_eq!(seqs, (0..count).collect::<Vec<_>>());
-    let live = call_str!(inboxlog_session_baseline(s.0, -1)).unwrap();
+    let live = call_str!(inboxlog_session_baseline(s.0, INBOXLOG_ABSENT)).unwrap();
     let next_turn = call_str!(inboxlog_inbox_next_turn(s.0)).unwrap();
     call!(inboxlog_session_close(s.0)).unwrap();
     // SAFETY: every thread has joined; released once.
@@ -149,7 +149,7 @@ fn eight_threads_mutating_one_session_serialize() {
         next_turn
     );
     assert_eq!(
-        call_str!(inboxlog_session_baseline(reopened, -1)).unwrap(),
+        call_str!(inboxlog_session_baseline(reopened, INBOXLOG_ABSENT)).unwrap(),
         live
     );
     // A projection replaying the stored log agrees with the replayed inbox.
@@ -159,7 +159,7 @@ fn eight_threads_mutating_one_session_serialize() {
     call!(inboxlog_projection_replay(
         c(&stored["events"].to_string()).as_ptr(),
         0,
-        -1,
+        INBOXLOG_ABSENT,
         &mut p
     ))
     .unwrap();

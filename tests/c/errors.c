@@ -1,6 +1,7 @@
 /* Every error a C host can cause at the boundary, against the static library:
- * NULL arguments, invalid UTF-8, malformed JSON, wrong JSON shapes, use after close,
- * double close, the panic status, and deleting a session a writer holds. */
+ * NULL arguments, invalid UTF-8, malformed JSON, wrong JSON shapes, out-of-range and
+ * absent numbers, use after close, double close, the panic status, and deleting a
+ * session a writer holds. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "check.h"
@@ -71,8 +72,23 @@ int main(void) {
                   inboxlog_inbox_splice(s, "next-turn", 0, 0, "{\"id\":\"m\"}", &json, &err));
     EXPECT_STATUS(INBOXLOG_STATUS_INVALID_INPUT, "target must be",
                   inboxlog_inbox_append(s, "soon", "{\"id\":\"m\"}", &err));
-    EXPECT_STATUS(INBOXLOG_STATUS_INVALID_INPUT, "`keep_inbox` must be 0 or 1",
-                  inboxlog_session_cancel(s, NULL, -1, NULL, &err));
+    /* Absent numbers are INBOXLOG_ABSENT; out of range is refused, never clamped. */
+    {
+        int64_t number = 0;
+        OK(inboxlog_session_last_seq(s, &number, &err));
+        EXPECT(number == INBOXLOG_ABSENT);
+        OK(inboxlog_session_current_turn(s, &number, &err));
+        EXPECT(number == INBOXLOG_ABSENT);
+        json = sentinel;
+        EXPECT_STATUS(INBOXLOG_STATUS_INVALID_INPUT, "past the end of the log (0 events",
+                      inboxlog_session_baseline(s, 0, &json, &err));
+        EXPECT(json == sentinel);
+        EXPECT_STATUS(INBOXLOG_STATUS_INVALID_INPUT, "must be INBOXLOG_ABSENT (-1)",
+                      inboxlog_session_baseline(s, -2, &json, &err));
+        OK(inboxlog_session_baseline(s, INBOXLOG_ABSENT, &json, &err));
+        EXPECT_STR(json, "{\"seq\":null,\"next_turn\":[],\"next_step\":[]}");
+        inboxlog_string_free(json);
+    }
     {
         char deep[1400];
         memset(deep, '[', 600);
@@ -97,10 +113,11 @@ int main(void) {
     EXPECT_STATUS(INBOXLOG_STATUS_PANIC, "\"kind\":\"panic\"", inboxlog_test_panic(&err));
     EXPECT(inboxlog_test_panic(NULL) == INBOXLOG_STATUS_PANIC);
 
-    /* Close twice is fine; use after close is CLOSED; free after close releases. */
+    /* Close twice is fine; close(NULL) is an error as every NULL but _free's; use after
+     * close is CLOSED; free after close releases. */
     OK(inboxlog_session_close(s, &err));
     OK(inboxlog_session_close(s, &err));
-    OK(inboxlog_session_close(NULL, &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_NULL_ARGUMENT, "`session`", inboxlog_session_close(NULL, &err));
     EXPECT_STATUS(INBOXLOG_STATUS_CLOSED, "closed", inboxlog_session_open_turn(s, NULL, &turn, &err));
     EXPECT_STATUS(INBOXLOG_STATUS_CLOSED, "closed",
                   inboxlog_inbox_append(s, "next-turn", "{\"id\":\"n\"}", &err));

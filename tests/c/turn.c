@@ -94,7 +94,7 @@ int main(void) {
     free_str(json);
     OK(inboxlog_session_decide(s, "{\"kind\":\"enter\",\"messages\":[{\"id\":\"m3\"}]}", NULL, &json, &err));
     free_str(json);
-    OK(inboxlog_session_cancel(s, "{\"kind\":\"hook\",\"reason\":\"stop\"}", 0, NULL, &err));
+    OK(inboxlog_session_cancel(s, "{\"kind\":\"hook\",\"reason\":\"stop\"}", false, NULL, &err));
     OK(inboxlog_inbox_next_turn(s, &json, &err));
     EXPECT_STR(json, "[]");
     free_str(json);
@@ -127,7 +127,7 @@ int main(void) {
         OK(inboxlog_projection_apply_all(p, later, &err));
         free_str(baseline);
         OK(inboxlog_projection_baseline(p, &baseline, &err));
-        OK(inboxlog_session_baseline(s, -1, &live, &err));
+        OK(inboxlog_session_baseline(s, INBOXLOG_ABSENT, &live, &err));
         EXPECT_STR(baseline, live);
         EXPECT_CONTAINS(live, "\"next_turn\":[],\"next_step\":[{\"id\":\"late\"}]}");
         free_str(baseline);

@@ -9,6 +9,10 @@
 
 #include "inboxlog.hpp"
 
+// The test hook of a library built with the ffi crate's testing feature (make test-c
+// builds it so for the hosts); the shipped library and inboxlog.h have none.
+extern "C" int inboxlog_test_panic(char **error);
+
 #define EXPECT(cond)                                                                  \
     do {                                                                              \
         if (!(cond)) {                                                                \
@@ -110,8 +114,15 @@ int main() {
         s.propose_step();
         EXPECT(contains(s.decide(R"({"kind":"reject"})"), R"("reason":{"kind":"blocked"})"));
         s.inbox_append("next-turn", R"({"id":"m3"})");
+        s.open_turn();
+        EXPECT(s.current_turn() == 3);
+        s.cancel(R"({"kind":"parent"})", /*keep_inbox=*/true);
+        EXPECT(s.current_turn() == INBOXLOG_ABSENT);
+        EXPECT(s.has_pending());
         s.cancel(R"({"kind":"parent"})");
         EXPECT(!s.has_pending());
+        msg = expect_error(INBOXLOG_STATUS_INVALID_INPUT, [&] { s.baseline(s.last_seq() + 1); });
+        EXPECT(contains(msg, "past the end of the log"));
 
         // Projection and fold over the whole log.
         auto p = inboxlog::Projection::replay(s.events());
