@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
 use crate::message::Message;
 use crate::queue::{Handle, Queue};
 use crate::splice::{SpliceRecord, Target, normalize};
@@ -190,5 +191,27 @@ impl Inbox {
     pub fn apply_checked(&mut self, record: &SpliceRecord) -> Result<Vec<Message>> {
         self.check(record)?;
         Ok(self.apply(record))
+    }
+
+    /// Re-applies one stored event during replay-once (§3.5): a splice at or after
+    /// `replay_from` (the header's seed length), checked first; an invalid one is
+    /// `corrupt` at its seq. Other events leave the inbox alone.
+    pub(crate) fn replay(&mut self, event: &Event, replay_from: u64) -> Result<()> {
+        if let Some(record) = event.splice()
+            && event.seq() >= replay_from
+        {
+            self.apply_checked(record).map_err(|e| {
+                Error::new(
+                    ErrorKind::Corrupt,
+                    format!(
+                        "invalid persisted inbox splice at session seq {}: {}",
+                        event.seq(),
+                        e.message()
+                    ),
+                )
+                .with_seq(event.seq())
+            })?;
+        }
+        Ok(())
     }
 }
