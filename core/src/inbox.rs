@@ -109,7 +109,9 @@ impl Inbox {
             .map(|&(t, h)| (t, self.queue(t).position(h)))
     }
 
-    /// Tree nodes visited so far by both lists: a work counter for complexity tests.
+    /// Tree nodes visited so far by both lists: a work counter for complexity tests,
+    /// built only with the `testing` feature.
+    #[cfg(feature = "testing")]
     #[doc(hidden)]
     pub fn work(&self) -> u64 {
         self.next_turn.work() + self.next_step.work()

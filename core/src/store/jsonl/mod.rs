@@ -11,6 +11,7 @@
 //! else wrong is refused as corruption, and a refused open leaves the file untouched.
 
 mod durability;
+#[cfg(feature = "testing")]
 pub mod fault;
 mod file;
 mod index;
@@ -28,7 +29,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use durability::Durability;
-use fault::FaultPlan;
+#[cfg(feature = "testing")]
+use fault::{FaultPlan, FaultyFile};
 use file::LogFile;
 use index::SeqIndex;
 use recovery::{Replayed, incomplete_header, read_error, read_header, replay, replay_pipelined};
@@ -55,6 +57,8 @@ pub struct JsonlStore {
     /// Largest record (one event line without its `\n`) written or read.
     limit: usize,
     flusher: Flusher,
+    /// The test hook every file operation goes through, if any.
+    #[cfg(feature = "testing")]
     faults: Option<FaultPlan>,
 }
 
@@ -97,6 +101,7 @@ impl JsonlStore {
             durability,
             limit: Self::DEFAULT_RECORD_LIMIT as usize,
             flusher: Flusher::new(Self::DEFAULT_BATCH_WINDOW),
+            #[cfg(feature = "testing")]
             faults: None,
         })
     }
@@ -114,7 +119,9 @@ impl JsonlStore {
         self
     }
 
-    /// Test hook: the same store with every file operation going through `plan`.
+    /// Test hook (`testing` feature only): the same store with every file operation
+    /// going through `plan`.
+    #[cfg(feature = "testing")]
     #[doc(hidden)]
     pub fn with_faults(mut self, plan: FaultPlan) -> JsonlStore {
         self.faults = Some(plan);
@@ -167,6 +174,7 @@ impl JsonlStore {
     /// locking it, a delete can take the lock, unlink the file and let go, and a lock on
     /// that orphan would guard nothing (appends to it would vanish).
     fn lock_now(&self, file: &File, path: &Path) -> Result<Locking> {
+        #[cfg(feature = "testing")]
         if let Some(plan) = &self.faults {
             plan.run_before_lock(path);
         }
@@ -186,10 +194,21 @@ impl JsonlStore {
 
     /// Removes the log file at `path` (through the fault plan in tests).
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        match &self.faults {
-            Some(plan) => plan.remove_file(path),
-            None => fs::remove_file(path),
+        #[cfg(feature = "testing")]
+        if let Some(plan) = &self.faults {
+            return plan.remove_file(path);
         }
+        fs::remove_file(path)
+    }
+
+    /// The open log file as its writer uses it (wrapped by the fault plan in tests). The
+    /// [`File`] keeps the writer's OS lock until the last reference drops.
+    fn log_file(&self, file: File) -> Arc<dyn LogFile> {
+        #[cfg(feature = "testing")]
+        if let Some(plan) = &self.faults {
+            return Arc::new(FaultyFile::new(file, plan.clone()));
+        }
+        Arc::new(file)
     }
 
     /// The flusher queue a new writer needs in `batched` mode.
@@ -472,7 +491,7 @@ impl Store for JsonlStore {
                 return Err(err);
             }
         }
-        let file = file::wrap(file, self.faults.as_ref());
+        let file = self.log_file(file);
         let written = file
             .write_all(bytes.as_bytes())
             .map_err(|e| Error::io(format_args!("cannot write {}", path.display()), e))
@@ -527,13 +546,7 @@ impl Store for JsonlStore {
             index: replayed.index,
         };
         let torn = replayed.torn;
-        let writer = self.writer(
-            id,
-            path.clone(),
-            file::wrap(file, self.faults.as_ref()),
-            queue,
-            tail,
-        );
+        let writer = self.writer(id, path.clone(), self.log_file(file), queue, tail);
         let writer = Named {
             writer,
             id: id.to_owned(),
