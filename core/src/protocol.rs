@@ -725,6 +725,24 @@ mod tests {
         assert_eq!(interrupt(1, None).writes, [end(1)]);
     }
 
+    /// The machine stays pure: its code names no transaction, session, store, inbox,
+    /// log state or lock.
+    #[test]
+    fn the_machine_names_no_state_holder() {
+        let source = include_str!("protocol.rs");
+        let code = &source[..source.find("#[cfg(test)]").unwrap()];
+        for holder in [
+            "crate::txn",
+            "crate::session",
+            "crate::store",
+            "crate::inbox",
+            "crate::log",
+            "Mutex",
+        ] {
+            assert!(!code.contains(holder), "protocol.rs uses {holder}");
+        }
+    }
+
     /// Every call in every state: allowed where §4 allows it, otherwise refused with
     /// the state named.
     #[test]

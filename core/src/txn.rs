@@ -385,3 +385,148 @@ impl<'a> Txn<'a> {
 fn raw_append() -> Box<RawValue> {
     RawValue::from_string("\"append\"".to_owned()).expect("valid JSON")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Error, ErrorKind};
+
+    /// A log writer in memory that refuses every append while `fail`.
+    #[derive(Default)]
+    struct Writer {
+        written: Vec<Event>,
+        fail: bool,
+    }
+
+    impl LogWriter for Writer {
+        fn append(&mut self, events: &[Event]) -> Result<()> {
+            if self.fail {
+                return Err(Error::new(ErrorKind::Io, "no space left on device"));
+            }
+            self.written.extend_from_slice(events);
+            Ok(())
+        }
+
+        fn read(&self, since: u64) -> Result<Vec<Event>> {
+            Ok(self.written[since as usize..].to_vec())
+        }
+
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn m(id: &str) -> Message {
+        Message::from_json(&format!(r#"{{"id":"{id}"}}"#)).unwrap()
+    }
+
+    fn described(notices: &[Notice]) -> Vec<String> {
+        notices
+            .iter()
+            .map(|n| match n {
+                Notice::Event(e) => format!("{} {}", e.ty(), e.data()),
+                Notice::Inbox(n) => format!("{} {}", n.ty(), n.message().id()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_failed_append_changes_nothing() {
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut writer = Writer {
+            fail: true,
+            ..Writer::default()
+        };
+        let mut outbox = Vec::new();
+        let err = ledger
+            .transact(&mut writer, 7, Some(&mut outbox), |txn| {
+                txn.open_turn(&Extra::none())
+            })
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Io);
+        assert_eq!(ledger.log, LogState::default());
+        assert_eq!(ledger.phase, Phase::Idle);
+        assert!(outbox.is_empty());
+        writer.fail = false;
+        let turn = ledger
+            .transact(&mut writer, 8, None, |txn| txn.open_turn(&Extra::none()))
+            .unwrap();
+        assert_eq!((turn, ledger.log.open_turn), (1, Some(1)));
+        assert_eq!(writer.written[0].time(), 8);
+    }
+
+    #[test]
+    fn a_refused_call_writes_nothing() {
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut writer = Writer::default();
+        let err = ledger
+            .transact(&mut writer, 1, None, |txn| txn.propose_step())
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Protocol);
+        assert!(writer.written.is_empty());
+        assert_eq!(ledger.log.next_seq, 0);
+    }
+
+    #[test]
+    fn commit_applies_splices_and_queues_notices_in_order() {
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut writer = Writer::default();
+        let mut outbox = Vec::new();
+        ledger
+            .transact(&mut writer, 1, Some(&mut outbox), |txn| {
+                let rec = txn
+                    .inbox()
+                    .plan(Target::NextTurn, 0.0, 0.0, vec![m("a"), m("b")], true)?
+                    .unwrap();
+                txn.splice(rec, Effect::Discard)
+            })
+            .unwrap();
+        ledger
+            .transact(&mut writer, 2, Some(&mut outbox), |txn| {
+                txn.open_turn(&Extra::none())?;
+                txn.propose_step()
+            })
+            .unwrap();
+        assert_eq!(
+            described(&outbox),
+            [
+                r#"agent/inbox/spliced {"target":"next-turn","start":0,"inserted":[{"id":"a"},{"id":"b"}]}"#,
+                "agent/inbox/inserted a",
+                "agent/inbox/inserted b",
+                r#"turn/start {"turn":1}"#,
+                r#"agent/inbox/spliced {"target":"next-turn","start":0,"removedCount":1,"inserted":[]}"#,
+                "agent/inbox/claimed a",
+            ]
+        );
+        assert_eq!(ledger.inbox.list(Target::NextTurn), [m("b")]);
+        assert_eq!(writer.written.len(), 3);
+    }
+
+    #[test]
+    fn the_host_extras_go_only_on_the_event_the_transition_names() {
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut writer = Writer::default();
+        let extra = Extra::from_json(r#"{"host":1}"#).unwrap();
+        ledger
+            .transact(&mut writer, 1, None, |txn| {
+                txn.open_turn(&Extra::none())?;
+                txn.propose_step()?;
+                txn.decide(Decision::Enter(vec![m("x")]), &Extra::none())
+            })
+            .unwrap();
+        let from = writer.written.len();
+        ledger
+            .transact(&mut writer, 2, None, |txn| {
+                txn.cancel(CancelCause::User, true, &extra)
+            })
+            .unwrap();
+        let data: Vec<&str> = writer.written[from..].iter().map(|e| e.data()).collect();
+        assert_eq!(
+            data,
+            [
+                r#"{"turn":1,"step":1}"#,
+                r#"{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"user"}},"host":1}"#,
+            ]
+        );
+    }
+}
