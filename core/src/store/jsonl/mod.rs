@@ -16,6 +16,7 @@ pub mod fault;
 mod file;
 mod index;
 mod lines;
+mod os;
 mod pipeline;
 mod recovery;
 mod sync;
@@ -33,6 +34,7 @@ pub use durability::Durability;
 use fault::{FaultPlan, FaultyFile};
 use file::LogFile;
 use index::SeqIndex;
+use os::{is_regular, names, sync_dir, unlinked};
 use recovery::{Replayed, incomplete_header, read_error, read_header, replay, replay_pipelined};
 use sync::{Flusher, Queue};
 use writer::{JsonlWriter, Tail};
@@ -269,36 +271,6 @@ enum Locking {
     Unlinked,
 }
 
-/// Whether the open `file` has no name left (it was unlinked since it was opened).
-#[cfg(unix)]
-fn unlinked(file: &File) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    // A failing fstat is left to the reads that follow, which report it.
-    file.metadata().is_ok_and(|m| m.nlink() == 0)
-}
-
-/// Whether the open `file` has no name left (elsewhere an open file cannot be unlinked).
-#[cfg(not(unix))]
-fn unlinked(_file: &File) -> bool {
-    false
-}
-
-/// Whether `path` still names the open `file` (the same inode).
-#[cfg(unix)]
-fn names(path: &Path, file: &File) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (fs::metadata(path), file.metadata()) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
-/// Whether `path` still names the open `file`.
-#[cfg(not(unix))]
-fn names(path: &Path, _file: &File) -> bool {
-    path.is_file()
-}
-
 /// Replays the log in `file` from its start, on two threads when it is large.
 fn read_log(
     file: &File,
@@ -371,24 +343,6 @@ fn deleted_meanwhile(id: &str, path: &Path) -> Error {
     )
     .with_session(id)
     .with_path(path)
-}
-
-/// Whether a directory entry is a regular file, following a symbolic link: a link to a
-/// regular file is a session like any other (opening follows it too); a dangling link or
-/// one to a directory is not. An entry that vanished meanwhile is not either.
-fn is_regular(entry: &fs::DirEntry) -> bool {
-    match entry.file_type() {
-        Ok(t) if t.is_symlink() => fs::metadata(entry.path()).is_ok_and(|m| m.is_file()),
-        Ok(t) => t.is_file(),
-        Err(_) => false,
-    }
-}
-
-/// fsyncs a directory, making the creation of its entries durable.
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(format_args!("cannot fsync directory {}", dir.display()), e))
 }
 
 /// The header line and the seed as the bytes of a new file; the tail they leave.
