@@ -19,15 +19,24 @@ INBOXLOG_VERSION := $(word 2,$(CARGO_META))
 
 test: lint test-rust test-c test-python test-e2e
 
+# The second clippy checks the core as shipped: --all-targets builds it with its
+# `testing` hooks (enabled by its dev-dependency on itself).
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p inboxlog --lib -- -D warnings
 	@$(PYTHON) tests/readme_examples.py check
 
 # The Python extension crate is tested through pytest (its lib needs libpython).
 test-rust:
 	$(CARGO) test --workspace --exclude inboxlog-python
 	$(CARGO) run -q -p inboxlog --example readme > /dev/null
+	@# The release core holds no test hook (they sit behind its `testing` feature).
+	$(CARGO) build -q -p inboxlog --release
+	@if nm -C $(CARGO_TARGET)/release/libinboxlog.rlib 2>/dev/null \
+		| grep -E 'store::jsonl::fault::|JsonlStore::with_faults|Inbox::work'; then \
+		echo "make test-rust: test hooks in the release core (see its testing feature)" >&2; \
+		exit 1; fi
 
 # C and C++ hosts against the built library (section owned by the C ABI).
 test-c: c-lib c-symbols c-hosts

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
 use crate::message::Message;
 use crate::queue::{Handle, Queue};
 use crate::splice::{SpliceRecord, Target, normalize};
@@ -108,7 +109,9 @@ impl Inbox {
             .map(|&(t, h)| (t, self.queue(t).position(h)))
     }
 
-    /// Tree nodes visited so far by both lists: a work counter for complexity tests.
+    /// Tree nodes visited so far by both lists: a work counter for complexity tests,
+    /// built only with the `testing` feature.
+    #[cfg(feature = "testing")]
     #[doc(hidden)]
     pub fn work(&self) -> u64 {
         self.next_turn.work() + self.next_step.work()
@@ -190,5 +193,27 @@ impl Inbox {
     pub fn apply_checked(&mut self, record: &SpliceRecord) -> Result<Vec<Message>> {
         self.check(record)?;
         Ok(self.apply(record))
+    }
+
+    /// Re-applies one stored event during replay-once (§3.5): a splice at or after
+    /// `replay_from` (the header's seed length), checked first; an invalid one is
+    /// `corrupt` at its seq. Other events leave the inbox alone.
+    pub(crate) fn replay(&mut self, event: &Event, replay_from: u64) -> Result<()> {
+        if let Some(record) = event.splice()
+            && event.seq() >= replay_from
+        {
+            self.apply_checked(record).map_err(|e| {
+                Error::new(
+                    ErrorKind::Corrupt,
+                    format!(
+                        "invalid persisted inbox splice at session seq {}: {}",
+                        event.seq(),
+                        e.message()
+                    ),
+                )
+                .with_seq(event.seq())
+            })?;
+        }
+        Ok(())
     }
 }

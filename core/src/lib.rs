@@ -29,6 +29,7 @@ mod reason;
 mod session;
 mod splice;
 pub mod store;
+mod txn;
 
 pub use error::{Error, ErrorKind, Result};
 pub use event::{

@@ -1,19 +1,22 @@
-//! The step-boundary protocol (SPEC §4): an explicit turn/step state machine.
+//! The step-boundary protocol (SPEC §4) as a pure state machine.
 //!
-//! Each transition checks the state first and refuses an out-of-order call with a
-//! `protocol` error naming the state; only then does it stage events in the
-//! transaction, which the session writes in one durable append or not at all.
+//! Each call is a function of the protocol state and the call's inputs that returns a
+//! [`Transition`]: the events to write, in order, the state once they are durable and
+//! the call's answer; or it refuses an out-of-order call with a `protocol` error naming
+//! the state. It knows no transaction, store or lock: what a call needs to know of the
+//! inbox or the log arrives as plain values (`last_turn`, `steering`), and the
+//! transaction (`txn`) turns the [`Write`]s into events and inbox splices, written in
+//! one durable append or not at all.
+//!
+//! The file runs past 600 lines because the machine's unit tests sit at its end, as
+//! plain values in and out: every transition, every refusal, in every state.
 
 use serde::Deserialize;
 
 use crate::error::{Error, ErrorKind, Result, invalid};
-use crate::event::{Body, Envelope, STEP_END, STEP_START, TURN_END, TURN_START, USER_MESSAGE};
-use crate::extra::Extra;
 use crate::json;
 use crate::message::Message;
 use crate::reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
-use crate::session::{Effect, Txn};
-use crate::splice::Target;
 
 /// Where the protocol stands.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,6 +43,7 @@ pub(crate) struct TurnState {
     max_tokens: bool,
 }
 
+/// Where the open turn stands between its steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
     /// No step open, no proposal pending.
@@ -94,12 +98,47 @@ impl Phase {
         )
     }
 
-    fn turn_mut(&mut self, call: &str) -> Result<&mut TurnState> {
+    /// A copy of the open turn, to change into the next state; refuses `call` when idle.
+    fn turn(&self, call: &str) -> Result<TurnState> {
         match self {
-            Phase::Turn(t) => Ok(t),
+            Phase::Turn(t) => Ok(t.clone()),
             Phase::Idle => Err(self.refuse(call)),
         }
     }
+}
+
+/// One thing a transition writes; the transaction turns each into events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// `turn/start`.
+    TurnStart { turn: u64 },
+    /// The claim of a step boundary for `turn` (§3.2): all of `next-step`, then, when
+    /// `next_turn` (the turn's first proposal), the first message of `next-turn`; pure
+    /// deletions that notify `claimed`.
+    Claim { turn: u64, next_turn: bool },
+    /// Cancels everything pending: all of `next-step`, then all of `next-turn`.
+    Clear,
+    /// `step/start`.
+    StepStart { turn: u64, step: u64 },
+    /// `user/message` for one message of an entered step's batch.
+    UserMessage(Message),
+    /// `step/end`.
+    StepEnd { turn: u64, step: u64 },
+    /// `turn/end` with its reason.
+    TurnEnd { turn: u64, reason: TurnEndReason },
+}
+
+/// What an allowed call does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Transition<R> {
+    /// What to write, in order, in one durable append.
+    pub writes: Vec<Write>,
+    /// The index in `writes` of the event that carries the host's extras (§1.2).
+    pub extra_at: Option<usize>,
+    /// The state once the writes are durable.
+    pub next: Phase,
+    /// The call's answer.
+    pub reply: R,
 }
 
 /// The claimed input of a step boundary, awaiting the pre-step decision.
@@ -197,160 +236,104 @@ impl Decided {
     }
 }
 
-fn turn_start(txn: &mut Txn<'_>, turn: u64, extra: &Extra) -> Result<()> {
-    txn.record(
-        TURN_START,
-        extra.close(format!(r#"{{"turn":{turn}"#)),
-        Body::TurnStart { turn },
-        Envelope::default(),
-    )
-}
-
-fn turn_end(txn: &mut Txn<'_>, turn: u64, reason: &TurnEndReason, extra: &Extra) -> Result<()> {
-    let data = extra.close(format!(r#"{{"turn":{turn},"reason":{}"#, reason.to_json()));
-    let completed = *reason == TurnEndReason::Completed;
-    txn.record(
-        TURN_END,
-        data,
-        Body::TurnEnd { turn, completed },
-        Envelope::default(),
-    )?;
-    txn.phase = Phase::Idle;
-    Ok(())
-}
-
-fn step_start(txn: &mut Txn<'_>, turn: u64, step: u64, extra: &Extra) -> Result<()> {
-    txn.record(
-        STEP_START,
-        extra.close(format!(r#"{{"turn":{turn},"step":{step}"#)),
-        Body::StepStart { turn, step },
-        Envelope::default(),
-    )
-}
-
-fn step_end(txn: &mut Txn<'_>, turn: u64, step: u64, extra: &Extra) -> Result<()> {
-    txn.record(
-        STEP_END,
-        extra.close(format!(r#"{{"turn":{turn},"step":{step}"#)),
-        Body::StepEnd { turn, step },
-        Envelope::default(),
-    )
+/// `turn_end` for `turn` with `reason` as the only write, the extras on it.
+fn end_turn(turn: u64, reason: TurnEndReason) -> Transition<Decided> {
+    Transition {
+        writes: vec![Write::TurnEnd {
+            turn,
+            reason: reason.clone(),
+        }],
+        extra_at: Some(0),
+        next: Phase::Idle,
+        reply: Decided::TurnEnded { turn, reason },
+    }
 }
 
 /// `open_turn`: idle only; writes `turn/start` (with the host's extras) before any
-/// claim.
-pub(crate) fn open_turn(txn: &mut Txn<'_>, extra: &Extra) -> Result<u64> {
-    if txn.phase != Phase::Idle {
-        return Err(txn.phase.refuse("open_turn"));
+/// claim. `last_turn` is the number of the log's last `turn/start` (0 before the first).
+pub(crate) fn open_turn(phase: &Phase, last_turn: u64) -> Result<Transition<u64>> {
+    if *phase != Phase::Idle {
+        return Err(phase.refuse("open_turn"));
     }
-    let turn = txn.last_turn() + 1;
-    turn_start(txn, turn, extra)?;
-    txn.phase = Phase::Turn(TurnState {
-        turn,
-        steps: 0,
-        proposed: false,
-        stage: Stage::Between,
-        concluded: None,
-        max_tokens: false,
-    });
-    Ok(turn)
-}
-
-/// `propose_step`: claims input for the next step (§3.2 claim).
-pub(crate) fn propose_step(txn: &mut Txn<'_>) -> Result<Proposal> {
-    let t = txn.phase.turn_mut("propose_step")?;
-    if t.stage != Stage::Between {
-        return Err(txn.phase.refuse("propose_step"));
-    }
-    let (turn, step) = (t.turn, t.steps + 1);
-    let target = if t.proposed {
-        Target::NextStep
-    } else {
-        Target::NextTurn
-    };
-    t.proposed = true;
-    t.stage = Stage::Proposed { step };
-    let messages = claim(txn, target, turn)?;
-    Ok(Proposal {
-        turn,
-        step,
-        messages,
+    let turn = last_turn + 1;
+    Ok(Transition {
+        writes: vec![Write::TurnStart { turn }],
+        extra_at: Some(0),
+        next: Phase::Turn(TurnState {
+            turn,
+            steps: 0,
+            proposed: false,
+            stage: Stage::Between,
+            concluded: None,
+            max_tokens: false,
+        }),
+        reply: turn,
     })
 }
 
-/// Removes all of `next-step` and, for `next-turn`, its first message, as pure
-/// deletions that notify `claimed`.
-fn claim(txn: &mut Txn<'_>, target: Target, turn: u64) -> Result<Vec<Message>> {
-    let mut messages = Vec::new();
-    if let Some(rec) = txn
-        .inbox()
-        .plan(Target::NextStep, 0.0, f64::INFINITY, Vec::new(), false)?
-    {
-        messages.extend(txn.splice(rec, Effect::Claim(turn))?);
+/// `propose_step`: claims input for the next step (§3.2 claim); answers the turn and
+/// the number the step would get.
+pub(crate) fn propose_step(phase: &Phase) -> Result<Transition<(u64, u64)>> {
+    let mut t = phase.turn("propose_step")?;
+    if t.stage != Stage::Between {
+        return Err(phase.refuse("propose_step"));
     }
-    if target == Target::NextTurn
-        && let Some(rec) = txn
-            .inbox()
-            .plan(Target::NextTurn, 0.0, 1.0, Vec::new(), false)?
-    {
-        messages.extend(txn.splice(rec, Effect::Claim(turn))?);
-    }
-    Ok(messages)
+    let (turn, step) = (t.turn, t.steps + 1);
+    let next_turn = !t.proposed;
+    t.proposed = true;
+    t.stage = Stage::Proposed { step };
+    Ok(Transition {
+        writes: vec![Write::Claim { turn, next_turn }],
+        extra_at: None,
+        next: Phase::Turn(t),
+        reply: (turn, step),
+    })
 }
 
 /// `decide`: the one pre-step decision for the pending proposal. The host's extras go
 /// on the event the decision writes first: `step/start`, or `turn/end`.
-pub(crate) fn decide(txn: &mut Txn<'_>, decision: Decision, extra: &Extra) -> Result<Decided> {
-    let t = txn.phase.turn_mut("decide")?;
+pub(crate) fn decide(phase: &Phase, decision: Decision) -> Result<Transition<Decided>> {
+    let mut t = phase.turn("decide")?;
     let Stage::Proposed { step } = t.stage else {
-        return Err(txn.phase.refuse("decide"));
+        return Err(phase.refuse("decide"));
     };
     let turn = t.turn;
     let messages = match decision {
-        Decision::Reject => return end_turn(txn, turn, TurnEndReason::Blocked, extra),
+        Decision::Reject => return Ok(end_turn(turn, TurnEndReason::Blocked)),
         Decision::Enter(messages) => messages,
     };
     if messages.is_empty() {
         if t.steps == 0 {
-            return end_turn(txn, turn, TurnEndReason::Completed, extra);
+            return Ok(end_turn(turn, TurnEndReason::Completed));
         }
         if let Some(concluded) = t.concluded {
-            return end_turn(txn, turn, concluded.reason(), extra);
+            return Ok(end_turn(turn, concluded.reason()));
         }
     }
     t.steps = step;
     t.stage = Stage::Step { step };
-    step_start(txn, turn, step, extra)?;
-    for m in messages {
-        let envelope = Envelope {
-            surface_op: Some(raw_append()),
-            ..Envelope::default()
-        };
-        txn.record(
-            USER_MESSAGE,
-            m.json().to_owned(),
-            Body::UserMessage,
-            envelope,
-        )?;
-    }
-    Ok(Decided::Step { turn, step })
+    let mut writes = Vec::with_capacity(1 + messages.len());
+    writes.push(Write::StepStart { turn, step });
+    writes.extend(messages.into_iter().map(Write::UserMessage));
+    Ok(Transition {
+        writes,
+        extra_at: Some(0),
+        next: Phase::Turn(t),
+        reply: Decided::Step { turn, step },
+    })
 }
 
-fn raw_append() -> Box<serde_json::value::RawValue> {
-    serde_json::value::RawValue::from_string("\"append\"".to_owned()).expect("valid JSON")
-}
-
-fn end_turn(txn: &mut Txn<'_>, turn: u64, reason: TurnEndReason, extra: &Extra) -> Result<Decided> {
-    turn_end(txn, turn, &reason, extra)?;
-    Ok(Decided::TurnEnded { turn, reason })
-}
-
-/// `end_step`: closes the open step (`step/end` with the host's extras); returns
-/// whether another step must be proposed.
-pub(crate) fn end_step(txn: &mut Txn<'_>, outcome: StepOutcome, extra: &Extra) -> Result<bool> {
-    let t = txn.phase.turn_mut("end_step")?;
+/// `end_step`: closes the open step (`step/end` with the host's extras); answers
+/// whether another step must be proposed. `steering` is the number of messages waiting
+/// in `next-step`.
+pub(crate) fn end_step(
+    phase: &Phase,
+    outcome: StepOutcome,
+    steering: usize,
+) -> Result<Transition<bool>> {
+    let mut t = phase.turn("end_step")?;
     let Stage::Step { step } = t.stage else {
-        return Err(txn.phase.refuse("end_step"));
+        return Err(phase.refuse("end_step"));
     };
     let turn = t.turn;
     t.stage = Stage::Between;
@@ -363,81 +346,436 @@ pub(crate) fn end_step(txn: &mut Txn<'_>, outcome: StepOutcome, extra: &Extra) -
         StepOutcome::Continue => None,
         _ => Some(Concluded::Completed),
     };
-    let concluded = t.concluded.is_some();
-    step_end(txn, turn, step, extra)?;
-    Ok(!concluded || txn.inbox().len(Target::NextStep) > 0)
+    let again = t.concluded.is_none() || steering > 0;
+    Ok(Transition {
+        writes: vec![Write::StepEnd { turn, step }],
+        extra_at: Some(0),
+        next: Phase::Turn(t),
+        reply: again,
+    })
 }
 
-/// `close_turn`: between steps of a concluded turn with no steering pending; the
-/// host's extras go on `turn/end`.
-pub(crate) fn close_turn(txn: &mut Txn<'_>, extra: &Extra) -> Result<Decided> {
-    let steering = txn.inbox().len(Target::NextStep);
-    let t = txn.phase.turn_mut("close_turn")?;
-    let refusal = match (t.stage, t.concluded) {
-        (Stage::Between, Some(_)) if steering > 0 => Some(format!(
-            "{steering} steering message(s) wait in next-step; propose another step"
-        )),
-        (Stage::Between, Some(_)) => None,
-        (Stage::Between, None) if t.steps == 0 => Some("no step has run in this turn".to_owned()),
+/// `close_turn`: between steps of a concluded turn with no steering pending (`steering`
+/// messages wait in `next-step`); the host's extras go on `turn/end`.
+pub(crate) fn close_turn(phase: &Phase, steering: usize) -> Result<Transition<Decided>> {
+    let t = phase.turn("close_turn")?;
+    let why = match (t.stage, t.concluded) {
+        (Stage::Between, Some(_)) if steering > 0 => {
+            format!("{steering} steering message(s) wait in next-step; propose another step")
+        }
+        (Stage::Between, Some(concluded)) => return Ok(end_turn(t.turn, concluded.reason())),
+        (Stage::Between, None) if t.steps == 0 => "no step has run in this turn".to_owned(),
         (Stage::Between, None) => {
-            Some("the last step owes more work (it ended with \"continue\")".to_owned())
+            "the last step owes more work (it ended with \"continue\")".to_owned()
         }
-        _ => Some(String::new()),
+        _ => return Err(phase.refuse("close_turn")),
     };
-    match refusal {
-        None => {
-            let (turn, concluded) = (t.turn, t.concluded.expect("checked above"));
-            end_turn(txn, turn, concluded.reason(), extra)
-        }
-        Some(why) if why.is_empty() => Err(txn.phase.refuse("close_turn")),
-        Some(why) => Err(Error::new(
-            ErrorKind::Protocol,
-            format!(
-                "close_turn is not allowed now: the session is {}: {why}",
-                txn.phase.describe()
-            ),
-        )),
-    }
+    Err(Error::new(
+        ErrorKind::Protocol,
+        format!(
+            "close_turn is not allowed now: the session is {}: {why}",
+            phase.describe()
+        ),
+    ))
 }
 
-/// `cancel`: clears the inbox unless `keep_inbox`, then aborts the open turn (the
-/// host's extras go on its `turn/end`).
-pub(crate) fn cancel(
-    txn: &mut Txn<'_>,
-    cause: CancelCause,
-    keep_inbox: bool,
-    extra: &Extra,
-) -> Result<()> {
-    if !keep_inbox {
-        txn.clear()?;
-    }
-    abort(txn, TurnEndReason::Aborted(cause), extra)
+/// `cancel`: clears the inbox unless `keep_inbox`, then aborts the open turn, if any
+/// (the host's extras go on its `turn/end`). Never refused.
+pub(crate) fn cancel(phase: &Phase, cause: CancelCause, keep_inbox: bool) -> Transition<()> {
+    let clear = if keep_inbox { None } else { Some(Write::Clear) };
+    abort(
+        phase,
+        clear.into_iter().collect(),
+        TurnEndReason::Aborted(cause),
+    )
 }
 
 /// `fail`: ends the open turn with an error (the host's extras go on its `turn/end`).
-pub(crate) fn fail(txn: &mut Txn<'_>, error: TurnError, extra: &Extra) -> Result<()> {
-    txn.phase.turn_mut("fail")?;
-    abort(txn, TurnEndReason::Error(error), extra)
+pub(crate) fn fail(phase: &Phase, error: TurnError) -> Result<Transition<()>> {
+    phase.turn("fail")?;
+    Ok(abort(phase, Vec::new(), TurnEndReason::Error(error)))
 }
 
-/// Closes a turn the previous writer left open (§7.4): `step/end` for an open step,
-/// then `turn/end {"kind":"interrupted"}`.
-pub(crate) fn interrupt(txn: &mut Txn<'_>, turn: u64) -> Result<()> {
-    let none = Extra::none();
-    if let Some(step) = txn.open_step() {
-        step_end(txn, turn, step, &none)?;
-    }
-    turn_end(txn, turn, &TurnEndReason::Interrupted, &none)
-}
-
-/// Closes an open step, then the open turn, with `reason`; nothing when idle.
-fn abort(txn: &mut Txn<'_>, reason: TurnEndReason, extra: &Extra) -> Result<()> {
-    let Phase::Turn(t) = &txn.phase else {
-        return Ok(());
+/// After `writes`, closes an open step, then the open turn, with `reason` (the extras
+/// on `turn/end`); nothing more when idle.
+fn abort(phase: &Phase, mut writes: Vec<Write>, reason: TurnEndReason) -> Transition<()> {
+    let Phase::Turn(t) = phase else {
+        return Transition {
+            writes,
+            extra_at: None,
+            next: Phase::Idle,
+            reply: (),
+        };
     };
-    let (turn, stage) = (t.turn, t.stage);
-    if let Stage::Step { step } = stage {
-        step_end(txn, turn, step, &Extra::none())?;
+    if let Stage::Step { step } = t.stage {
+        writes.push(Write::StepEnd { turn: t.turn, step });
     }
-    turn_end(txn, turn, &reason, extra)
+    writes.push(Write::TurnEnd {
+        turn: t.turn,
+        reason,
+    });
+    Transition {
+        extra_at: Some(writes.len() - 1),
+        writes,
+        next: Phase::Idle,
+        reply: (),
+    }
+}
+
+/// Closes `turn`, which the previous writer left open (§7.4): `step/end` for its open
+/// step, if any, then `turn/end {"kind":"interrupted"}`; no extras. The phase of a
+/// session just rebuilt from its log is idle, so the log, not the phase, names them.
+pub(crate) fn interrupt(turn: u64, open_step: Option<u64>) -> Transition<()> {
+    let step_end = open_step.map(|step| Write::StepEnd { turn, step });
+    let mut writes: Vec<Write> = step_end.into_iter().collect();
+    writes.push(Write::TurnEnd {
+        turn,
+        reason: TurnEndReason::Interrupted,
+    });
+    Transition {
+        writes,
+        extra_at: None,
+        next: Phase::Idle,
+        reply: (),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(id: &str) -> Message {
+        Message::from_json(&format!(r#"{{"id":"{id}"}}"#)).unwrap()
+    }
+
+    fn error() -> TurnError {
+        TurnError::from_json(r#"{"message":"boom","code":"E"}"#).unwrap()
+    }
+
+    /// Turn 1 open, nothing proposed.
+    fn opened() -> Phase {
+        open_turn(&Phase::Idle, 0).unwrap().next
+    }
+
+    /// Step 1 of turn 1 proposed.
+    fn proposed() -> Phase {
+        propose_step(&opened()).unwrap().next
+    }
+
+    /// Step 1 of turn 1 open.
+    fn in_step() -> Phase {
+        decide(&proposed(), Decision::Enter(vec![m("a")]))
+            .unwrap()
+            .next
+    }
+
+    /// Between steps of turn 1 after step 1 ended with `outcome`.
+    fn after(outcome: StepOutcome) -> Phase {
+        end_step(&in_step(), outcome, 0).unwrap().next
+    }
+
+    fn refused<R: std::fmt::Debug>(result: Result<R>, call: &str, state: &str) {
+        let err = result.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Protocol);
+        let message = err.message().to_owned();
+        assert!(
+            message.starts_with(&format!(
+                "{call} is not allowed now: the session is {state}"
+            )),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn open_turn_numbers_the_turn_after_the_last_and_carries_the_extras() {
+        let t = open_turn(&Phase::Idle, 3).unwrap();
+        assert_eq!(t.writes, [Write::TurnStart { turn: 4 }]);
+        assert_eq!((t.extra_at, t.reply), (Some(0), 4));
+        assert_eq!(t.next.describe(), "turn 4 open, nothing proposed yet");
+    }
+
+    #[test]
+    fn the_first_proposal_claims_next_turn_and_later_ones_only_next_step() {
+        let first = propose_step(&opened()).unwrap();
+        assert_eq!(
+            first.writes,
+            [Write::Claim {
+                turn: 1,
+                next_turn: true
+            }]
+        );
+        assert_eq!((first.extra_at, first.reply), (None, (1, 1)));
+        assert_eq!(
+            first.next.describe(),
+            "step 1 of turn 1 proposed, awaiting its decision"
+        );
+        let second = propose_step(&after(StepOutcome::Continue)).unwrap();
+        assert_eq!(
+            second.writes,
+            [Write::Claim {
+                turn: 1,
+                next_turn: false
+            }]
+        );
+        assert_eq!(second.reply, (1, 2));
+    }
+
+    #[test]
+    fn entering_writes_step_start_then_the_batch_in_order() {
+        let t = decide(&proposed(), Decision::Enter(vec![m("a"), m("b")])).unwrap();
+        assert_eq!(
+            t.writes,
+            [
+                Write::StepStart { turn: 1, step: 1 },
+                Write::UserMessage(m("a")),
+                Write::UserMessage(m("b")),
+            ]
+        );
+        assert_eq!(t.extra_at, Some(0));
+        assert_eq!(t.reply, Decided::Step { turn: 1, step: 1 });
+        assert_eq!(t.next.describe(), "step 1 of turn 1 open");
+    }
+
+    #[test]
+    fn a_rejection_ends_the_turn_blocked_with_the_extras_on_turn_end() {
+        let t = decide(&proposed(), Decision::Reject).unwrap();
+        let reason = TurnEndReason::Blocked;
+        assert_eq!(
+            t.writes,
+            [Write::TurnEnd {
+                turn: 1,
+                reason: reason.clone()
+            }]
+        );
+        assert_eq!(t.extra_at, Some(0));
+        assert_eq!(t.reply, Decided::TurnEnded { turn: 1, reason });
+        assert_eq!(t.next, Phase::Idle);
+    }
+
+    #[test]
+    fn an_empty_batch_ends_the_turn_or_enters_an_empty_step() {
+        // Nothing ran yet: the turn completes at once.
+        let t = decide(&proposed(), Decision::Enter(Vec::new())).unwrap();
+        assert_eq!(
+            t.reply,
+            Decided::TurnEnded {
+                turn: 1,
+                reason: TurnEndReason::Completed
+            }
+        );
+        // The last step concluded the turn: it ends with that conclusion.
+        let concluded = propose_step(&after(StepOutcome::MaxTokens)).unwrap().next;
+        let t = decide(&concluded, Decision::Enter(Vec::new())).unwrap();
+        assert_eq!(
+            t.reply,
+            Decided::TurnEnded {
+                turn: 1,
+                reason: TurnEndReason::MaxTokens
+            }
+        );
+        // The last step owes more work: an empty step is entered.
+        let owing = propose_step(&after(StepOutcome::Continue)).unwrap().next;
+        let t = decide(&owing, Decision::Enter(Vec::new())).unwrap();
+        assert_eq!(t.writes, [Write::StepStart { turn: 1, step: 2 }]);
+        assert_eq!(t.reply, Decided::Step { turn: 1, step: 2 });
+    }
+
+    #[test]
+    fn end_step_asks_for_another_step_while_work_or_steering_remains() {
+        let step = in_step();
+        let t = end_step(&step, StepOutcome::Continue, 0).unwrap();
+        assert_eq!(t.writes, [Write::StepEnd { turn: 1, step: 1 }]);
+        assert_eq!((t.extra_at, t.reply), (Some(0), true));
+        assert!(!end_step(&step, StepOutcome::Completed, 0).unwrap().reply);
+        assert!(end_step(&step, StepOutcome::Completed, 2).unwrap().reply);
+        assert_eq!(
+            end_step(&step, StepOutcome::Completed, 0)
+                .unwrap()
+                .next
+                .describe(),
+            "between steps of turn 1"
+        );
+    }
+
+    #[test]
+    fn max_tokens_is_sticky_across_later_steps() {
+        let again = propose_step(&after(StepOutcome::MaxTokens)).unwrap().next;
+        let step2 = decide(&again, Decision::Enter(vec![m("s")])).unwrap().next;
+        let ended = end_step(&step2, StepOutcome::Continue, 0).unwrap();
+        assert!(
+            !ended.reply,
+            "a continue after max-tokens concludes the turn"
+        );
+        let closed = close_turn(&ended.next, 0).unwrap();
+        assert_eq!(
+            closed.reply,
+            Decided::TurnEnded {
+                turn: 1,
+                reason: TurnEndReason::MaxTokens
+            }
+        );
+    }
+
+    #[test]
+    fn close_turn_ends_a_concluded_turn_with_its_conclusion() {
+        let t = close_turn(&after(StepOutcome::Completed), 0).unwrap();
+        assert_eq!(
+            t.writes,
+            [Write::TurnEnd {
+                turn: 1,
+                reason: TurnEndReason::Completed
+            }]
+        );
+        assert_eq!((t.extra_at, &t.next), (Some(0), &Phase::Idle));
+    }
+
+    #[test]
+    fn close_turn_refusals_say_why() {
+        let why = |phase: &Phase, steering| {
+            close_turn(phase, steering)
+                .unwrap_err()
+                .message()
+                .to_owned()
+        };
+        assert_eq!(
+            why(&after(StepOutcome::Completed), 2),
+            "close_turn is not allowed now: the session is between steps of turn 1: \
+             2 steering message(s) wait in next-step; propose another step"
+        );
+        assert_eq!(
+            why(&opened(), 0),
+            "close_turn is not allowed now: the session is turn 1 open, nothing proposed \
+             yet: no step has run in this turn"
+        );
+        assert_eq!(
+            why(&after(StepOutcome::Continue), 0),
+            "close_turn is not allowed now: the session is between steps of turn 1: \
+             the last step owes more work (it ended with \"continue\")"
+        );
+        refused(
+            close_turn(&in_step(), 0),
+            "close_turn",
+            "step 1 of turn 1 open",
+        );
+        refused(
+            close_turn(&Phase::Idle, 0),
+            "close_turn",
+            "idle (no turn open)",
+        );
+    }
+
+    #[test]
+    fn cancel_clears_then_closes_the_open_step_and_turn() {
+        let reason = TurnEndReason::Aborted(CancelCause::User);
+        let t = cancel(&in_step(), CancelCause::User, false);
+        assert_eq!(
+            t.writes,
+            [
+                Write::Clear,
+                Write::StepEnd { turn: 1, step: 1 },
+                Write::TurnEnd {
+                    turn: 1,
+                    reason: reason.clone()
+                },
+            ]
+        );
+        assert_eq!((t.extra_at, &t.next), (Some(2), &Phase::Idle));
+        let kept = cancel(&proposed(), CancelCause::User, true);
+        assert_eq!(kept.writes, [Write::TurnEnd { turn: 1, reason }]);
+        assert_eq!(kept.extra_at, Some(0));
+    }
+
+    #[test]
+    fn cancel_while_idle_only_clears() {
+        let t = cancel(&Phase::Idle, CancelCause::User, false);
+        assert_eq!(t.writes, [Write::Clear]);
+        assert_eq!((t.extra_at, &t.next), (None, &Phase::Idle));
+        assert!(
+            cancel(&Phase::Idle, CancelCause::User, true)
+                .writes
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn fail_ends_the_open_turn_with_the_error() {
+        let t = fail(&after(StepOutcome::Continue), error()).unwrap();
+        assert_eq!(
+            t.writes,
+            [Write::TurnEnd {
+                turn: 1,
+                reason: TurnEndReason::Error(error())
+            }]
+        );
+        assert_eq!((t.extra_at, &t.next), (Some(0), &Phase::Idle));
+        let t = fail(&in_step(), error()).unwrap();
+        assert_eq!(t.writes[0], Write::StepEnd { turn: 1, step: 1 });
+        assert_eq!(t.extra_at, Some(1));
+    }
+
+    #[test]
+    fn interrupt_closes_the_open_step_first_without_extras() {
+        let end = |turn| Write::TurnEnd {
+            turn,
+            reason: TurnEndReason::Interrupted,
+        };
+        let t = interrupt(3, Some(2));
+        assert_eq!(t.writes, [Write::StepEnd { turn: 3, step: 2 }, end(3)]);
+        assert_eq!((t.extra_at, &t.next), (None, &Phase::Idle));
+        assert_eq!(interrupt(1, None).writes, [end(1)]);
+    }
+
+    /// The machine stays pure: its code names no transaction, session, store, inbox,
+    /// log state or lock.
+    #[test]
+    fn the_machine_names_no_state_holder() {
+        let source = include_str!("protocol.rs");
+        let code = &source[..source.find("#[cfg(test)]").unwrap()];
+        for holder in [
+            "crate::txn",
+            "crate::session",
+            "crate::store",
+            "crate::inbox",
+            "crate::log",
+            "Mutex",
+        ] {
+            assert!(!code.contains(holder), "protocol.rs uses {holder}");
+        }
+    }
+
+    /// Every call in every state: allowed where §4 allows it, otherwise refused with
+    /// the state named.
+    #[test]
+    fn every_call_is_refused_outside_its_states() {
+        let states = [
+            (Phase::Idle, "idle (no turn open)"),
+            (opened(), "turn 1 open, nothing proposed yet"),
+            (
+                proposed(),
+                "step 1 of turn 1 proposed, awaiting its decision",
+            ),
+            (in_step(), "step 1 of turn 1 open"),
+            (after(StepOutcome::Continue), "between steps of turn 1"),
+        ];
+        for (i, (phase, state)) in states.iter().enumerate() {
+            assert_eq!(phase.describe(), *state);
+            let check = |call: &str, allowed: bool, result: Result<()>| match (allowed, result) {
+                (true, r) => r.unwrap(),
+                (false, r) => refused(r, call, state),
+            };
+            check("open_turn", i == 0, open_turn(phase, 0).map(drop));
+            check(
+                "propose_step",
+                i == 1 || i == 4,
+                propose_step(phase).map(drop),
+            );
+            check("decide", i == 2, decide(phase, Decision::Reject).map(drop));
+            check(
+                "end_step",
+                i == 3,
+                end_step(phase, StepOutcome::Completed, 0).map(drop),
+            );
+            check("fail", i != 0, fail(phase, error()).map(drop));
+        }
+    }
 }

@@ -6,6 +6,7 @@
 //! holding its subtree size) gives O(log n) expected insert/remove at any position, and
 //! parent pointers give an element's position from its stable handle in O(log n).
 
+#[cfg(feature = "testing")]
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Index meaning "no node".
@@ -43,14 +44,17 @@ pub(crate) struct Queue<T> {
     root: u32,
     /// SplitMix64 state for priorities.
     rng: u64,
-    /// Nodes visited so far (see [`Queue::work`]).
+    /// Nodes visited so far (see [`Queue::work`]); only with the `testing` feature.
+    #[cfg(feature = "testing")]
     work: Work,
 }
 
 /// Node-visit counter, atomic so that counting from `&self` keeps `Queue` `Sync`.
+#[cfg(feature = "testing")]
 #[derive(Default)]
 struct Work(AtomicU64);
 
+#[cfg(feature = "testing")]
 impl Clone for Work {
     fn clone(&self) -> Self {
         Work(AtomicU64::new(self.0.load(Relaxed)))
@@ -71,6 +75,7 @@ impl<T> Queue<T> {
             free: Vec::new(),
             root: NIL,
             rng: 0x853c_49e6_748f_ea9b,
+            #[cfg(feature = "testing")]
             work: Work::default(),
         }
     }
@@ -171,13 +176,17 @@ impl<T> Queue<T> {
     }
 
     /// Count of tree nodes visited so far by all operations (a cost counter for tests).
+    #[cfg(feature = "testing")]
     pub(crate) fn work(&self) -> u64 {
         self.work.0.load(Relaxed)
     }
 
-    /// Counts one node visit (load + store: no locked instruction; concurrent readers
-    /// may lose counts, which only matters to tests).
+    /// Counts one node visit with the `testing` feature (load + store: no locked
+    /// instruction; concurrent readers may lose counts, which only matters to tests);
+    /// without it, nothing: shipped builds pay no store per visited node.
+    #[inline(always)]
     fn tick(&self) {
+        #[cfg(feature = "testing")]
         self.work.0.store(self.work.0.load(Relaxed) + 1, Relaxed);
     }
 

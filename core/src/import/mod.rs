@@ -33,7 +33,7 @@ use crate::id::validate_session_id;
 use crate::inbox::Inbox;
 use crate::json;
 use crate::log::LogState;
-use crate::session::{self, Session};
+use crate::session::Session;
 use crate::store::Store;
 use runs::RunKind;
 
@@ -143,7 +143,7 @@ fn read(
             Some(h) => record(text).and_then(|expanded| {
                 for event in expanded {
                     log.advance(&event)?;
-                    session::replay(h, &mut inbox, &event)?;
+                    inbox.replay(&event, h.replay_from())?;
                     events.push(event);
                 }
                 Ok(())

@@ -85,8 +85,10 @@ pub trait LogWriter: Send {
 
 mod jsonl;
 
-/// Fault injection for the crash and failure tests (not for hosts): see
-/// [`JsonlStore::with_faults`].
+/// Fault injection for the crash and failure tests (not for hosts), built only with
+/// the `testing` feature that the core's own test targets enable: see
+/// `JsonlStore::with_faults`.
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub use jsonl::fault;
 pub use jsonl::{Durability, JsonlStore};

@@ -3,7 +3,9 @@
 //! writes, fdatasyncs, truncations, length checks and unlinks fail, or crashes the
 //! process around them, and can run a test's code just before a log file is locked.
 //!
-//! Hidden from the docs: it exists for the crash and failure tests, not for hosts.
+//! Built only with the `testing` feature (the core's test targets enable it) and
+//! hidden from the docs: it exists for the crash and failure tests, not for hosts. It
+//! implements the store's file trait (`file`), which knows nothing of it.
 
 use std::fmt;
 use std::fs::{self, File};

@@ -1,11 +1,9 @@
 //! The four file operations an open log needs, behind a trait so that tests can
-//! inject failures and crashes between them (see [`super::fault`]).
+//! inject failures and crashes between them (the `fault` module, built with the
+//! `testing` feature, implements it too; this module knows nothing of it).
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::sync::Arc;
-
-use super::fault::{FaultPlan, FaultyFile};
 
 /// Writes, fdatasyncs, truncates and measures one log file; shared by its writer and the
 /// group-commit flusher, so every method takes `&self`.
@@ -35,14 +33,5 @@ impl LogFile for File {
 
     fn len(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
-    }
-}
-
-/// The log file as the store uses it: plain, or wrapped by a test's fault plan.
-/// The wrapped [`File`] keeps the writer's OS lock until the last reference drops.
-pub(crate) fn wrap(file: File, faults: Option<&FaultPlan>) -> Arc<dyn LogFile> {
-    match faults {
-        None => Arc::new(file),
-        Some(plan) => Arc::new(FaultyFile::new(file, plan.clone())),
     }
 }

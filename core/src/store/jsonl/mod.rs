@@ -11,10 +11,12 @@
 //! else wrong is refused as corruption, and a refused open leaves the file untouched.
 
 mod durability;
+#[cfg(feature = "testing")]
 pub mod fault;
 mod file;
 mod index;
 mod lines;
+mod os;
 mod pipeline;
 mod recovery;
 mod sync;
@@ -28,9 +30,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use durability::Durability;
-use fault::FaultPlan;
+#[cfg(feature = "testing")]
+use fault::{FaultPlan, FaultyFile};
 use file::LogFile;
 use index::SeqIndex;
+use os::{is_regular, names, sync_dir, unlinked};
 use recovery::{Replayed, incomplete_header, read_error, read_header, replay, replay_pipelined};
 use sync::{Flusher, Queue};
 use writer::{JsonlWriter, Tail};
@@ -55,6 +59,8 @@ pub struct JsonlStore {
     /// Largest record (one event line without its `\n`) written or read.
     limit: usize,
     flusher: Flusher,
+    /// The test hook every file operation goes through, if any.
+    #[cfg(feature = "testing")]
     faults: Option<FaultPlan>,
 }
 
@@ -97,6 +103,7 @@ impl JsonlStore {
             durability,
             limit: Self::DEFAULT_RECORD_LIMIT as usize,
             flusher: Flusher::new(Self::DEFAULT_BATCH_WINDOW),
+            #[cfg(feature = "testing")]
             faults: None,
         })
     }
@@ -114,7 +121,9 @@ impl JsonlStore {
         self
     }
 
-    /// Test hook: the same store with every file operation going through `plan`.
+    /// Test hook (`testing` feature only): the same store with every file operation
+    /// going through `plan`.
+    #[cfg(feature = "testing")]
     #[doc(hidden)]
     pub fn with_faults(mut self, plan: FaultPlan) -> JsonlStore {
         self.faults = Some(plan);
@@ -167,6 +176,7 @@ impl JsonlStore {
     /// locking it, a delete can take the lock, unlink the file and let go, and a lock on
     /// that orphan would guard nothing (appends to it would vanish).
     fn lock_now(&self, file: &File, path: &Path) -> Result<Locking> {
+        #[cfg(feature = "testing")]
         if let Some(plan) = &self.faults {
             plan.run_before_lock(path);
         }
@@ -186,10 +196,21 @@ impl JsonlStore {
 
     /// Removes the log file at `path` (through the fault plan in tests).
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        match &self.faults {
-            Some(plan) => plan.remove_file(path),
-            None => fs::remove_file(path),
+        #[cfg(feature = "testing")]
+        if let Some(plan) = &self.faults {
+            return plan.remove_file(path);
         }
+        fs::remove_file(path)
+    }
+
+    /// The open log file as its writer uses it (wrapped by the fault plan in tests). The
+    /// [`File`] keeps the writer's OS lock until the last reference drops.
+    fn log_file(&self, file: File) -> Arc<dyn LogFile> {
+        #[cfg(feature = "testing")]
+        if let Some(plan) = &self.faults {
+            return Arc::new(FaultyFile::new(file, plan.clone()));
+        }
+        Arc::new(file)
     }
 
     /// The flusher queue a new writer needs in `batched` mode.
@@ -248,36 +269,6 @@ enum Locking {
     Busy,
     /// The lock was free, but the file was unlinked since it was opened.
     Unlinked,
-}
-
-/// Whether the open `file` has no name left (it was unlinked since it was opened).
-#[cfg(unix)]
-fn unlinked(file: &File) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    // A failing fstat is left to the reads that follow, which report it.
-    file.metadata().is_ok_and(|m| m.nlink() == 0)
-}
-
-/// Whether the open `file` has no name left (elsewhere an open file cannot be unlinked).
-#[cfg(not(unix))]
-fn unlinked(_file: &File) -> bool {
-    false
-}
-
-/// Whether `path` still names the open `file` (the same inode).
-#[cfg(unix)]
-fn names(path: &Path, file: &File) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (fs::metadata(path), file.metadata()) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
-/// Whether `path` still names the open `file`.
-#[cfg(not(unix))]
-fn names(path: &Path, _file: &File) -> bool {
-    path.is_file()
 }
 
 /// Replays the log in `file` from its start, on two threads when it is large.
@@ -352,24 +343,6 @@ fn deleted_meanwhile(id: &str, path: &Path) -> Error {
     )
     .with_session(id)
     .with_path(path)
-}
-
-/// Whether a directory entry is a regular file, following a symbolic link: a link to a
-/// regular file is a session like any other (opening follows it too); a dangling link or
-/// one to a directory is not. An entry that vanished meanwhile is not either.
-fn is_regular(entry: &fs::DirEntry) -> bool {
-    match entry.file_type() {
-        Ok(t) if t.is_symlink() => fs::metadata(entry.path()).is_ok_and(|m| m.is_file()),
-        Ok(t) => t.is_file(),
-        Err(_) => false,
-    }
-}
-
-/// fsyncs a directory, making the creation of its entries durable.
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(format_args!("cannot fsync directory {}", dir.display()), e))
 }
 
 /// The header line and the seed as the bytes of a new file; the tail they leave.
@@ -472,7 +445,7 @@ impl Store for JsonlStore {
                 return Err(err);
             }
         }
-        let file = file::wrap(file, self.faults.as_ref());
+        let file = self.log_file(file);
         let written = file
             .write_all(bytes.as_bytes())
             .map_err(|e| Error::io(format_args!("cannot write {}", path.display()), e))
@@ -527,13 +500,7 @@ impl Store for JsonlStore {
             index: replayed.index,
         };
         let torn = replayed.torn;
-        let writer = self.writer(
-            id,
-            path.clone(),
-            file::wrap(file, self.faults.as_ref()),
-            queue,
-            tail,
-        );
+        let writer = self.writer(id, path.clone(), self.log_file(file), queue, tail);
         let writer = Named {
             writer,
             id: id.to_owned(),

@@ -1,0 +1,483 @@
+//! Sessions: one log, its inbox and its protocol state behind one writer.
+//!
+//! Every public mutation runs as a transaction (`txn`): validate and stage events
+//! against copies of the state, write them in one durable append, then apply them in
+//! memory; this module then publishes them to observers with no lock held (SPEC §1.5,
+//! §3.2, §7.2). The handle's locking, observers and publication live here; creating,
+//! opening, forking and checking a stored log in `open`; the inbox operations
+//! ([`InboxOps`]) in `inbox_ops`.
+
+mod inbox_ops;
+mod open;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, ErrorKind, Result, invalid};
+use crate::event::{Envelope, Event, is_reserved};
+use crate::extra::Extra;
+use crate::header::Header;
+use crate::inbox::Inbox;
+use crate::json;
+use crate::observer::{
+    self, EventObserver, FailureLog, InboxNotice, InboxObserver, Notice, ObserverFailures,
+    Observers,
+};
+use crate::protocol::{Decided, Decision, Proposal};
+use crate::reason::{CancelCause, StepOutcome, TurnError};
+use crate::store::LogWriter;
+use crate::txn::{Ledger, Txn};
+
+pub use inbox_ops::InboxOps;
+
+/// What opening a stored log found and fixed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenReport {
+    /// Bytes of a torn tail dropped by the store.
+    pub torn_bytes: u64,
+    /// The turn closed as interrupted (`turn/end {"kind":"interrupted"}`) because the
+    /// previous writer left it open; `None` when no turn was open.
+    pub repaired_turn: Option<u64>,
+}
+
+impl OpenReport {
+    /// `{"tornBytes":N,"repairedTurn":N|null}`, the one JSON spelling of every binding.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("plain numbers serialize")
+    }
+}
+
+/// What a read-only check of a stored log found ([`Session::verify`]): the log passes
+/// every check [`Session::open`] runs, and these are the repairs opening it for writing
+/// would make (none is an error).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VerifyReport {
+    /// The log's header.
+    pub header: Header,
+    /// Stored complete events.
+    pub events: u64,
+    /// Bytes of a torn tail that opening would drop.
+    pub torn_bytes: u64,
+    /// The turn left open, which opening would close as `interrupted`.
+    pub open_turn: Option<u64>,
+    /// The step left open in that turn, which opening would end first.
+    pub open_step: Option<u64>,
+    /// Messages pending in `next-turn` after replay.
+    pub next_turn: usize,
+    /// Messages pending in `next-step` after replay.
+    pub next_step: usize,
+}
+
+impl VerifyReport {
+    /// Whether opening for writing would change the file (drop a torn tail or close an
+    /// interrupted turn).
+    pub fn needs_repair(&self) -> bool {
+        self.torn_bytes > 0 || self.open_turn.is_some()
+    }
+
+    /// The report as the bindings hand it out: `{"header":{…},"events":N,
+    /// "tornBytes":N,"openTurn":N|null,"openStep":N|null,"needsRepair":bool,
+    /// "nextTurn":N,"nextStep":N}`.
+    pub fn to_json(&self) -> String {
+        let opt = |n: Option<u64>| n.map_or_else(|| "null".to_owned(), |n| n.to_string());
+        format!(
+            r#"{{"header":{},"events":{},"tornBytes":{},"openTurn":{},"openStep":{},"needsRepair":{},"nextTurn":{},"nextStep":{}}}"#,
+            self.header.to_json(),
+            self.events,
+            self.torn_bytes,
+            opt(self.open_turn),
+            opt(self.open_step),
+            self.needs_repair(),
+            self.next_turn,
+            self.next_step
+        )
+    }
+}
+
+/// One open session: the exclusive writer of a log, with its inbox and protocol.
+///
+/// `Send + Sync`: calls from several threads serialize on an internal lock.
+pub struct Session {
+    serial: u64,
+    header: Header,
+    report: OpenReport,
+    state: Mutex<State>,
+    /// Serializes publication so observers see commit order across threads.
+    publish: Mutex<()>,
+    observers: Mutex<Observers>,
+    /// Contained observer failures not yet taken (bounded).
+    failures: Mutex<FailureLog>,
+}
+
+struct State {
+    writer: Option<Box<dyn LogWriter>>,
+    ledger: Ledger,
+    /// Committed notices not yet published.
+    outbox: Vec<Notice>,
+}
+
+static SERIALS: AtomicU64 = AtomicU64::new(1);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // State is only changed after a successful write and in steps that cannot panic
+    // halfway, so a mutex poisoned by a panicking observer-free caller is consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Unix epoch milliseconds now.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn closed(id: &str) -> Error {
+    Error::new(ErrorKind::Closed, format!("session \"{id}\" is closed"))
+}
+
+impl Session {
+    fn assemble(
+        header: Header,
+        report: OpenReport,
+        writer: Box<dyn LogWriter>,
+        ledger: Ledger,
+    ) -> Session {
+        Session {
+            serial: SERIALS.fetch_add(1, Ordering::Relaxed),
+            header,
+            report,
+            state: Mutex::new(State {
+                writer: Some(writer),
+                ledger,
+                outbox: Vec::new(),
+            }),
+            publish: Mutex::new(()),
+            observers: Mutex::new(Observers::default()),
+            failures: Mutex::new(FailureLog::default()),
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// The log's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// What opening found and fixed.
+    pub fn open_report(&self) -> &OpenReport {
+        &self.report
+    }
+
+    fn state(&self) -> Result<MutexGuard<'_, State>> {
+        let st = lock(&self.state);
+        if st.writer.is_none() {
+            return Err(closed(self.id()));
+        }
+        Ok(st)
+    }
+
+    /// Seq of the last event, `None` for an empty log.
+    pub fn last_seq(&self) -> Result<Option<u64>> {
+        Ok(self.state()?.ledger.log.next_seq.checked_sub(1))
+    }
+
+    /// The events with `seq >= since`.
+    pub fn events(&self, since: u64) -> Result<Vec<Event>> {
+        let st = self.state()?;
+        st.writer.as_ref().expect("open").read(since)
+    }
+
+    /// Reads the inbox under the session lock.
+    pub fn with_inbox<R>(&self, f: impl FnOnce(&Inbox) -> R) -> Result<R> {
+        Ok(f(&self.state()?.ledger.inbox))
+    }
+
+    /// Registers an event observer (§1.5).
+    pub fn on_event(
+        &self,
+        observer: impl Fn(&Event) -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) {
+        lock(&self.observers)
+            .events
+            .push(Arc::new(observer) as Arc<EventObserver>);
+    }
+
+    /// Registers an inbox observer (§3.6).
+    pub fn on_inbox(
+        &self,
+        observer: impl Fn(&InboxNotice) -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) {
+        lock(&self.observers)
+            .inbox
+            .push(Arc::new(observer) as Arc<InboxObserver>);
+    }
+
+    /// Takes the failures of observers recorded since the last call (each one was
+    /// contained: the call that committed the event still succeeded). Only the last
+    /// [`ObserverFailures::KEPT`] are kept; older ones are counted. Works on a closed
+    /// session too.
+    pub fn take_observer_failures(&self) -> ObserverFailures {
+        lock(&self.failures).take()
+    }
+
+    /// Appends a host event. `data` is JSON text, kept byte-for-byte once valid
+    /// (whitespace outside strings removed). Reserved types are refused, except
+    /// `user/message` with any JSON object as data (an `id` is optional there).
+    pub fn append(&self, ty: &str, data: &str, envelope: Envelope) -> Result<Event> {
+        if is_reserved(ty) {
+            return Err(invalid(format!(
+                "event type {ty} is written only by inboxlog; it cannot be appended"
+            )));
+        }
+        let data = json::raw_value(data, "event data")?;
+        self.transact(|txn| txn.append(ty, data, envelope))
+    }
+
+    /// Makes everything appended so far durable (the barrier of `batched` mode).
+    pub fn flush(&self) -> Result<()> {
+        let mut st = self.state()?;
+        st.writer.as_mut().expect("open").flush()
+    }
+
+    /// Flushes and releases the log; later calls fail with `closed`. Closing twice is
+    /// fine.
+    pub fn close(&self) -> Result<()> {
+        let mut st = lock(&self.state);
+        match st.writer.as_mut() {
+            None => Ok(()),
+            Some(writer) => {
+                let flushed = writer.flush();
+                st.writer = None;
+                flushed
+            }
+        }
+    }
+
+    /// `open_turn` (§4).
+    pub fn open_turn(&self) -> Result<u64> {
+        self.open_turn_with(&Extra::none())
+    }
+
+    /// `open_turn` (§4) with host extras on its `turn/start` (§1.2).
+    pub fn open_turn_with(&self, extra: &Extra) -> Result<u64> {
+        self.transact(|txn| txn.open_turn(extra))
+    }
+
+    /// `propose_step` (§4).
+    pub fn propose_step(&self) -> Result<Proposal> {
+        self.transact(|txn| txn.propose_step())
+    }
+
+    /// `decide` (§4).
+    pub fn decide(&self, decision: Decision) -> Result<Decided> {
+        self.decide_with(decision, &Extra::none())
+    }
+
+    /// `decide` (§4) with host extras on the event it writes first (`step/start`, or
+    /// `turn/end` when the decision ends the turn).
+    pub fn decide_with(&self, decision: Decision, extra: &Extra) -> Result<Decided> {
+        self.transact(|txn| txn.decide(decision, extra))
+    }
+
+    /// `end_step` (§4): returns whether another step must be proposed.
+    pub fn end_step(&self, outcome: StepOutcome) -> Result<bool> {
+        self.end_step_with(outcome, &Extra::none())
+    }
+
+    /// `end_step` (§4) with host extras on its `step/end`.
+    pub fn end_step_with(&self, outcome: StepOutcome, extra: &Extra) -> Result<bool> {
+        self.transact(|txn| txn.end_step(outcome, extra))
+    }
+
+    /// `close_turn` (§4).
+    pub fn close_turn(&self) -> Result<Decided> {
+        self.close_turn_with(&Extra::none())
+    }
+
+    /// `close_turn` (§4) with host extras on its `turn/end`.
+    pub fn close_turn_with(&self, extra: &Extra) -> Result<Decided> {
+        self.transact(|txn| txn.close_turn(extra))
+    }
+
+    /// `cancel` (§4).
+    pub fn cancel(&self, cause: CancelCause, keep_inbox: bool) -> Result<()> {
+        self.cancel_with(cause, keep_inbox, &Extra::none())
+    }
+
+    /// `cancel` (§4) with host extras on the `turn/end` of the aborted turn.
+    pub fn cancel_with(&self, cause: CancelCause, keep_inbox: bool, extra: &Extra) -> Result<()> {
+        self.transact(|txn| txn.cancel(cause, keep_inbox, extra))
+    }
+
+    /// `fail` (§4).
+    pub fn fail(&self, error: TurnError) -> Result<()> {
+        self.fail_with(error, &Extra::none())
+    }
+
+    /// `fail` (§4) with host extras on the `turn/end` of the failed turn.
+    pub fn fail_with(&self, error: TurnError, extra: &Extra) -> Result<()> {
+        self.transact(|txn| txn.fail(error, extra))
+    }
+
+    /// Whether a turn is open.
+    pub fn turn_open(&self) -> Result<Option<u64>> {
+        Ok(self.state()?.ledger.log.open_turn)
+    }
+
+    /// Runs one public mutation: stage, write once, apply (see `txn`), then publish.
+    fn transact<R>(&self, stage: impl FnOnce(&mut Txn<'_>) -> Result<R>) -> Result<R> {
+        if observer::publishing(self.serial) {
+            return Err(Error::new(
+                ErrorKind::Reentrant,
+                format!(
+                    "session \"{}\" cannot be changed from inside one of its observers",
+                    self.id()
+                ),
+            ));
+        }
+        let (result, published) = {
+            let mut guard = self.state()?;
+            let st = &mut *guard;
+            let writer = st.writer.as_deref_mut().expect("open");
+            let notify = !lock(&self.observers).is_empty();
+            let outbox = notify.then_some(&mut st.outbox);
+            (st.ledger.transact(writer, now_ms(), outbox, stage)?, notify)
+        };
+        // Only a call that queued notices must see them published before it returns.
+        if published {
+            self.publish();
+        }
+        Ok(result)
+    }
+
+    /// Publishes committed notices in commit order, with no state lock held.
+    fn publish(&self) {
+        let _order = lock(&self.publish);
+        loop {
+            let batch = std::mem::take(&mut lock(&self.state).outbox);
+            if batch.is_empty() {
+                return;
+            }
+            let observers = lock(&self.observers).clone();
+            let failures = observers.publish(self.serial, &batch);
+            if !failures.is_empty() {
+                lock(&self.failures).record(failures);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::header::SessionMeta;
+    use crate::message::Message;
+    use crate::splice::Target;
+    use crate::store::MemoryStore;
+
+    fn msg(id: &str) -> Message {
+        Message::from_json(&format!(r#"{{"id":"{id}","role":"user"}}"#)).unwrap()
+    }
+
+    fn log_of(s: &Session) -> Vec<String> {
+        s.events(0)
+            .unwrap()
+            .iter()
+            .map(|e| format!("{} {}", e.ty(), e.data()))
+            .collect()
+    }
+
+    #[test]
+    fn one_prompt_through_a_turn() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        s.inbox().append(Target::NextTurn, msg("m1")).unwrap();
+        assert_eq!(s.open_turn().unwrap(), 1);
+        let p = s.propose_step().unwrap();
+        assert_eq!((p.turn, p.step, p.messages.len()), (1, 1, 1));
+        let d = s.decide(Decision::Enter(p.messages)).unwrap();
+        assert_eq!(d, Decided::Step { turn: 1, step: 1 });
+        assert!(!s.end_step(StepOutcome::Completed).unwrap());
+        s.close_turn().unwrap();
+        assert_eq!(
+            log_of(&s),
+            [
+                r#"agent/inbox/spliced {"target":"next-turn","start":0,"inserted":[{"id":"m1","role":"user"}]}"#,
+                r#"turn/start {"turn":1}"#,
+                r#"agent/inbox/spliced {"target":"next-turn","start":0,"removedCount":1,"inserted":[]}"#,
+                r#"step/start {"turn":1,"step":1}"#,
+                r#"user/message {"id":"m1","role":"user"}"#,
+                r#"step/end {"turn":1,"step":1}"#,
+                r#"turn/end {"turn":1,"reason":{"kind":"completed"}}"#,
+            ]
+        );
+        assert!(
+            s.events(4).unwrap()[0]
+                .to_json()
+                .contains(r#""surfaceOp":"append""#)
+        );
+    }
+
+    #[test]
+    fn data_and_messages_at_the_depth_limit_stay_readable() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        let deep = format!(
+            "{}{}",
+            "[".repeat(crate::MAX_DEPTH),
+            "]".repeat(crate::MAX_DEPTH)
+        );
+        let event = s.append("x/deep", &deep, Envelope::default()).unwrap();
+        let nested = format!(r#"{{"id":"m","x":{}}}"#, &deep[2..deep.len() - 2]);
+        let m = Message::from_json(&nested).unwrap();
+        s.inbox().append(Target::NextTurn, m.clone()).unwrap();
+        for e in s.events(0).unwrap() {
+            assert_eq!(Event::from_json(&e.to_json()).unwrap(), e);
+        }
+        assert_eq!(event.data(), deep);
+        drop(s);
+        let s = Session::open(&store, "s").unwrap();
+        assert_eq!(s.inbox().next_turn().unwrap(), vec![m]);
+        let too_deep = format!("[{deep}]");
+        let err = s
+            .append("x/deep", &too_deep, Envelope::default())
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TooLarge);
+    }
+
+    #[test]
+    fn reopen_replays_and_repairs() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        s.inbox().append(Target::NextTurn, msg("a")).unwrap();
+        s.inbox().append(Target::NextTurn, msg("b")).unwrap();
+        s.open_turn().unwrap();
+        let p = s.propose_step().unwrap();
+        s.decide(Decision::Enter(p.messages)).unwrap();
+        drop(s);
+        let s = Session::open(&store, "s").unwrap();
+        assert_eq!(s.open_report().repaired_turn, Some(1));
+        assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("b")]);
+        let tail = log_of(&s);
+        assert_eq!(
+            &tail[tail.len() - 2..],
+            [
+                r#"step/end {"turn":1,"step":1}"#,
+                r#"turn/end {"turn":1,"reason":{"kind":"interrupted"}}"#
+            ]
+        );
+        drop(s);
+        let again = Session::open(&store, "s").unwrap();
+        assert_eq!(again.open_report().repaired_turn, None);
+        assert_eq!(again.events(0).unwrap().len(), tail.len());
+        assert_eq!(again.open_turn().unwrap(), 2);
+    }
+}

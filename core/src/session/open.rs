@@ -1,0 +1,240 @@
+//! Creating, opening, forking, checking and deleting stored logs: the ways a
+//! [`Session`] comes to be, and the read-only looks at a log that need none.
+
+use crate::error::{ErrorKind, Result, invalid};
+use crate::event::{Body, END_SEED, Envelope, Event};
+use crate::header::{Header, SessionMeta};
+use crate::id::validate_session_id;
+use crate::inbox::Inbox;
+use crate::log::LogState;
+use crate::splice::Target;
+use crate::store::Store;
+use crate::txn::{Ledger, Txn};
+
+use super::{OpenReport, Session, VerifyReport, now_ms};
+
+/// What reading a stored log back rebuilds: the invariants (§1.3) and the inbox
+/// (§3.5). [`Session::open`] and [`Session::verify`] feed it through the same store
+/// reader, so they refuse the same logs at the same places.
+#[derive(Default)]
+struct Rebuilt {
+    log: LogState,
+    inbox: Inbox,
+}
+
+impl Rebuilt {
+    /// The store's visitor: checks and applies one stored event.
+    fn visit(&mut self, header: &Header, event: &Event) -> Result<()> {
+        self.log.advance(event)?;
+        self.inbox.replay(event, header.replay_from())
+    }
+}
+
+impl Session {
+    /// Starts a new, empty log `id` in `store`.
+    pub fn create(store: &dyn Store, id: &str, meta: SessionMeta) -> Result<Session> {
+        Session::create_seeded(store, id, meta, Vec::new(), None)
+    }
+
+    /// Starts a new log whose first events are `seed` (from another log or a fork):
+    /// every seed event is validated (§1.3), seqs must run from 0, `session/end-seed`
+    /// is appended unless the seed ends with one, and `seed_length` is recorded in the
+    /// header when given (the inbox replays from there).
+    pub fn create_seeded(
+        store: &dyn Store,
+        id: &str,
+        meta: SessionMeta,
+        seed: Vec<Event>,
+        seed_length: Option<u64>,
+    ) -> Result<Session> {
+        let mut header = Header::new(id, now_ms(), meta)?;
+        header.seed_length = seed_length;
+        Session::create_with_header(store, header, seed)
+    }
+
+    fn create_with_header(
+        store: &dyn Store,
+        header: Header,
+        mut seed: Vec<Event>,
+    ) -> Result<Session> {
+        let mut log = LogState::default();
+        let mut inbox = Inbox::new();
+        for event in &seed {
+            log.advance(event)
+                .map_err(|e| e.context(format_args!("seed event at seq {}", event.seq())))?;
+            inbox.replay(event, header.replay_from())?;
+        }
+        if let Some(open) = log.open_turn {
+            return Err(invalid(format!(
+                "seed ends inside turn {open}; seed only whole turns"
+            )));
+        }
+        if !seed.is_empty() && seed.last().map(|e| e.ty()) != Some(END_SEED) {
+            let end = Event::reserved(
+                END_SEED,
+                log.next_seq,
+                log.last_time,
+                "{}".to_owned(),
+                Body::EndSeed,
+                Envelope::default(),
+            );
+            log.advance(&end)?;
+            seed.push(end);
+        }
+        if let Some(len) = header.seed_length
+            && len > log.next_seq
+        {
+            return Err(invalid(format!(
+                "seedLength {len} is past the end of the seed ({} events)",
+                log.next_seq
+            )));
+        }
+        let writer = store.create(&header, &seed)?;
+        Ok(Session::assemble(
+            header,
+            OpenReport::default(),
+            writer,
+            Ledger::new(log, inbox),
+        ))
+    }
+
+    /// Creates a log holding `events` at their own seqs (an import, §7.6). The caller
+    /// has checked every event as opening would (`log` advanced and `inbox` replayed
+    /// over all of them); a last turn left open is closed as `interrupted` in the same
+    /// write, as opening would close it (§7.4).
+    pub(crate) fn create_imported(
+        store: &dyn Store,
+        header: Header,
+        mut events: Vec<Event>,
+        mut log: LogState,
+        inbox: Inbox,
+    ) -> Result<Session> {
+        let mut report = OpenReport::default();
+        if let Some(turn) = log.open_turn {
+            // Closing it reuses the last event's time: nothing happened since.
+            let mut txn = Txn::new(&inbox, log.clone(), log.last_time);
+            txn.interrupt(turn)?;
+            let (mut repair, repaired) = txn.into_staged();
+            events.append(&mut repair);
+            log = repaired;
+            report.repaired_turn = Some(turn);
+        }
+        let writer = store.create(&header, &events)?;
+        Ok(Session::assemble(
+            header,
+            report,
+            writer,
+            Ledger::new(log, inbox),
+        ))
+    }
+
+    /// Opens a stored log for writing: replays the inbox once (§3.5), and closes a turn
+    /// the previous writer left open as `interrupted` (§7.4).
+    pub fn open(store: &dyn Store, id: &str) -> Result<Session> {
+        validate_session_id(id)?;
+        let mut rebuilt = Rebuilt::default();
+        let opened = store.open(id, &mut |header, event| rebuilt.visit(header, event))?;
+        let Rebuilt { log, inbox } = rebuilt;
+        let mut report = OpenReport {
+            torn_bytes: opened.torn_bytes,
+            repaired_turn: None,
+        };
+        let mut ledger = Ledger::new(log, inbox);
+        let mut writer = opened.writer;
+        if let Some(turn) = ledger.log.open_turn {
+            // Closing it reuses the last event's time: nothing happened since.
+            let time = ledger.log.last_time;
+            ledger
+                .transact(writer.as_mut(), time, None, |txn| txn.interrupt(turn))
+                .map_err(|e| e.context(format_args!("repairing interrupted turn {turn}")))?;
+            report.repaired_turn = Some(turn);
+        }
+        Ok(Session::assemble(opened.header, report, writer, ledger))
+    }
+
+    /// Forks `parent` into a new log `child_id`: the child starts with a copy of the
+    /// parent's events (up to, not including, an open turn), an empty inbox, and the
+    /// parent's `cwd`; the parent is not changed.
+    pub fn fork(
+        store: &dyn Store,
+        parent: &str,
+        child_id: &str,
+        meta: SessionMeta,
+    ) -> Result<Session> {
+        validate_session_id(child_id)?;
+        let (parent_header, mut events) = store.inspect(parent)?;
+        let mut log = LogState::default();
+        let mut cut = events.len();
+        for (i, event) in events.iter().enumerate() {
+            if log.open_turn.is_none() {
+                cut = i;
+            }
+            log.advance(event).map_err(|e| {
+                e.with_kind(ErrorKind::Corrupt)
+                    .context(format_args!("parent \"{parent}\""))
+            })?;
+        }
+        if log.open_turn.is_none() {
+            cut = events.len();
+        }
+        events.truncate(cut);
+        let mut header = Header::new(
+            child_id,
+            now_ms(),
+            SessionMeta {
+                cwd: meta.cwd.or(parent_header.cwd.clone()),
+                ..meta
+            },
+        )?;
+        header.parent_session = Some(parent_header.id.clone());
+        header.seed_length = Some(events.len() as u64);
+        if events.last().map(|e| e.ty()) != Some(END_SEED) {
+            let (seq, time) = events
+                .last()
+                .map_or((0, header.created_at), |e| (e.seq() + 1, e.time()));
+            events.push(Event::reserved(
+                END_SEED,
+                seq,
+                time,
+                "{}".to_owned(),
+                Body::EndSeed,
+                Envelope::default(),
+            ));
+        }
+        Session::create_with_header(store, header, events)
+    }
+
+    /// Checks a stored log exactly as [`Session::open`] does (header and format
+    /// version, every complete record, §1.3, the inbox replay of §3.5), with the same
+    /// errors at the same locations, but without locking, repairing or writing. What
+    /// opening would repair (a torn tail, an interrupted turn) is reported, not refused.
+    /// Whether another writer holds the session is not checked.
+    pub fn verify(store: &dyn Store, id: &str) -> Result<VerifyReport> {
+        validate_session_id(id)?;
+        let mut rebuilt = Rebuilt::default();
+        let verified = store.verify(id, &mut |header, event| rebuilt.visit(header, event))?;
+        Ok(VerifyReport {
+            header: verified.header,
+            events: rebuilt.log.next_seq,
+            torn_bytes: verified.torn_bytes,
+            open_turn: rebuilt.log.open_turn,
+            open_step: rebuilt.log.open_step,
+            next_turn: rebuilt.inbox.len(Target::NextTurn),
+            next_step: rebuilt.inbox.len(Target::NextStep),
+        })
+    }
+
+    /// Reads a stored log as it is, without locking or repairing.
+    pub fn inspect(store: &dyn Store, id: &str) -> Result<(Header, Vec<Event>)> {
+        validate_session_id(id)?;
+        store.inspect(id)
+    }
+
+    /// Removes stored log `id` for good (SPEC §6): `locked` while a writer holds it,
+    /// `not_found` when absent; durable when it returns. A concurrent reader
+    /// ([`Session::inspect`], a fork) that started first reads the whole log as it was.
+    pub fn delete(store: &dyn Store, id: &str) -> Result<()> {
+        validate_session_id(id)?;
+        store.delete(id)
+    }
+}

@@ -1,0 +1,532 @@
+//! One transaction: the events of one public call, staged and checked against copies of
+//! the state, handed to the log writer in one append, then applied in memory (SPEC §1.5,
+//! §3.2, §7.2).
+//!
+//! The protocol (`protocol`) decides what a protocol call writes; a [`Txn`] turns those
+//! writes into events and inbox splices, checking every event against the log invariants
+//! (§1.3) and every splice against the inbox as it was before the call. Only after the
+//! one append succeeded does [`Ledger::transact`] change the state and queue the
+//! notices observers are to see; a refused call or a failed write changes nothing.
+
+use serde_json::value::RawValue;
+
+use crate::error::Result;
+use crate::event::{
+    Body, Envelope, Event, INBOX_SPLICED, STEP_END, STEP_START, TURN_END, TURN_START, USER_MESSAGE,
+};
+use crate::extra::Extra;
+use crate::inbox::Inbox;
+use crate::log::LogState;
+use crate::message::Message;
+use crate::observer::{InboxNotice, Notice};
+use crate::protocol::{self, Decided, Decision, Phase, Proposal, Transition, Write};
+use crate::reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
+use crate::splice::{SpliceRecord, Target};
+use crate::store::LogWriter;
+
+/// How a staged splice affects notifications.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// A public splice: `discarded` for removed, `inserted` for inserted messages.
+    Discard,
+    /// A claim for `turn`: `claimed` for each removed message.
+    Claim(u64),
+}
+
+/// What transactions change: the log's invariants so far, the inbox and the protocol
+/// state, with the buffers every transaction reuses.
+pub(crate) struct Ledger {
+    /// The log invariants (§1.3) after the last committed event.
+    pub log: LogState,
+    /// The inbox after the last committed splice.
+    pub inbox: Inbox,
+    /// The protocol state.
+    phase: Phase,
+    /// Buffers reused by every transaction (cleared, capacity kept).
+    staged: Vec<Event>,
+    effects: Vec<Effect>,
+}
+
+impl Ledger {
+    /// The state of a log read back (or just created): idle, as no call is under way.
+    pub fn new(log: LogState, inbox: Inbox) -> Ledger {
+        Ledger {
+            log,
+            inbox,
+            phase: Phase::Idle,
+            staged: Vec::new(),
+            effects: Vec::new(),
+        }
+    }
+
+    /// Runs one transaction at `time`: `stage` against copies of the state, then one
+    /// append of the staged events to `writer`, then applies them to the state. With
+    /// an `outbox`, queues the notices of the committed events there, in order.
+    pub fn transact<R>(
+        &mut self,
+        writer: &mut dyn LogWriter,
+        time: u64,
+        outbox: Option<&mut Vec<Notice>>,
+        stage: impl FnOnce(&mut Txn<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let mut txn = Txn {
+            inbox: &self.inbox,
+            log: self.log.clone(),
+            phase: self.phase.clone(),
+            events: std::mem::take(&mut self.staged),
+            effects: std::mem::take(&mut self.effects),
+            time,
+            touched: [false; 2],
+        };
+        let result = stage(&mut txn)?;
+        let Txn {
+            log,
+            phase,
+            mut events,
+            mut effects,
+            ..
+        } = txn;
+        if !events.is_empty() {
+            writer.append(&events)?;
+        }
+        // Durable: now the state may change.
+        self.log = log;
+        self.phase = phase;
+        let mut effect_of = effects.drain(..);
+        let mut outbox = outbox;
+        for event in events.drain(..) {
+            let Some(record) = event.splice() else {
+                if let Some(outbox) = outbox.as_deref_mut() {
+                    outbox.push(Notice::Event(event));
+                }
+                continue;
+            };
+            let removed = self.inbox.apply(record);
+            let effect = effect_of.next().expect("one effect per splice");
+            let Some(outbox) = outbox.as_deref_mut() else {
+                continue;
+            };
+            let inserted = record.inserted.clone();
+            outbox.push(Notice::Event(event));
+            match effect {
+                Effect::Discard => {
+                    outbox.extend(
+                        removed
+                            .into_iter()
+                            .map(|m| Notice::Inbox(InboxNotice::Discarded(m))),
+                    );
+                    outbox.extend(
+                        inserted
+                            .into_iter()
+                            .map(|m| Notice::Inbox(InboxNotice::Inserted(m))),
+                    );
+                }
+                Effect::Claim(turn) => {
+                    outbox.extend(
+                        removed
+                            .into_iter()
+                            .map(|m| Notice::Inbox(InboxNotice::Claimed(m, turn))),
+                    );
+                }
+            }
+        }
+        drop(effect_of);
+        (self.staged, self.effects) = (events, effects);
+        Ok(result)
+    }
+}
+
+/// Events staged by one public call, validated against copies of the state.
+pub(crate) struct Txn<'a> {
+    inbox: &'a Inbox,
+    log: LogState,
+    /// The protocol state after the call.
+    phase: Phase,
+    events: Vec<Event>,
+    effects: Vec<Effect>,
+    time: u64,
+    /// Lists touched so far: a transaction splices each list at most once, so every
+    /// splice can be validated against the state before the call.
+    touched: [bool; 2],
+}
+
+impl<'a> Txn<'a> {
+    /// A transaction at `time` over a state not yet held by a [`Ledger`]: an idle
+    /// protocol, the invariants `log`, the inbox `inbox`.
+    pub fn new(inbox: &'a Inbox, log: LogState, time: u64) -> Txn<'a> {
+        Txn {
+            inbox,
+            log,
+            phase: Phase::Idle,
+            events: Vec::new(),
+            effects: Vec::new(),
+            time,
+            touched: [false; 2],
+        }
+    }
+
+    /// The staged events and the log invariants after them, for a caller that writes
+    /// them itself (a log created with them).
+    pub fn into_staged(self) -> (Vec<Event>, LogState) {
+        (self.events, self.log)
+    }
+
+    /// The inbox as it was before this call.
+    pub fn inbox(&self) -> &'a Inbox {
+        self.inbox
+    }
+
+    /// Stages a host event: `data` is checked JSON text.
+    pub fn append(&mut self, ty: &str, data: Box<RawValue>, envelope: Envelope) -> Result<Event> {
+        let event = Event::new(ty, self.log.next_seq, self.time, data, envelope)?;
+        self.push(event.clone())?;
+        Ok(event)
+    }
+
+    /// Stages a library-built event.
+    fn record(
+        &mut self,
+        ty: &'static str,
+        data: String,
+        body: Body,
+        envelope: Envelope,
+    ) -> Result<()> {
+        let event = Event::reserved(ty, self.log.next_seq, self.time, data, body, envelope);
+        self.push(event)
+    }
+
+    fn push(&mut self, event: Event) -> Result<()> {
+        self.log.advance(&event)?;
+        self.events.push(event);
+        Ok(())
+    }
+
+    /// Stages a validated splice; returns the messages it removes.
+    pub fn splice(&mut self, record: SpliceRecord, effect: Effect) -> Result<Vec<Message>> {
+        let slot = &mut self.touched[record.target as usize];
+        debug_assert!(!*slot, "a transaction splices each list at most once");
+        *slot = true;
+        let start = record.start as usize;
+        let removed = (start..start + record.removed_count as usize)
+            .map(|pos| {
+                self.inbox
+                    .get(record.target, pos)
+                    .expect("validated range")
+                    .clone()
+            })
+            .collect();
+        let data = record.to_json();
+        self.record(
+            INBOX_SPLICED,
+            data,
+            Body::Spliced(record),
+            Envelope::default(),
+        )?;
+        self.effects.push(effect);
+        Ok(removed)
+    }
+
+    /// `clear()`: cancels all of `next-step`, then all of `next-turn`.
+    pub fn clear(&mut self) -> Result<()> {
+        for target in [Target::NextStep, Target::NextTurn] {
+            if let Some(rec) = self
+                .inbox
+                .plan(target, 0.0, f64::INFINITY, Vec::new(), true)?
+            {
+                self.splice(rec, Effect::Discard)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes all of `next-step` and, when `next_turn`, the first message of
+    /// `next-turn`, as pure deletions that notify `claimed` for `turn`.
+    fn claim(&mut self, turn: u64, next_turn: bool) -> Result<Vec<Message>> {
+        let mut messages = Vec::new();
+        if let Some(rec) =
+            self.inbox
+                .plan(Target::NextStep, 0.0, f64::INFINITY, Vec::new(), false)?
+        {
+            messages.extend(self.splice(rec, Effect::Claim(turn))?);
+        }
+        if next_turn
+            && let Some(rec) = self
+                .inbox
+                .plan(Target::NextTurn, 0.0, 1.0, Vec::new(), false)?
+        {
+            messages.extend(self.splice(rec, Effect::Claim(turn))?);
+        }
+        Ok(messages)
+    }
+
+    /// Messages waiting in `next-step` before this call.
+    fn steering(&self) -> usize {
+        self.inbox.len(Target::NextStep)
+    }
+
+    /// `open_turn` (§4), the host's extras on `turn/start`.
+    pub fn open_turn(&mut self, extra: &Extra) -> Result<u64> {
+        let t = protocol::open_turn(&self.phase, self.log.last_turn)?;
+        self.run(t, extra).map(|(turn, _)| turn)
+    }
+
+    /// `propose_step` (§4): the claimed messages with the step they would enter.
+    pub fn propose_step(&mut self) -> Result<Proposal> {
+        let t = protocol::propose_step(&self.phase)?;
+        let ((turn, step), messages) = self.run(t, &Extra::none())?;
+        Ok(Proposal {
+            turn,
+            step,
+            messages,
+        })
+    }
+
+    /// `decide` (§4).
+    pub fn decide(&mut self, decision: Decision, extra: &Extra) -> Result<Decided> {
+        let t = protocol::decide(&self.phase, decision)?;
+        self.run(t, extra).map(|(decided, _)| decided)
+    }
+
+    /// `end_step` (§4): whether another step must be proposed.
+    pub fn end_step(&mut self, outcome: StepOutcome, extra: &Extra) -> Result<bool> {
+        let t = protocol::end_step(&self.phase, outcome, self.steering())?;
+        self.run(t, extra).map(|(again, _)| again)
+    }
+
+    /// `close_turn` (§4).
+    pub fn close_turn(&mut self, extra: &Extra) -> Result<Decided> {
+        let t = protocol::close_turn(&self.phase, self.steering())?;
+        self.run(t, extra).map(|(decided, _)| decided)
+    }
+
+    /// `cancel` (§4).
+    pub fn cancel(&mut self, cause: CancelCause, keep_inbox: bool, extra: &Extra) -> Result<()> {
+        let t = protocol::cancel(&self.phase, cause, keep_inbox);
+        self.run(t, extra).map(drop)
+    }
+
+    /// `fail` (§4).
+    pub fn fail(&mut self, error: TurnError, extra: &Extra) -> Result<()> {
+        let t = protocol::fail(&self.phase, error)?;
+        self.run(t, extra).map(drop)
+    }
+
+    /// Closes `turn`, which the previous writer left open (§7.4), and its open step.
+    pub fn interrupt(&mut self, turn: u64) -> Result<()> {
+        let t = protocol::interrupt(turn, self.log.open_step);
+        self.run(t, &Extra::none()).map(drop)
+    }
+
+    /// Stages a transition's writes in order, the host's `extra` on the one it names,
+    /// then takes its next state; returns its answer and the messages its claim removed.
+    fn run<R>(&mut self, t: Transition<R>, extra: &Extra) -> Result<(R, Vec<Message>)> {
+        let Transition {
+            writes,
+            extra_at,
+            next,
+            reply,
+        } = t;
+        let none = Extra::none();
+        let mut claimed = Vec::new();
+        for (i, write) in writes.into_iter().enumerate() {
+            let extra = if extra_at == Some(i) { extra } else { &none };
+            match write {
+                Write::TurnStart { turn } => self.record(
+                    TURN_START,
+                    extra.close(format!(r#"{{"turn":{turn}"#)),
+                    Body::TurnStart { turn },
+                    Envelope::default(),
+                )?,
+                Write::Claim { turn, next_turn } => claimed = self.claim(turn, next_turn)?,
+                Write::Clear => self.clear()?,
+                Write::StepStart { turn, step } => self.record(
+                    STEP_START,
+                    extra.close(format!(r#"{{"turn":{turn},"step":{step}"#)),
+                    Body::StepStart { turn, step },
+                    Envelope::default(),
+                )?,
+                Write::UserMessage(m) => {
+                    let envelope = Envelope {
+                        surface_op: Some(raw_append()),
+                        ..Envelope::default()
+                    };
+                    self.record(
+                        USER_MESSAGE,
+                        m.json().to_owned(),
+                        Body::UserMessage,
+                        envelope,
+                    )?;
+                }
+                Write::StepEnd { turn, step } => self.record(
+                    STEP_END,
+                    extra.close(format!(r#"{{"turn":{turn},"step":{step}"#)),
+                    Body::StepEnd { turn, step },
+                    Envelope::default(),
+                )?,
+                Write::TurnEnd { turn, reason } => {
+                    let data =
+                        extra.close(format!(r#"{{"turn":{turn},"reason":{}"#, reason.to_json()));
+                    let completed = reason == TurnEndReason::Completed;
+                    self.record(
+                        TURN_END,
+                        data,
+                        Body::TurnEnd { turn, completed },
+                        Envelope::default(),
+                    )?;
+                }
+            }
+        }
+        self.phase = next;
+        Ok((reply, claimed))
+    }
+}
+
+/// The `surfaceOp` of a claimed message's `user/message`: `"append"`.
+fn raw_append() -> Box<RawValue> {
+    RawValue::from_string("\"append\"".to_owned()).expect("valid JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Error, ErrorKind};
+
+    /// A log writer in memory that refuses every append while `fail`.
+    #[derive(Default)]
+    struct Writer {
+        written: Vec<Event>,
+        fail: bool,
+    }
+
+    impl LogWriter for Writer {
+        fn append(&mut self, events: &[Event]) -> Result<()> {
+            if self.fail {
+                return Err(Error::new(ErrorKind::Io, "no space left on device"));
+            }
+            self.written.extend_from_slice(events);
+            Ok(())
+        }
+
+        fn read(&self, since: u64) -> Result<Vec<Event>> {
+            Ok(self.written[since as usize..].to_vec())
+        }
+
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn m(id: &str) -> Message {
+        Message::from_json(&format!(r#"{{"id":"{id}"}}"#)).unwrap()
+    }
+
+    fn described(notices: &[Notice]) -> Vec<String> {
+        notices
+            .iter()
+            .map(|n| match n {
+                Notice::Event(e) => format!("{} {}", e.ty(), e.data()),
+                Notice::Inbox(n) => format!("{} {}", n.ty(), n.message().id()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_failed_append_changes_nothing() {
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut writer = Writer {
+            fail: true,
+            ..Writer::default()
+        };
+        let mut outbox = Vec::new();
+        let err = ledger
+            .transact(&mut writer, 7, Some(&mut outbox), |txn| {
+                txn.open_turn(&Extra::none())
+            })
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Io);
+        assert_eq!(ledger.log, LogState::default());
+        assert_eq!(ledger.phase, Phase::Idle);
+        assert!(outbox.is_empty());
+        writer.fail = false;
+        let turn = ledger
+            .transact(&mut writer, 8, None, |txn| txn.open_turn(&Extra::none()))
+            .unwrap();
+        assert_eq!((turn, ledger.log.open_turn), (1, Some(1)));
+        assert_eq!(writer.written[0].time(), 8);
+    }
+
+    #[test]
+    fn a_refused_call_writes_nothing() {
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut writer = Writer::default();
+        let err = ledger
+            .transact(&mut writer, 1, None, |txn| txn.propose_step())
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Protocol);
+        assert!(writer.written.is_empty());
+        assert_eq!(ledger.log.next_seq, 0);
+    }
+
+    #[test]
+    fn commit_applies_splices_and_queues_notices_in_order() {
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut writer = Writer::default();
+        let mut outbox = Vec::new();
+        ledger
+            .transact(&mut writer, 1, Some(&mut outbox), |txn| {
+                let rec = txn
+                    .inbox()
+                    .plan(Target::NextTurn, 0.0, 0.0, vec![m("a"), m("b")], true)?
+                    .unwrap();
+                txn.splice(rec, Effect::Discard)
+            })
+            .unwrap();
+        ledger
+            .transact(&mut writer, 2, Some(&mut outbox), |txn| {
+                txn.open_turn(&Extra::none())?;
+                txn.propose_step()
+            })
+            .unwrap();
+        assert_eq!(
+            described(&outbox),
+            [
+                r#"agent/inbox/spliced {"target":"next-turn","start":0,"inserted":[{"id":"a"},{"id":"b"}]}"#,
+                "agent/inbox/inserted a",
+                "agent/inbox/inserted b",
+                r#"turn/start {"turn":1}"#,
+                r#"agent/inbox/spliced {"target":"next-turn","start":0,"removedCount":1,"inserted":[]}"#,
+                "agent/inbox/claimed a",
+            ]
+        );
+        assert_eq!(ledger.inbox.list(Target::NextTurn), [m("b")]);
+        assert_eq!(writer.written.len(), 3);
+    }
+
+    #[test]
+    fn the_host_extras_go_only_on_the_event_the_transition_names() {
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut writer = Writer::default();
+        let extra = Extra::from_json(r#"{"host":1}"#).unwrap();
+        ledger
+            .transact(&mut writer, 1, None, |txn| {
+                txn.open_turn(&Extra::none())?;
+                txn.propose_step()?;
+                txn.decide(Decision::Enter(vec![m("x")]), &Extra::none())
+            })
+            .unwrap();
+        let from = writer.written.len();
+        ledger
+            .transact(&mut writer, 2, None, |txn| {
+                txn.cancel(CancelCause::User, true, &extra)
+            })
+            .unwrap();
+        let data: Vec<&str> = writer.written[from..].iter().map(|e| e.data()).collect();
+        assert_eq!(
+            data,
+            [
+                r#"{"turn":1,"step":1}"#,
+                r#"{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"user"}},"host":1}"#,
+            ]
+        );
+    }
+}
