@@ -12,14 +12,6 @@ pub struct ConsumedWork<'a> {
     pub dropped_unrun: bool,
 }
 
-impl ConsumedWork<'_> {
-    /// `{"end":<event>|null,"droppedUnrun":bool}`.
-    pub fn to_json(&self) -> String {
-        let end = self.end.map_or_else(|| "null".to_owned(), |e| e.to_json());
-        format!(r#"{{"end":{end},"droppedUnrun":{}}}"#, self.dropped_unrun)
-    }
-}
-
 /// Folds any log, or an owned suffix of one, in a single pass.
 pub fn fold_consumed_work<'a>(events: impl IntoIterator<Item = &'a Event>) -> ConsumedWork<'a> {
     let mut out = ConsumedWork::default();

@@ -4,11 +4,17 @@
 //! order, large integers and number spelling survive byte-for-byte. Input is checked
 //! once at the edge: nesting at most [`MAX_DEPTH`], finite numbers, valid syntax, and
 //! insignificant whitespace removed so a record never holds a raw newline.
+//!
+//! [`check`] is that edge for the bindings: its [`JsonError`] tells syntax, depth and
+//! non-finite numbers apart, so a binding maps each to its own status without
+//! scanning the text again.
 
 use std::borrow::Cow;
+use std::fmt;
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 use crate::error::{Error, ErrorKind, Result, invalid};
@@ -24,25 +30,124 @@ pub(crate) const MAX_RECORD_DEPTH: usize = MAX_DEPTH + 3;
 /// Largest integer that round-trips through an IEEE double (2^53 - 1).
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
+/// Why a JSON text was refused by [`check`]: the bindings map each to their own status
+/// (C: syntax is `invalid_json`, depth `too_large`, a non-finite number `invalid_input`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum JsonErrorKind {
+    /// Not well-formed JSON.
+    Syntax,
+    /// Nested deeper than the limit ([`MAX_DEPTH`]).
+    TooDeep,
+    /// A number a double cannot hold (`1e400` would become Infinity).
+    NonFinite,
+}
+
+/// A JSON text refused by [`check`]: its kind and a message naming the byte.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonError {
+    kind: JsonErrorKind,
+    message: String,
+}
+
+impl JsonError {
+    fn new(kind: JsonErrorKind, message: String) -> JsonError {
+        JsonError { kind, message }
+    }
+
+    /// Why the text was refused.
+    pub fn kind(&self) -> JsonErrorKind {
+        self.kind
+    }
+
+    /// What was wrong and where, e.g. `JSON nesting deeper than 512 levels at byte 512`.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+impl From<JsonError> for Error {
+    /// Depth is `too_large`; syntax and non-finite numbers are `invalid_input`.
+    fn from(e: JsonError) -> Error {
+        let kind = match e.kind {
+            JsonErrorKind::TooDeep => ErrorKind::TooLarge,
+            JsonErrorKind::Syntax | JsonErrorKind::NonFinite => ErrorKind::InvalidInput,
+        };
+        Error::new(kind, e.message)
+    }
+}
+
+/// The one check of host-supplied JSON text, for every binding: nesting at most
+/// [`MAX_DEPTH`], numbers finite, syntax well-formed; returns the text without
+/// whitespace outside strings (borrowed when there was none), so raw values taken from
+/// it never carry a newline into a log record.
+///
+/// One scan bounds the depth before any recursive parser sees the text (no input can
+/// overflow the stack), then one parse checks the syntax of the text as given (so a
+/// syntax error names its line and column there). The error's kind tells the three
+/// refusals apart.
+pub fn check(text: &str) -> std::result::Result<Cow<'_, str>, JsonError> {
+    let compacted = scan(text, MAX_DEPTH)?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    IgnoredAny::deserialize(&mut de)
+        .and_then(|_| de.end())
+        .map_err(|e| JsonError::new(JsonErrorKind::Syntax, e.to_string()))?;
+    Ok(compacted)
+}
+
 /// Scans `text` once: refuses nesting deeper than [`MAX_DEPTH`] and numbers beyond a
 /// double's range, and returns the text
 /// without whitespace outside strings (borrowed when there was none).
 ///
-/// Syntax is not checked here; this runs before any recursive parser sees the text so
-/// that no input can overflow the stack.
+/// Syntax is not checked here beyond one case: two scalars separated only by
+/// whitespace (`1 2`) are refused, because removing the whitespace would join them
+/// into one valid number. This runs before any recursive parser sees the text so that
+/// no input can overflow the stack.
 pub(crate) fn compact(text: &str) -> Result<Cow<'_, str>> {
     compact_within(text, MAX_DEPTH)
 }
 
 /// [`compact`] with another nesting limit.
 pub(crate) fn compact_within(text: &str, max_depth: usize) -> Result<Cow<'_, str>> {
+    Ok(scan(text, max_depth)?)
+}
+
+/// A byte that may continue a number or a literal (`true`, `1e5`, `-0.5`).
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-')
+}
+
+/// The scanner behind [`check`] and [`compact`].
+fn scan(text: &str, max_depth: usize) -> std::result::Result<Cow<'_, str>, JsonError> {
     let bytes = text.as_bytes();
     let mut depth = 0usize;
     let mut i = 0;
     let mut out: Option<Vec<u8>> = None;
     let mut copied = 0; // bytes[..copied] already handled in `out`
+    // The last significant byte ended a number or literal, and whitespace followed it.
+    let (mut after_word, mut gap) = (false, false);
     while i < bytes.len() {
-        match bytes[i] {
+        let b = bytes[i];
+        if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            if gap && after_word && is_word(b) {
+                return Err(JsonError::new(
+                    JsonErrorKind::Syntax,
+                    format!("two values without a separator at byte {i}"),
+                ));
+            }
+            gap = false;
+            after_word = is_word(b);
+        }
+        match b {
             b'"' => {
                 // Skip to the closing quote, honouring backslash escapes.
                 i += 1;
@@ -65,8 +170,8 @@ pub(crate) fn compact_within(text: &str, max_depth: usize) -> Result<Cow<'_, str
             b'[' | b'{' => {
                 depth += 1;
                 if depth > max_depth {
-                    return Err(Error::new(
-                        ErrorKind::TooLarge,
+                    return Err(JsonError::new(
+                        JsonErrorKind::TooDeep,
                         format!("JSON nesting deeper than {max_depth} levels at byte {i}"),
                     ));
                 }
@@ -82,6 +187,7 @@ pub(crate) fn compact_within(text: &str, max_depth: usize) -> Result<Cow<'_, str
                 continue;
             }
             b' ' | b'\t' | b'\n' | b'\r' => {
+                gap = true;
                 let buf = out.get_or_insert_with(|| Vec::with_capacity(bytes.len()));
                 buf.extend_from_slice(&bytes[copied..i]);
                 copied = i + 1;
@@ -101,12 +207,13 @@ pub(crate) fn compact_within(text: &str, max_depth: usize) -> Result<Cow<'_, str
 }
 
 /// Refuses a number token that a double cannot hold (`1e400` would become Infinity).
-fn check_finite(token: &str, at: usize) -> Result<()> {
+fn check_finite(token: &str, at: usize) -> std::result::Result<(), JsonError> {
     let risky = token.len() > 300 || token.bytes().any(|b| b == b'e' || b == b'E');
     if risky && token.parse::<f64>().is_ok_and(|v| v.is_infinite()) {
-        return Err(invalid(format!(
-            "number {token} at byte {at} is not finite"
-        )));
+        return Err(JsonError::new(
+            JsonErrorKind::NonFinite,
+            format!("number {token} at byte {at} is not finite"),
+        ));
     }
     Ok(())
 }
@@ -141,8 +248,8 @@ pub(crate) fn same(a: &RawValue, b: &RawValue) -> bool {
     a.get() == b.get()
 }
 
-/// JSON text of a string (quoted and escaped).
-pub(crate) fn quote(s: &str) -> String {
+/// JSON text of a string (quoted and escaped), for messages that name a value.
+pub fn quote(s: &str) -> String {
     serde_json::to_string(s).expect("strings always serialize")
 }
 
@@ -191,5 +298,54 @@ mod tests {
             assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
             assert!(err.to_string().starts_with("data: "), "{err}");
         }
+    }
+
+    #[test]
+    fn check_tells_syntax_depth_and_non_finite_apart() {
+        assert_eq!(check("{ \"a\" : [1, 2] }").unwrap(), "{\"a\":[1,2]}");
+        assert!(matches!(check("[1,2]").unwrap(), Cow::Borrowed(_)));
+        for bad in ["1 2", "{", "NaN", "", "[1,]", "\"\\", "{\"a\":1}x", "tru e"] {
+            let e = check(bad).unwrap_err();
+            assert_eq!(e.kind(), JsonErrorKind::Syntax, "{bad}");
+            assert_eq!(Error::from(e).kind(), ErrorKind::InvalidInput);
+        }
+        // A syntax error names its place in the text as given.
+        let e = check("[1,\n  ]").unwrap_err();
+        assert!(e.message().contains("line 2"), "{e}");
+        let deep = format!("{}{}", "[".repeat(513), "]".repeat(513));
+        let e = check(&deep).unwrap_err();
+        assert_eq!(e.kind(), JsonErrorKind::TooDeep);
+        assert_eq!(
+            e.message(),
+            "JSON nesting deeper than 512 levels at byte 512"
+        );
+        assert_eq!(Error::from(e).kind(), ErrorKind::TooLarge);
+        assert!(check(&format!("{}{}", "[".repeat(512), "]".repeat(512))).is_ok());
+        for bad in ["[1e400]", "-1E999", "{\"a\":[0.5e309]}"] {
+            let e = check(bad).unwrap_err();
+            assert_eq!(e.kind(), JsonErrorKind::NonFinite, "{bad}");
+            assert!(e.message().contains("is not finite"), "{e}");
+            assert_eq!(Error::from(e).kind(), ErrorKind::InvalidInput);
+        }
+    }
+
+    #[test]
+    fn whitespace_never_joins_two_values_into_one() {
+        // Removing the space would turn `1 2` into the valid number `12`, `1 e5` into
+        // `1e5`: the scan refuses them instead of compacting.
+        for bad in ["1 2", "[1 2]", "{\"n\":1 e5}", "[1. 5]", "[true false]"] {
+            let err = raw_value(bad, "data").unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
+            assert!(
+                err.to_string().contains("without a separator"),
+                "{bad}: {err}"
+            );
+        }
+        let err = crate::message::Message::from_json("{\"id\":\"a\",\"n\":1 2}").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            raw_value("[1, 2, \"a b\" ]", "data").unwrap().get(),
+            "[1,2,\"a b\"]"
+        );
     }
 }

@@ -41,20 +41,6 @@ impl InboxNotice {
             InboxNotice::Inserted(m) | InboxNotice::Discarded(m) | InboxNotice::Claimed(m, _) => m,
         }
     }
-
-    /// `{"type":…,"message":…[,"turn":N]}` as compact JSON.
-    pub fn to_json(&self) -> String {
-        let mut out = format!(
-            "{{\"type\":\"{}\",\"message\":{}",
-            self.ty(),
-            self.message().json()
-        );
-        if let InboxNotice::Claimed(_, turn) = self {
-            out.push_str(&format!(",\"turn\":{turn}"));
-        }
-        out.push('}');
-        out
-    }
 }
 
 /// Observer failures taken from a session (`Session::take_observer_failures`): the
@@ -89,11 +75,6 @@ impl ObserverFailures {
         note.into_iter()
             .chain(self.messages.iter().cloned())
             .collect()
-    }
-
-    /// [`ObserverFailures::lines`] as a compact JSON array of strings.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(&self.lines()).expect("strings serialize")
     }
 }
 
@@ -258,14 +239,9 @@ mod tests {
             lines[0],
             "936 earlier observer failures were dropped (the last 64 are kept)"
         );
-        assert!(
-            taken
-                .to_json()
-                .starts_with(r#"["936 earlier observer failures"#)
-        );
         // Taking empties the buffer; the count starts again.
         assert!(s.take_observer_failures().is_empty());
-        assert_eq!(s.take_observer_failures().to_json(), "[]");
+        assert!(s.take_observer_failures().lines().is_empty());
         s.inbox()
             .append(
                 Target::NextTurn,

@@ -1,13 +1,9 @@
 //! The queue projection (SPEC §5.2): a consumer's copy of the inbox, kept equal to the
 //! live one by applying later `agent/inbox/spliced` events.
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::inbox::Inbox;
-use crate::json::{self, MAX_SAFE_INTEGER};
 use crate::message::Message;
 use crate::splice::Target;
 
@@ -20,66 +16,6 @@ pub struct Baseline {
     pub next_turn: Vec<Message>,
     /// `next-step` at that point.
     pub next_step: Vec<Message>,
-}
-
-/// A baseline as it crosses a boundary: every key required, no other key.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BaselineWire<'a> {
-    // `deserialize_with` makes the key required: a plain `Option` field may be absent.
-    #[serde(deserialize_with = "Option::deserialize")]
-    seq: Option<u64>,
-    #[serde(borrow)]
-    next_turn: Vec<&'a RawValue>,
-    #[serde(borrow)]
-    next_step: Vec<&'a RawValue>,
-}
-
-impl Baseline {
-    /// Parses `{"seq":N|null,"next_turn":[…],"next_step":[…]}` strictly, the one parser
-    /// of every binding: each key is required and no other is allowed, `seq` is `null`
-    /// or a safe integer, and each element of the lists is a valid message (ids unique
-    /// across both lists are checked by [`QueueProjection::new`]).
-    pub fn from_json(text: &str) -> Result<Baseline> {
-        const SHAPE: &str = r#"{"seq":N|null,"next_turn":[…],"next_step":[…]}"#;
-        let compacted = json::compact(text).map_err(|e| e.context("baseline"))?;
-        // A derived struct also reads a JSON array: only an object is a baseline.
-        if !compacted.starts_with('{') {
-            return Err(invalid(format!("baseline must be {SHAPE}")));
-        }
-        let wire: BaselineWire<'_> = json::from_str(&compacted)
-            .map_err(|e| invalid(format!("baseline must be {SHAPE}: {e}")))?;
-        if let Some(seq) = wire.seq.filter(|&s| s > MAX_SAFE_INTEGER) {
-            return Err(invalid(format!("baseline seq {seq} is larger than 2^53-1")));
-        }
-        let messages = |list: Vec<&RawValue>, key: &str| {
-            list.into_iter()
-                .enumerate()
-                .map(|(i, raw)| {
-                    Message::from_json(raw.get())
-                        .map_err(|e| e.context(format_args!("baseline {key}[{i}]")))
-                })
-                .collect::<Result<Vec<Message>>>()
-        };
-        Ok(Baseline {
-            seq: wire.seq,
-            next_turn: messages(wire.next_turn, "next_turn")?,
-            next_step: messages(wire.next_step, "next_step")?,
-        })
-    }
-
-    /// `{"seq":N|null,"next_turn":[…],"next_step":[…]}`.
-    pub fn to_json(&self) -> String {
-        let list = |ms: &[Message]| ms.iter().map(|m| m.json()).collect::<Vec<_>>().join(",");
-        let seq = self
-            .seq
-            .map_or_else(|| "null".to_owned(), |s| s.to_string());
-        format!(
-            r#"{{"seq":{seq},"next_turn":[{}],"next_step":[{}]}}"#,
-            list(&self.next_turn),
-            list(&self.next_step)
-        )
-    }
 }
 
 /// A standalone inbox that follows a log's splice events.
@@ -119,21 +55,43 @@ impl QueueProjection {
     /// Builds the baseline after the events of a log from `replay_from` on (use the
     /// header's `seedLength`), up to and including the event at `upto` (all when
     /// `None`).
+    ///
+    /// Nothing is clamped: an `upto` past the last event, or a `replay_from` past the
+    /// end of the events, is `invalid_input` naming the log's length.
     pub fn replay<'a>(
         events: impl IntoIterator<Item = &'a Event>,
         replay_from: u64,
         upto: Option<u64>,
     ) -> Result<QueueProjection> {
         let mut projection = QueueProjection::default();
+        // Every event is counted, so that an error can name the log's length.
+        let (mut count, mut last) = (0u64, None);
         for event in events {
+            count += 1;
+            last = Some(event.seq());
             if upto.is_some_and(|u| event.seq() > u) {
-                break;
+                continue;
             }
             if event.seq() < replay_from {
                 projection.seq = Some(event.seq());
                 continue;
             }
             projection.apply(event)?;
+        }
+        let shown = || last.map_or_else(|| "none".to_owned(), |s| s.to_string());
+        if let Some(upto) = upto.filter(|&u| last.is_none_or(|l| u > l)) {
+            return Err(invalid(format!(
+                "upto {upto} is past the end of the log ({count} events, last seq {})",
+                shown()
+            )));
+        }
+        let end = last.map_or(0, |l| l + 1);
+        if replay_from > end {
+            return Err(invalid(format!(
+                "replay_from {replay_from} is past the end of the events ({count} events, \
+                 last seq {})",
+                shown()
+            )));
         }
         Ok(projection)
     }
@@ -183,69 +141,51 @@ impl QueueProjection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Envelope;
 
-    #[test]
-    fn a_baseline_round_trips_through_its_json() {
-        let text = r#"{"seq":3,"next_turn":[{"id":"a","n":1}],"next_step":[{"id":"b"}]}"#;
-        let baseline = Baseline::from_json(text).unwrap();
-        assert_eq!(baseline.seq, Some(3));
-        assert_eq!(baseline.to_json(), text);
-        let empty = r#"{"seq":null,"next_turn":[],"next_step":[]}"#;
-        assert_eq!(Baseline::from_json(empty).unwrap().to_json(), empty);
-        // Whitespace and key order do not matter.
-        let spaced = r#"{ "next_step": [], "seq": null, "next_turn": [] }"#;
-        assert_eq!(Baseline::from_json(spaced).unwrap().to_json(), empty);
+    fn log(n: u64) -> Vec<Event> {
+        (0..n)
+            .map(|seq| {
+                let data = serde_json::value::RawValue::from_string("{}".to_owned()).unwrap();
+                Event::new("host/x", seq, 0, data, Envelope::default()).unwrap()
+            })
+            .collect()
     }
 
     #[test]
-    fn a_baseline_is_refused_unless_every_key_is_there_and_valid() {
-        for (bad, needle) in [
-            (r#"{"next_turn":[],"next_step":[]}"#, "missing field `seq`"),
-            (r#"{"seq":0,"next_step":[]}"#, "missing field `next_turn`"),
-            (r#"{"seq":0,"next_turn":[]}"#, "missing field `next_step`"),
-            (
-                r#"{"seq":0,"next_turn":[],"next_step":[],"x":1}"#,
-                "unknown field `x`",
-            ),
-            (
-                r#"{"seq":9007199254740992,"next_turn":[],"next_step":[]}"#,
-                "larger than 2^53-1",
-            ),
-            (
-                r#"{"seq":-1,"next_turn":[],"next_step":[]}"#,
-                "baseline must be",
-            ),
-            (
-                r#"{"seq":1.0,"next_turn":[],"next_step":[]}"#,
-                "baseline must be",
-            ),
-            (
-                r#"{"seq":"1","next_turn":[],"next_step":[]}"#,
-                "baseline must be",
-            ),
-            (
-                r#"{"seq":0,"next_turn":{},"next_step":[]}"#,
-                "baseline must be",
-            ),
-            (
-                r#"{"seq":0,"next_turn":[],"next_step":[{"x":1}]}"#,
-                "baseline next_step[0]: message",
-            ),
-            (r#"[0,[],[]]"#, "baseline must be"),
-            (r#"{"seq":0,"#, "baseline must be"),
-        ] {
-            let err = Baseline::from_json(bad).unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
-            assert!(err.to_string().contains(needle), "{bad}: {err}");
-        }
-        let deep = format!(
-            r#"{{"seq":0,"next_turn":[{{"id":"a","x":{}1{}}}],"next_step":[]}}"#,
-            "[".repeat(600),
-            "]".repeat(600)
+    fn replay_refuses_upto_and_replay_from_past_the_end_never_clamps() {
+        let events = log(3);
+        assert_eq!(
+            QueueProjection::replay(&events, 0, Some(2)).unwrap().seq(),
+            Some(2)
         );
         assert_eq!(
-            Baseline::from_json(&deep).unwrap_err().kind(),
-            ErrorKind::TooLarge
+            QueueProjection::replay(&events, 3, None).unwrap().seq(),
+            Some(2)
+        );
+        let err = QueueProjection::replay(&events, 0, Some(3)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            err.to_string(),
+            "upto 3 is past the end of the log (3 events, last seq 2)"
+        );
+        let err = QueueProjection::replay(&[], 0, Some(0)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "upto 0 is past the end of the log (0 events, last seq none)"
+        );
+        // replay_from is checked against the whole log, whatever upto is.
+        for upto in [None, Some(1)] {
+            let err = QueueProjection::replay(&events, 4, upto).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "replay_from 4 is past the end of the events (3 events, last seq 2)"
+            );
+        }
+        // Events after upto are read (to count them) but not applied.
+        assert_eq!(
+            QueueProjection::replay(&events, 0, Some(0)).unwrap().seq(),
+            Some(0)
         );
     }
 }

@@ -11,10 +11,7 @@
 //! The file runs past 600 lines because the machine's unit tests sit at its end, as
 //! plain values in and out: every transition, every refusal, in every state.
 
-use serde::Deserialize;
-
-use crate::error::{Error, ErrorKind, Result, invalid};
-use crate::json;
+use crate::error::{Error, ErrorKind, Result};
 use crate::message::Message;
 use crate::reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
 
@@ -152,19 +149,6 @@ pub struct Proposal {
     pub messages: Vec<Message>,
 }
 
-impl Proposal {
-    /// `{"turn":N,"step":K,"messages":[…]}`.
-    pub fn to_json(&self) -> String {
-        let messages: Vec<&str> = self.messages.iter().map(|m| m.json()).collect();
-        format!(
-            r#"{{"turn":{},"step":{},"messages":[{}]}}"#,
-            self.turn,
-            self.step,
-            messages.join(",")
-        )
-    }
-}
-
 /// The one pre-step decision for a pending proposal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -172,32 +156,6 @@ pub enum Decision {
     Reject,
     /// Enter a step with this complete final batch.
     Enter(Vec<Message>),
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DecisionWire {
-    kind: String,
-    messages: Option<Vec<Message>>,
-}
-
-impl Decision {
-    /// Parses `{"kind":"reject"}` or `{"kind":"enter","messages":[…]}`.
-    pub fn from_json(text: &str) -> Result<Decision> {
-        let wire: DecisionWire = json::parse(text, "decision")?;
-        match (wire.kind.as_str(), wire.messages) {
-            ("reject", None) => Ok(Decision::Reject),
-            ("enter", Some(messages)) => Ok(Decision::Enter(messages)),
-            ("reject", Some(_)) => Err(invalid("decision: a reject carries no \"messages\"")),
-            ("enter", None) => Err(invalid(
-                "decision: an enter needs \"messages\" (the complete final batch)",
-            )),
-            (other, _) => Err(invalid(format!(
-                "decision kind must be \"reject\" or \"enter\", got {}",
-                json::quote(other)
-            ))),
-        }
-    }
 }
 
 /// What a decision (or closing a turn) did.
@@ -217,23 +175,6 @@ pub enum Decided {
         /// Why it ended.
         reason: TurnEndReason,
     },
-}
-
-impl Decided {
-    /// `{"kind":"step","turn":N,"step":K}` or `{"kind":"turn-end","turn":N,"reason":R}`.
-    pub fn to_json(&self) -> String {
-        match self {
-            Decided::Step { turn, step } => {
-                format!(r#"{{"kind":"step","turn":{turn},"step":{step}}}"#)
-            }
-            Decided::TurnEnded { turn, reason } => {
-                format!(
-                    r#"{{"kind":"turn-end","turn":{turn},"reason":{}}}"#,
-                    reason.to_json()
-                )
-            }
-        }
-    }
 }
 
 /// `turn_end` for `turn` with `reason` as the only write, the extras on it.

@@ -6,6 +6,7 @@
 //! refused and leaves the file byte-identical; and the read-only `verify` refuses
 //! exactly the logs `open` refuses, with the same error at the same location.
 
+use inboxlog::FromJson as _;
 use inboxlog::store::{Durability, JsonlStore, MemoryStore};
 use inboxlog::{
     CancelCause, Decision, Envelope, ErrorKind, Event, Header, Message, Session, SessionMeta,

@@ -12,6 +12,7 @@
 //! as it was then, and reach the final inbox from there; and the consumed-work fold
 //! over the log must agree with the model's own fold.
 
+use inboxlog::ToJson as _;
 use std::sync::{Arc, Mutex};
 
 use inboxlog::store::MemoryStore;

@@ -1,6 +1,7 @@
 //! Findings of the code review of issue #8, each pinned by a test: the types public
 //! functions return can be named, and the open report has one JSON spelling.
 
+use inboxlog::ToJson as _;
 use inboxlog::store::{MemoryStore, Opened};
 use inboxlog::{
     Baseline, InboxOps, ObserverFailures, OpenReport, QueueProjection, Session, SessionMeta, Target,

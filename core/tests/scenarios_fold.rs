@@ -2,6 +2,7 @@
 
 mod scenarios_common;
 
+use inboxlog::ToJson as _;
 use inboxlog::store::MemoryStore;
 use inboxlog::{Decision, StepOutcome, Target, fold_consumed_work};
 use scenarios_common::*;

@@ -4,6 +4,7 @@
 
 mod scenarios_common;
 
+use inboxlog::ToJson as _;
 use inboxlog::store::MemoryStore;
 use inboxlog::{CancelCause, ErrorKind, Message, Session, Target};
 use scenarios_common::*;

@@ -4,6 +4,7 @@
 //! makes reported as such. Run over the JSONL store and the memory store; verify never
 //! changes a byte.
 
+use inboxlog::ToJson as _;
 use std::path::Path;
 
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};

@@ -5,35 +5,29 @@
 use std::ffi::{CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use inboxlog_core::wire::{ErrorFields, ToJson};
+
 use crate::status::inboxlog_status;
 
-/// An error on its way to C: a code, its kind name, a message and, for a core error,
-/// where it happened (SPEC §8).
+/// An error on its way to C: a core error (its kind is its status, its location the
+/// optional keys of the error JSON, SPEC §8) or one of the C layer's own statuses.
 #[derive(Debug)]
-pub(crate) struct FfiError {
-    code: c_int,
-    kind: &'static str,
-    message: String,
-    /// The optional keys of the error JSON, already serialized: `,"session":"s",…`.
-    context: String,
+pub(crate) enum FfiError {
+    Core(inboxlog_core::Error),
+    Status {
+        status: inboxlog_status,
+        message: String,
+    },
 }
 
 pub(crate) type FfiResult<T> = Result<T, FfiError>;
 
 impl FfiError {
     pub fn new(status: inboxlog_status, message: impl Into<String>) -> FfiError {
-        FfiError {
-            code: status.code(),
-            kind: status.name(),
+        FfiError::Status {
+            status,
             message: message.into(),
-            context: String::new(),
         }
-    }
-
-    /// The number returned to C.
-    #[cfg(test)]
-    pub fn code(&self) -> c_int {
-        self.code
     }
 
     /// `invalid_input` with a message.
@@ -41,54 +35,30 @@ impl FfiError {
         FfiError::new(inboxlog_status::InvalidInput, message)
     }
 
-    /// `{"code":N,"kind":"…","message":"…"}`, then `session`, `path`, `line`, `offset`
-    /// and `seq` where known.
+    /// The number returned to C. Core kinds and C statuses share their numbers; a kind
+    /// added to the core later still crosses with its own number and name.
+    pub fn code(&self) -> c_int {
+        match self {
+            FfiError::Core(e) => e.kind().code() as c_int,
+            FfiError::Status { status, .. } => status.code(),
+        }
+    }
+
+    /// The error JSON, in the core's one spelling of an error (`inboxlog::wire`).
     fn to_json(&self) -> String {
-        format!(
-            r#"{{"code":{},"kind":{},"message":{}{}}}"#,
-            self.code,
-            quote(self.kind),
-            quote(&self.message),
-            self.context
-        )
+        match self {
+            FfiError::Core(e) => ErrorFields::of(e).to_json(),
+            FfiError::Status { status, message } => {
+                ErrorFields::new(status.code() as u32, status.name(), message).to_json()
+            }
+        }
     }
 }
 
 impl From<inboxlog_core::Error> for FfiError {
     fn from(e: inboxlog_core::Error) -> FfiError {
-        // Core kinds and C statuses share their numbers; a kind added to the core
-        // later still crosses with its own number and name.
-        let kind = e.kind();
-        FfiError {
-            code: kind.code() as c_int,
-            kind: kind.name(),
-            message: e.message().to_owned(),
-            context: context_json(&e),
-        }
+        FfiError::Core(e)
     }
-}
-
-/// The error's location as optional JSON keys, each with its leading comma; a path
-/// that is not UTF-8 is written lossily (the message names it the same way).
-fn context_json(e: &inboxlog_core::Error) -> String {
-    use std::fmt::Write;
-    let mut json = String::new();
-    if let Some(session) = e.session() {
-        let _ = write!(json, r#","session":{}"#, quote(session));
-    }
-    if let Some(path) = e.path() {
-        let _ = write!(json, r#","path":{}"#, quote(&path.to_string_lossy()));
-    }
-    for (key, value) in [("line", e.line()), ("offset", e.offset()), ("seq", e.seq())] {
-        if let Some(n) = value {
-            let _ = write!(json, r#","{key}":{n}"#);
-        }
-    }
-    json
-}
-
-pub(crate) fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -111,16 +81,17 @@ pub(crate) fn boundary(error: *mut *mut c_char, body: impl FnOnce() -> FfiResult
         Ok(Err(e)) => e,
         Err(panic) => FfiError::new(inboxlog_status::Panic, panic_message(&*panic)),
     };
+    let code = failure.code();
     if !error.is_null() {
         // Formatting cannot panic on its own, but nothing may unwind into C.
-        let json = catch_unwind(|| failure.to_json()).unwrap_or_default();
+        let json = catch_unwind(AssertUnwindSafe(|| failure.to_json())).unwrap_or_default();
         if let Ok(text) = CString::new(json) {
             // SAFETY: `error` is not NULL, and every exported function documents that a
             // non-NULL `error` points to a writable `char *`.
             unsafe { error.write(text.into_raw()) };
         }
     }
-    failure.code
+    code
 }
 
 /// Runs an exported body that returns nothing (the `_free` functions): a panic is
@@ -150,24 +121,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn errors_serialize_with_escaping() {
+    fn errors_cross_in_the_cores_spelling() {
         let e = FfiError::new(inboxlog_status::NullArgument, "argument \"id\" is NULL");
+        assert_eq!(e.code(), 100);
         assert_eq!(
             e.to_json(),
             r#"{"code":100,"kind":"null_argument","message":"argument \"id\" is NULL"}"#
-        );
-        let core = inboxlog_core::Error::new(inboxlog_core::ErrorKind::Locked, "held");
-        assert_eq!(
-            FfiError::from(core).to_json(),
-            r#"{"code":3,"kind":"locked","message":"held"}"#
         );
         let located = inboxlog_core::Error::new(inboxlog_core::ErrorKind::Corrupt, "bad")
             .with_session("s")
             .with_path(std::path::Path::new("/r/\"s\".jsonl"))
             .with_line(2, 57)
             .with_seq(0);
+        let e = FfiError::from(located);
+        assert_eq!(e.code(), 2);
         assert_eq!(
-            FfiError::from(located).to_json(),
+            e.to_json(),
             r#"{"code":2,"kind":"corrupt","message":"bad","session":"s","path":"/r/\"s\".jsonl","line":2,"offset":57,"seq":0}"#
         );
     }

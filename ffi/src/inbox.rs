@@ -6,11 +6,11 @@
 
 use std::ffi::{c_char, c_int};
 
-use inboxlog_core::{Message, Session, Target};
+use inboxlog_core::{Message, Session, Target, wire};
 
 use crate::boundary::{FfiResult, boundary};
 use crate::session::{inboxlog_session, session_string, session_value, with_session};
-use crate::strings::{Out, handle, json_arg, json_list, raw_array, str_arg};
+use crate::strings::{Out, handle, json_arg, str_arg};
 
 /// # Safety
 /// `ptr` is NULL or a NUL-terminated string.
@@ -25,10 +25,6 @@ unsafe fn message_arg(ptr: *const c_char, name: &str) -> FfiResult<Message> {
     // SAFETY: forwarded contract of this function.
     let json = unsafe { json_arg(ptr, name) }?;
     Ok(Message::from_json(&json).map_err(|e| e.context(format_args!("argument `{name}`")))?)
-}
-
-fn messages_json(messages: &[Message]) -> String {
-    json_list(messages.iter().map(Message::json))
 }
 
 /// Removes delete_count messages of target ("next-turn" or "next-step") from start
@@ -60,21 +56,12 @@ pub unsafe extern "C" fn inboxlog_inbox_splice(
         let target = unsafe { target_arg(target) }?;
         let inserted = unsafe { json_arg(inserted_json, "inserted_json") }?;
         let out = unsafe { Out::new(out_removed_json, "out_removed_json") }?;
-        let inserted = raw_array(&inserted, "inserted_json", "messages")?
-            .into_iter()
-            .enumerate()
-            .map(|(i, raw)| {
-                Message::from_json(raw.get()).map_err(|e| {
-                    e.context(format_args!("argument `inserted_json` element {i}"))
-                        .into()
-                })
-            })
-            .collect::<FfiResult<Vec<Message>>>()?;
+        let inserted = wire::messages_from(&inserted, "argument `inserted_json`")?;
         let removed = s
             .session
             .inbox()
             .splice(target, start, delete_count, inserted)?;
-        out.write_string(messages_json(&removed))
+        out.write_string(wire::messages(&removed))
     })
 }
 
@@ -214,7 +201,7 @@ pub unsafe extern "C" fn inboxlog_inbox_next_turn(
     // SAFETY: the caller's contract (header overview, Safety).
     unsafe {
         session_string(session, out_json, "out_json", error, |s| {
-            Ok(messages_json(&s.session.inbox().next_turn()?))
+            Ok(wire::messages(&s.session.inbox().next_turn()?))
         })
     }
 }
@@ -233,7 +220,7 @@ pub unsafe extern "C" fn inboxlog_inbox_next_step(
     // SAFETY: the caller's contract (header overview, Safety).
     unsafe {
         session_string(session, out_json, "out_json", error, |s| {
-            Ok(messages_json(&s.session.inbox().next_step()?))
+            Ok(wire::messages(&s.session.inbox().next_step()?))
         })
     }
 }

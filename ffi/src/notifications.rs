@@ -4,8 +4,9 @@
 use std::ffi::{c_char, c_int};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use inboxlog_core::wire::{self, ToJson};
+
 use crate::session::{inboxlog_session, session_string, with_session};
-use crate::strings::json_list;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // The queue is only pushed to and taken whole: a panic cannot leave it half-changed.
@@ -34,12 +35,12 @@ pub unsafe extern "C" fn inboxlog_session_watch(
                 // to its own observers; both push to one queue, so it keeps that order.
                 let events = Arc::clone(&s.notices);
                 live.on_event(move |e| {
-                    lock(&events).push(format!("{{\"event\":{}}}", e.to_json()));
+                    lock(&events).push(wire::event_notification(e));
                     Ok(())
                 });
                 let inbox = Arc::clone(&s.notices);
                 live.on_inbox(move |n| {
-                    lock(&inbox).push(format!("{{\"inbox\":{}}}", n.to_json()));
+                    lock(&inbox).push(wire::inbox_notification(n));
                     Ok(())
                 });
             });
@@ -69,7 +70,7 @@ pub unsafe extern "C" fn inboxlog_session_poll(
         session_string(session, out_json, "out_json", error, |s| {
             s.live()?;
             let taken = std::mem::take(&mut *lock(&s.notices));
-            Ok(json_list(taken.iter().map(String::as_str)))
+            Ok(wire::list(taken.iter().map(String::as_str)))
         })
     }
 }

@@ -5,11 +5,12 @@
 use std::ffi::{c_char, c_int};
 use std::sync::{Mutex, MutexGuard};
 
+use inboxlog_core::wire::{FromJson, ToJson};
 use inboxlog_core::{Baseline, Event, QueueProjection, fold_consumed_work};
 
-use crate::boundary::{FfiError, FfiResult, boundary, boundary_void};
+use crate::boundary::{boundary, boundary_void};
 use crate::session::{inboxlog_session, session_string};
-use crate::strings::{Out, handle, json_arg, optional_number, parse_events};
+use crate::strings::{Out, events_arg, handle, json_arg, optional_number};
 
 /// A standalone copy of an inbox that follows a log's agent/inbox/spliced events.
 /// Opaque.
@@ -26,27 +27,6 @@ impl inboxlog_projection {
         // `apply` validates before it changes anything, so a panic cannot leave a
         // half-applied projection behind.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// "none" or the last seq of `events`, for error messages.
-fn last_seq(events: &[Event]) -> String {
-    events
-        .last()
-        .map_or_else(|| "none".to_owned(), |e| e.seq().to_string())
-}
-
-/// Refuses an `upto` past the last of `events` (SPEC §9.1: never clamped).
-fn check_upto(upto: Option<u64>, events: &[Event]) -> FfiResult<()> {
-    match (upto, events.last()) {
-        (Some(upto), last) if last.is_none_or(|e| upto > e.seq()) => {
-            Err(FfiError::invalid(format!(
-                "argument `upto` is {upto}, past the end of the log ({} events, last seq {})",
-                events.len(),
-                last_seq(events)
-            )))
-        }
-        _ => Ok(()),
     }
 }
 
@@ -74,7 +54,7 @@ pub unsafe extern "C" fn inboxlog_fold_consumed_work(
         // SAFETY (both): the caller's contract (header overview, Safety).
         let events = unsafe { json_arg(events_json, "events_json") }?;
         let out = unsafe { Out::new(out_json, "out_json") }?;
-        let events = parse_events(&events, "events_json")?;
+        let events = events_arg(&events, "events_json")?;
         out.write_string(fold_consumed_work(&events).to_json())
     })
 }
@@ -99,11 +79,7 @@ pub unsafe extern "C" fn inboxlog_session_baseline(
     unsafe {
         session_string(session, out_json, "out_json", error, |s| {
             let upto = optional_number(upto, "upto")?;
-            let events = s.session.events(0)?;
-            check_upto(upto, &events)?;
-            let from = s.session.header().replay_from();
-            let projection = QueueProjection::replay(&events, from, upto)?;
-            Ok(projection.baseline().to_json())
+            Ok(s.session.baseline(upto)?.to_json())
         })
     }
 }
@@ -154,17 +130,7 @@ pub unsafe extern "C" fn inboxlog_projection_replay(
         let events = unsafe { json_arg(events_json, "events_json") }?;
         let out = unsafe { Out::new(out, "out") }?;
         let upto = optional_number(upto, "upto")?;
-        let events = parse_events(&events, "events_json")?;
-        check_upto(upto, &events)?;
-        let end = events.last().map_or(0, |e| e.seq() + 1);
-        if replay_from > end {
-            return Err(FfiError::invalid(format!(
-                "argument `replay_from` is {replay_from}, past the end of the events ({} \
-                 events, last seq {})",
-                events.len(),
-                last_seq(&events)
-            )));
-        }
+        let events = events_arg(&events, "events_json")?;
         give(out, QueueProjection::replay(&events, replay_from, upto)?);
         Ok(())
     })
@@ -222,7 +188,7 @@ pub unsafe extern "C" fn inboxlog_projection_apply_all(
         // SAFETY (both): the caller's contract (header overview, Safety).
         let p = unsafe { handle(projection, "projection") }?;
         let events = unsafe { json_arg(events_json, "events_json") }?;
-        let events = parse_events(&events, "events_json")?;
+        let events = events_arg(&events, "events_json")?;
         let mut guard = p.lock();
         let mut next = guard.clone();
         for event in &events {

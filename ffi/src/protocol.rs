@@ -4,6 +4,7 @@
 
 use std::ffi::{c_char, c_int};
 
+use inboxlog_core::wire::{FromJson, ToJson};
 use inboxlog_core::{CancelCause, Decision, Extra, StepOutcome, TurnError};
 
 use crate::boundary::{FfiResult, boundary};

@@ -11,15 +11,13 @@
 use std::ffi::{c_char, c_int};
 use std::sync::{Arc, Mutex, Once};
 
+use inboxlog_core::wire::{self, FromJson, ToJson};
 use inboxlog_core::{Envelope, Session, SessionMeta};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use crate::boundary::{FfiResult, boundary, boundary_void};
 use crate::store::inboxlog_store;
 use crate::strings::{
-    Out, absent_or, handle, json_arg, opt_json_arg, optional_number, parse_events, parse_shape,
-    str_arg, write_events,
+    Out, absent_or, events_arg, handle, json_arg, opt_json_arg, optional_number, str_arg,
 };
 
 /// One open session: the exclusive writer of a log, its inbox and its turn/step
@@ -202,7 +200,7 @@ pub unsafe extern "C" fn inboxlog_session_create_seeded(
         let seed = unsafe { json_arg(seed_json, "seed_json") }?;
         let out = unsafe { Out::new(out, "out") }?;
         let seed_length = optional_number(seed_length, "seed_length")?;
-        let seed = parse_events(&seed, "seed_json")?;
+        let seed = events_arg(&seed, "seed_json")?;
         give(
             out,
             Session::create_seeded(&*store.store, id, meta, seed, seed_length)?,
@@ -409,16 +407,7 @@ pub unsafe extern "C" fn inboxlog_session_append(
         let envelope = match &envelope_text {
             None => Envelope::default(),
             Some(text) => {
-                let wire: EnvelopeWire<'_> = parse_shape(
-                    text,
-                    "envelope_json",
-                    "an object with optional ignorable, surfaceOp, sourceEventSeqs",
-                )?;
-                Envelope {
-                    ignorable: wire.ignorable,
-                    surface_op: wire.surface_op.map(RawValue::to_owned),
-                    source_event_seqs: wire.source_event_seqs,
-                }
+                Envelope::from_json(text).map_err(|e| e.context("argument `envelope_json`"))?
             }
         };
         let event = s.session.append(ty, &data, envelope)?;
@@ -427,18 +416,6 @@ pub unsafe extern "C" fn inboxlog_session_append(
             None => Ok(()),
         }
     })
-}
-
-/// The optional envelope keys of an appended event.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EnvelopeWire<'a> {
-    #[serde(default)]
-    ignorable: bool,
-    #[serde(rename = "surfaceOp", borrow)]
-    surface_op: Option<&'a RawValue>,
-    #[serde(rename = "sourceEventSeqs")]
-    source_event_seqs: Option<Vec<u64>>,
 }
 
 /// The events with seq >= since, as a JSON array of event objects (keys "type",
@@ -457,9 +434,7 @@ pub unsafe extern "C" fn inboxlog_session_events(
     // SAFETY: the caller's contract (header overview, Safety).
     unsafe {
         session_string(session, out_json, "out_json", error, |s| {
-            let mut json = String::new();
-            write_events(&mut json, &s.session.events(since)?);
-            Ok(json)
+            Ok(wire::events(&s.session.events(since)?))
         })
     }
 }

@@ -4,9 +4,10 @@ use std::ffi::{c_char, c_int};
 
 use inboxlog_core::Session;
 use inboxlog_core::store::{Durability, JsonlStore, MemoryStore, Store};
+use inboxlog_core::wire::{self, ToJson};
 
 use crate::boundary::{boundary, boundary_void};
-use crate::strings::{Out, handle, json_list, str_arg, write_events};
+use crate::strings::{Out, handle, str_arg};
 
 /// A place that holds session logs (memory or a JSONL directory). Opaque.
 ///
@@ -101,8 +102,7 @@ pub unsafe extern "C" fn inboxlog_store_list(
         let store = unsafe { handle(store, "store") }?;
         // SAFETY: the caller's contract (header overview, Safety).
         let out = unsafe { Out::new(out_json, "out_json") }?;
-        let headers: Vec<String> = store.store.list()?.iter().map(|h| h.to_json()).collect();
-        out.write_string(json_list(headers.iter().map(String::as_str)))
+        out.write_string(wire::headers(&store.store.list()?))
     })
 }
 
@@ -128,10 +128,7 @@ pub unsafe extern "C" fn inboxlog_store_inspect(
         // SAFETY: the caller's contract (header overview, Safety).
         let out = unsafe { Out::new(out_json, "out_json") }?;
         let (header, events) = Session::inspect(&*store.store, id)?;
-        let mut json = format!("{{\"header\":{},\"events\":", header.to_json());
-        write_events(&mut json, &events);
-        json.push('}');
-        out.write_string(json)
+        out.write_string(wire::inspect(&header, &events))
     })
 }
 

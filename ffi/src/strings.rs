@@ -9,10 +9,7 @@ use std::borrow::Cow;
 use std::ffi::{CStr, CString, c_char};
 use std::ptr::NonNull;
 
-use inboxlog_core::Event;
-use serde::Deserialize;
-use serde::de::IgnoredAny;
-use serde_json::value::RawValue;
+use inboxlog_core::json::{self, JsonErrorKind};
 
 use crate::boundary::{FfiError, FfiResult, boundary_void};
 use crate::status::inboxlog_status;
@@ -39,9 +36,6 @@ pub unsafe extern "C" fn inboxlog_string_free(s: *mut c_char) {
         }
     })
 }
-
-/// Deepest JSON nesting accepted (the core's limit, SPEC §7.5).
-const MAX_DEPTH: usize = inboxlog_core::MAX_DEPTH;
 
 /// A borrowed, NUL-terminated, strictly UTF-8 string argument.
 ///
@@ -77,9 +71,10 @@ pub(crate) unsafe fn opt_str_arg<'a>(ptr: *const c_char, name: &str) -> FfiResul
     unsafe { str_arg(ptr, name) }.map(Some)
 }
 
-/// A JSON text argument: strict UTF-8, nesting at most 512 levels, well-formed JSON
-/// (`INVALID_JSON` otherwise). Returned without insignificant whitespace, so raw values
-/// taken from it never carry a newline into a log record.
+/// A JSON text argument: strict UTF-8, then the core's one check (`json::check`):
+/// well-formed (`INVALID_JSON` otherwise), nesting at most 512 levels (`TOO_LARGE`),
+/// numbers finite (`INVALID_INPUT`). Returned without insignificant whitespace, so raw
+/// values taken from it never carry a newline into a log record.
 ///
 /// # Safety
 /// As for [`str_arg`].
@@ -111,87 +106,19 @@ fn null(name: &str) -> FfiError {
     )
 }
 
-/// Checks depth first (so the parser below cannot overflow the stack), then syntax on
-/// the text as given, then strips whitespace outside strings.
-pub(crate) fn check_json<'a>(text: &'a str, name: &str) -> FfiResult<Cow<'a, str>> {
-    let bytes = text.as_bytes();
-    let (mut depth, mut i) = (0usize, 0usize);
-    let mut spaces = false;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Err(FfiError::new(
-                        inboxlog_status::TooLarge,
-                        format!(
-                            "argument `{name}`: JSON nesting deeper than {MAX_DEPTH} levels at byte {i}"
-                        ),
-                    ));
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            b' ' | b'\t' | b'\n' | b'\r' => spaces = true,
-            _ => {}
-        }
-        i += 1;
-    }
-    let mut de = serde_json::Deserializer::from_str(text);
-    de.disable_recursion_limit();
-    IgnoredAny::deserialize(&mut de)
-        .and_then(|_| de.end())
-        .map_err(|e| {
-            FfiError::new(
-                inboxlog_status::InvalidJson,
-                format!("argument `{name}` is not valid JSON: {e}"),
-            )
-        })?;
-    if !spaces {
-        return Ok(Cow::Borrowed(text));
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in text.chars() {
-        if in_string {
-            out.push(c);
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
-            in_string = c == '"';
-            out.push(c);
-        }
-    }
-    Ok(Cow::Owned(out))
-}
-
-/// Parses checked JSON into `T` (serde shape errors are `INVALID_INPUT`).
-pub(crate) fn parse_shape<'a, T: Deserialize<'a>>(
-    json: &'a str,
-    name: &str,
-    expected: &str,
-) -> FfiResult<T> {
-    let mut de = serde_json::Deserializer::from_str(json);
-    // The depth was bounded by `check_json`.
-    de.disable_recursion_limit();
-    T::deserialize(&mut de)
-        .and_then(|v| de.end().map(|()| v))
-        .map_err(|e| FfiError::invalid(format!("argument `{name}` must be {expected}: {e}")))
-}
-
-/// The elements of a checked JSON array, as raw JSON.
-pub(crate) fn raw_array<'a>(json: &'a str, name: &str, of: &str) -> FfiResult<Vec<&'a RawValue>> {
-    parse_shape(json, name, &format!("a JSON array of {of}"))
+/// The core's check of a JSON argument, its refusal mapped to a C status by kind.
+fn check_json<'a>(text: &'a str, name: &str) -> FfiResult<Cow<'a, str>> {
+    json::check(text).map_err(|e| match e.kind() {
+        JsonErrorKind::Syntax => FfiError::new(
+            inboxlog_status::InvalidJson,
+            format!("argument `{name}` is not valid JSON: {}", e.message()),
+        ),
+        JsonErrorKind::TooDeep => FfiError::new(
+            inboxlog_status::TooLarge,
+            format!("argument `{name}`: {}", e.message()),
+        ),
+        _ => FfiError::invalid(format!("argument `{name}`: {}", e.message())),
+    })
 }
 
 /// A required pointer to a handle.
@@ -236,19 +163,6 @@ impl Out<*mut c_char> {
     }
 }
 
-/// `[a,b,…]` from JSON texts.
-pub(crate) fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
-    let mut out = String::from("[");
-    for (i, item) in items.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(item);
-    }
-    out.push(']');
-    out
-}
-
 /// An optional number from C: [`INBOXLOG_ABSENT`] gives `None`, a safe non-negative
 /// integer gives itself, anything else is `INVALID_INPUT` naming the argument.
 pub(crate) fn optional_number(value: i64, name: &str) -> FfiResult<Option<u64>> {
@@ -267,30 +181,12 @@ pub(crate) fn absent_or(value: Option<u64>) -> i64 {
     value.map_or(INBOXLOG_ABSENT, |n| n as i64)
 }
 
-/// Appends `[e1,e2,…]` (compact, §1.1 key order) to `out`.
-pub(crate) fn write_events(out: &mut String, events: &[Event]) {
-    out.push('[');
-    for (i, event) in events.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        event.write_json(out);
-    }
-    out.push(']');
-}
-
-/// Parses a checked JSON array of events (`name` names the argument in errors).
-pub(crate) fn parse_events(json: &str, name: &str) -> FfiResult<Vec<Event>> {
-    raw_array(json, name, "events")?
-        .into_iter()
-        .enumerate()
-        .map(|(i, raw)| {
-            Event::from_json(raw.get()).map_err(|e| {
-                e.context(format_args!("argument `{name}` element {i}"))
-                    .into()
-            })
-        })
-        .collect()
+/// A checked JSON array of events (`name` names the argument in errors).
+pub(crate) fn events_arg(json: &str, name: &str) -> FfiResult<Vec<inboxlog_core::Event>> {
+    Ok(inboxlog_core::wire::events_from(
+        json,
+        &format!("argument `{name}`"),
+    )?)
 }
 
 #[cfg(test)]
@@ -298,7 +194,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn json_is_checked_then_compacted() {
+    fn json_is_checked_once_by_the_core_and_mapped_by_kind() {
         assert_eq!(
             check_json("{ \"a b\" :\n [1, \"x\\\" y\"] }", "x").unwrap(),
             "{\"a b\":[1,\"x\\\" y\"]}"
@@ -309,6 +205,8 @@ mod tests {
         }
         let deep = format!("{}{}", "[".repeat(513), "]".repeat(513));
         assert_eq!(check_json(&deep, "x").unwrap_err().code(), 12);
+        // A number a double cannot hold is a bad value, not bad syntax.
+        assert_eq!(check_json("[1e400]", "x").unwrap_err().code(), 10);
         let ok = format!("{}{}", "[".repeat(512), "]".repeat(512));
         assert!(check_json(&ok, "x").is_ok());
     }

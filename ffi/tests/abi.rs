@@ -194,6 +194,9 @@ fn malformed_json_and_wrong_shapes_are_told_apart() {
         ("{\"id\":\"a\"} x", 102, "not valid JSON"),
         ("NaN", 102, "not valid JSON"),
         ("", 102, "not valid JSON"),
+        ("{\"id\":\"a\",\"n\":1 2}", 102, "not valid JSON"),
+        // Well-formed, but a double cannot hold it: a bad value, told by the core's check.
+        ("{\"id\":\"a\",\"n\":1e400}", 10, "is not finite"),
         ("[{\"id\":\"a\"}]", 10, "must be a JSON object"),
         ("{\"role\":\"user\"}", 10, "has no \"id\""),
         ("{\"id\":\"\"}", 10, "non-empty string"),

@@ -115,7 +115,7 @@ fn a_baseline_past_the_end_is_refused_not_clamped() {
     let f = expect_fail(
         call!(inboxlog_session_baseline(s, 2, &mut out)),
         10,
-        "argument `upto` is 2, past the end of the log (2 events, last seq 1)",
+        "upto 2 is past the end of the log (2 events, last seq 1)",
     );
     assert_eq!(f.kind, "invalid_input");
     assert!(out.is_null(), "nothing is written on failure");
@@ -129,7 +129,7 @@ fn a_baseline_past_the_end_is_refused_not_clamped() {
     expect_fail(
         call_str!(inboxlog_session_baseline(empty, 0)).map(drop),
         10,
-        "argument `upto` is 0, past the end of the log (0 events, last seq none)",
+        "upto 0 is past the end of the log (0 events, last seq none)",
     );
     assert_eq!(
         call_str!(inboxlog_session_baseline(empty, INBOXLOG_ABSENT)).unwrap(),
@@ -169,12 +169,12 @@ fn a_replay_past_the_end_of_its_events_is_refused_not_clamped() {
     expect_fail(
         replay(0, 3),
         10,
-        "argument `upto` is 3, past the end of the log (3 events, last seq 2)",
+        "upto 3 is past the end of the log (3 events, last seq 2)",
     );
     expect_fail(
         replay(4, INBOXLOG_ABSENT),
         10,
-        "argument `replay_from` is 4, past the end of the events (3 events, last seq 2)",
+        "replay_from 4 is past the end of the events (3 events, last seq 2)",
     );
     // SAFETY: live handles, released once.
     unsafe {

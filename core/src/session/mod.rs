@@ -24,6 +24,7 @@ use crate::observer::{
     self, EventObserver, FailureLog, InboxNotice, InboxObserver, Notice, ObserverFailures,
     Observers,
 };
+use crate::projection::{Baseline, QueueProjection};
 use crate::protocol::{Decided, Decision, Proposal};
 use crate::reason::{CancelCause, StepOutcome, TurnError};
 use crate::store::LogWriter;
@@ -32,21 +33,13 @@ use crate::txn::{Ledger, Txn};
 pub use inbox_ops::InboxOps;
 
 /// What opening a stored log found and fixed.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpenReport {
     /// Bytes of a torn tail dropped by the store.
     pub torn_bytes: u64,
     /// The turn closed as interrupted (`turn/end {"kind":"interrupted"}`) because the
     /// previous writer left it open; `None` when no turn was open.
     pub repaired_turn: Option<u64>,
-}
-
-impl OpenReport {
-    /// `{"tornBytes":N,"repairedTurn":N|null}`, the one JSON spelling of every binding.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("plain numbers serialize")
-    }
 }
 
 /// What a read-only check of a stored log found ([`Session::verify`]): the log passes
@@ -76,24 +69,6 @@ impl VerifyReport {
     /// interrupted turn).
     pub fn needs_repair(&self) -> bool {
         self.torn_bytes > 0 || self.open_turn.is_some()
-    }
-
-    /// The report as the bindings hand it out: `{"header":{…},"events":N,
-    /// "tornBytes":N,"openTurn":N|null,"openStep":N|null,"needsRepair":bool,
-    /// "nextTurn":N,"nextStep":N}`.
-    pub fn to_json(&self) -> String {
-        let opt = |n: Option<u64>| n.map_or_else(|| "null".to_owned(), |n| n.to_string());
-        format!(
-            r#"{{"header":{},"events":{},"tornBytes":{},"openTurn":{},"openStep":{},"needsRepair":{},"nextTurn":{},"nextStep":{}}}"#,
-            self.header.to_json(),
-            self.events,
-            self.torn_bytes,
-            opt(self.open_turn),
-            opt(self.open_step),
-            self.needs_repair(),
-            self.next_turn,
-            self.next_step
-        )
     }
 }
 
@@ -174,6 +149,16 @@ impl Session {
     /// What opening found and fixed.
     pub fn open_report(&self) -> &OpenReport {
         &self.report
+    }
+
+    /// The inbox as of the event at `upto` (`None`: the current end), as the baseline a
+    /// consumer's projection starts from; it then applies the events after the
+    /// baseline's seq. An `upto` past the last event is `invalid_input` naming the
+    /// log's length, never clamped.
+    pub fn baseline(&self, upto: Option<u64>) -> Result<Baseline> {
+        let events = self.events(0)?;
+        let projection = QueueProjection::replay(&events, self.header.replay_from(), upto)?;
+        Ok(projection.baseline())
     }
 
     fn state(&self) -> Result<MutexGuard<'_, State>> {
@@ -423,6 +408,31 @@ mod tests {
             s.events(4).unwrap()[0]
                 .to_json()
                 .contains(r#""surfaceOp":"append""#)
+        );
+    }
+
+    #[test]
+    fn a_baseline_is_the_inbox_at_a_seq_and_refuses_one_past_the_end() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        let err = s.baseline(Some(0)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            err.to_string(),
+            "upto 0 is past the end of the log (0 events, last seq none)"
+        );
+        s.inbox().append(Target::NextTurn, msg("a")).unwrap();
+        s.inbox().append(Target::NextStep, msg("b")).unwrap();
+        let at0 = s.baseline(Some(0)).unwrap();
+        assert_eq!(
+            (at0.seq, at0.next_turn.len(), at0.next_step.len()),
+            (Some(0), 1, 0)
+        );
+        let now = s.baseline(None).unwrap();
+        assert_eq!((now.seq, now.next_step), (Some(1), vec![msg("b")]));
+        assert_eq!(
+            s.baseline(Some(2)).unwrap_err().to_string(),
+            "upto 2 is past the end of the log (2 events, last seq 1)"
         );
     }
 

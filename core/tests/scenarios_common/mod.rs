@@ -2,6 +2,7 @@
 //! store, notification sinks, hand-made logs and a store that serves a fixed log.
 #![allow(dead_code)]
 
+use inboxlog::ToJson as _;
 use std::sync::{Arc, Mutex};
 
 use inboxlog::store::{LogWriter, MemoryStore, Opened, Store, Verified};
