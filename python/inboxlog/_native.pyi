@@ -239,7 +239,8 @@ class Session:
 
     def baseline(self, at: int | None = None) -> Baseline:
         """The inbox as of the event at seq ``at`` (default: now), for a
-        :class:`QueueProjection`."""
+        :class:`QueueProjection`. An ``at`` past the last event raises
+        :class:`InvalidInputError` (never clamped)."""
 
     def open_turn(self, **extra: Any) -> int:
         """Opens the next turn (idle only); returns its number.
@@ -333,7 +334,9 @@ class QueueProjection:
         events: Sequence[_JSONObject], replay_from: int = 0, upto: int | None = None
     ) -> QueueProjection:
         """Builds it from a log's events from ``replay_from`` (the header's
-        ``seedLength``) through seq ``upto`` (all when ``None``)."""
+        ``seedLength``) through seq ``upto`` (all when ``None``). An ``upto`` past
+        the last event, or a ``replay_from`` past the end, raises
+        :class:`InvalidInputError` (never clamped)."""
 
     def apply(self, event: _JSONObject) -> None:
         """Applies the next event; events must come in seq order."""

@@ -11,10 +11,15 @@ use std::fmt::Write as _;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
 
+use inboxlog::json;
+
 use crate::errors::{InvalidInputError, TooLargeError};
 
-/// Deepest nesting accepted, as in the core (§7.5).
-const MAX_DEPTH: usize = inboxlog::MAX_DEPTH;
+/// Deepest nesting accepted: the core's limit (§7.5). The walk below counts its own
+/// open containers rather than leaving the depth to the core's check of the text it
+/// writes, because a Python value may contain itself: the bound is what makes that
+/// walk finite, and it names the path to the value, which text no longer knows.
+const MAX_DEPTH: usize = json::MAX_DEPTH;
 
 /// Path segments shown at most in an error.
 const MAX_PATH_SHOWN: usize = 16;
@@ -32,10 +37,6 @@ impl From<PyErr> for Why {
     fn from(e: PyErr) -> Why {
         Why::Py(e)
     }
-}
-
-fn quote(s: &str) -> String {
-    serde_json::to_string(s).expect("strings serialize")
 }
 
 fn type_name(v: &Bound<'_, PyAny>) -> String {
@@ -252,7 +253,7 @@ impl<'py> Writer<'py> {
                     let k = k
                         .cast::<PyString>()
                         .map(|k| k.to_string_lossy().into_owned());
-                    let _ = write!(path, "[{}]", quote(&k.unwrap_or_default()));
+                    let _ = write!(path, "[{}]", json::quote(&k.unwrap_or_default()));
                 }
                 // A dict between entries (e.g. refusing a key): the path is the dict.
                 (None, Items::Dict(_) | Items::Pairs(_)) => break,

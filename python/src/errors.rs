@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use inboxlog::ErrorKind;
+use inboxlog::wire::ErrorFields;
 
 create_exception!(
     inboxlog,
@@ -83,28 +84,35 @@ fn set_kind(ty: &Bound<'_, PyType>, kind: ErrorKind) -> PyResult<()> {
     ty.setattr("code", kind.code())
 }
 
-/// The Python exception for a core error, with its location attributes.
+/// The Python exception for a core error: the fields of the C error JSON
+/// (`inboxlog::wire::ErrorFields`), the message as its text and the others as
+/// attributes.
 pub(crate) fn raise(e: inboxlog::Error) -> PyErr {
-    let kind = e.kind();
-    let message = e.message().to_owned();
+    let fields = ErrorFields::of(&e);
+    let message = fields.message.to_owned();
     Python::attach(|py| {
-        let (err, known) = match subclass(kind, message.clone()) {
+        let (err, known) = match subclass(e.kind(), message.clone()) {
             Some(err) => (err, true),
             None => (InboxlogError::new_err(message), false),
         };
         let value = err.value(py);
         let set = || -> PyResult<()> {
             if !known {
-                value.setattr("kind", kind.name())?;
-                value.setattr("code", kind.code())?;
+                value.setattr("kind", fields.kind)?;
+                value.setattr("code", fields.code)?;
             }
-            if let Some(session) = e.session() {
+            if let Some(session) = fields.session {
                 value.setattr("session", session)?;
             }
-            if let Some(path) = e.path() {
-                value.setattr("path", path.to_string_lossy())?;
+            if let Some(path) = &fields.path {
+                value.setattr("path", path)?;
             }
-            for (key, n) in [("line", e.line()), ("offset", e.offset()), ("seq", e.seq())] {
+            let numbers = [
+                ("line", fields.line),
+                ("offset", fields.offset),
+                ("seq", fields.seq),
+            ];
+            for (key, n) in numbers {
                 if let Some(n) = n {
                     value.setattr(key, n)?;
                 }

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
+use inboxlog::wire::{FromJson, ToJson};
 use inboxlog::{Baseline, QueueProjection};
 
 use crate::convert::{dict_to_json, to_py};
@@ -63,7 +64,9 @@ impl PyQueueProjection {
     }
 
     /// Builds the projection from a log's events (from `replay_from`, the header's
-    /// `seedLength`) up to and including seq `upto` (all when `None`).
+    /// `seedLength`) up to and including seq `upto` (all when `None`). An `upto` past
+    /// the last event, or a `replay_from` past the end of the events, raises
+    /// `InvalidInputError`, never clamped.
     #[staticmethod]
     #[pyo3(signature = (events, replay_from = 0, upto = None))]
     fn replay(

@@ -13,10 +13,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::value::RawValue;
 
-use inboxlog::{
-    CancelCause, Decision, Envelope, Extra, QueueProjection, Session, StepOutcome, Target,
-    TurnError,
-};
+use inboxlog::wire::{self, FromJson, ToJson};
+use inboxlog::{CancelCause, Decision, Envelope, Extra, Session, StepOutcome, Target, TurnError};
 
 use crate::convert::{dict_to_json, to_json, to_py};
 use crate::errors::{ObserverWarning, OrRaise};
@@ -101,15 +99,10 @@ fn cancel_cause(cause: Option<&Bound<'_, PyAny>>) -> PyResult<CancelCause> {
     let Some(cause) = cause.filter(|c| !c.is_none()) else {
         return Ok(CancelCause::User);
     };
-    let text = if let Ok(kind) = cause.extract::<String>() {
-        format!(
-            "{{\"kind\":{}}}",
-            serde_json::to_string(&kind).expect("str")
-        )
-    } else {
-        dict_to_json(cause, "cause")?
-    };
-    CancelCause::from_json(&text).py()
+    if let Ok(kind) = cause.extract::<String>() {
+        return wire::cancel_cause_named(&kind).py();
+    }
+    CancelCause::from_json(&dict_to_json(cause, "cause")?).py()
 }
 
 #[pymethods]
@@ -268,17 +261,12 @@ impl PySession {
     }
 
     /// The inbox as of the event at `at` (default: the end), as
-    /// `{"seq", "next_turn", "next_step"}`.
+    /// `{"seq", "next_turn", "next_step"}`. An `at` past the last event raises
+    /// `InvalidInputError` naming the log's length (the C ABI's `upto`), never clamped.
     #[pyo3(signature = (at = None))]
     fn baseline<'py>(&self, py: Python<'py>, at: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
         let s = &self.inner;
-        let text = py
-            .detach(|| {
-                let events = s.events(0)?;
-                let from = s.header().replay_from();
-                QueueProjection::replay(&events, from, at).map(|p| p.baseline().to_json())
-            })
-            .py()?;
+        let text = py.detach(|| s.baseline(at).map(|b| b.to_json())).py()?;
         to_py(py, &text)
     }
 

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
-use inboxlog::{Session, SessionMeta};
+use inboxlog::{Session, SessionMeta, ToJson as _};
 
 use crate::convert::to_py;
 use crate::errors::OrRaise;

@@ -1,35 +1,20 @@
 //! Core values ⇄ Python dicts: events, messages, proposals, headers, inbox notices.
 
 use pyo3::exceptions::PyTypeError;
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple,
 };
 
+use inboxlog::wire::ToJson;
 use inboxlog::{Event, InboxNotice, Message, Proposal};
 
 use crate::convert::{dict_to_json, to_py};
 use crate::errors::OrRaise;
 
-/// An event as `{"type","seq","time","data"[,"ignorable"][,"surfaceOp"][,"sourceEventSeqs"]}`.
+/// An event as a dict, from its one JSON spelling (keys in §1.1 order).
 pub(crate) fn event<'py>(py: Python<'py>, e: &Event) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item(intern!(py, "type"), e.ty())?;
-    d.set_item(intern!(py, "seq"), e.seq())?;
-    d.set_item(intern!(py, "time"), e.time())?;
-    d.set_item(intern!(py, "data"), to_py(py, e.data())?)?;
-    let env = e.envelope();
-    if env.ignorable {
-        d.set_item(intern!(py, "ignorable"), true)?;
-    }
-    if let Some(op) = &env.surface_op {
-        d.set_item(intern!(py, "surfaceOp"), to_py(py, op.get())?)?;
-    }
-    if let Some(seqs) = &env.source_event_seqs {
-        d.set_item(intern!(py, "sourceEventSeqs"), seqs)?;
-    }
-    Ok(d)
+    Ok(to_py(py, &e.to_json())?.cast_into::<PyDict>()?)
 }
 
 /// A list of events.
@@ -104,24 +89,14 @@ fn items<'py>(obj: &Bound<'py, PyAny>, root: &str) -> PyResult<Vec<Bound<'py, Py
     }
 }
 
-/// `{"turn","step","messages"}`.
+/// `{"turn","step","messages"}`, from the core's one spelling (`inboxlog::wire`).
 pub(crate) fn proposal<'py>(py: Python<'py>, p: &Proposal) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item(intern!(py, "turn"), p.turn)?;
-    d.set_item(intern!(py, "step"), p.step)?;
-    d.set_item(intern!(py, "messages"), messages(py, &p.messages)?)?;
-    Ok(d)
+    Ok(to_py(py, &p.to_json())?.cast_into::<PyDict>()?)
 }
 
-/// `{"type":…,"message":m[,"turn":n]}`.
+/// `{"type":…,"message":m[,"turn":n]}`, from the core's one spelling.
 pub(crate) fn notice<'py>(py: Python<'py>, n: &InboxNotice) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item(intern!(py, "type"), n.ty())?;
-    d.set_item(intern!(py, "message"), message(py, n.message())?)?;
-    if let InboxNotice::Claimed(_, turn) = n {
-        d.set_item(intern!(py, "turn"), turn)?;
-    }
-    Ok(d)
+    Ok(to_py(py, &n.to_json())?.cast_into::<PyDict>()?)
 }
 
 /// A splice coordinate: any int or float (NaN and ±inf included) as an f64, the way

@@ -268,6 +268,38 @@ def test_fold_and_queue_projection(session: inboxlog.Session) -> None:
     assert inboxlog.QueueProjection().baseline == {"seq": None, "next_turn": [], "next_step": []}
 
 
+def test_baselines_past_the_end_are_refused_not_clamped(
+    session: inboxlog.Session,
+) -> None:
+    """As in the C ABI: an `at`/`upto` past the last event names the log's length."""
+    with pytest.raises(
+        inboxlog.InvalidInputError,
+        match=r"^upto 0 is past the end of the log \(0 events, last seq none\)$",
+    ) as err:
+        session.baseline(at=0)
+    assert (err.value.kind, err.value.code) == ("invalid_input", 10)
+    session.inbox.append("next-turn", m("a"))
+    session.append("note", {})
+    assert session.baseline(at=1) == session.baseline()
+    with pytest.raises(
+        inboxlog.InvalidInputError,
+        match=r"^upto 2 is past the end of the log \(2 events, last seq 1\)$",
+    ):
+        session.baseline(at=2)
+    events = session.events()
+    assert inboxlog.QueueProjection.replay(events, upto=1).seq == 1
+    with pytest.raises(inboxlog.InvalidInputError, match=r"^upto 5 is past the end of the log"):
+        inboxlog.QueueProjection.replay(events, upto=5)
+    with pytest.raises(inboxlog.InvalidInputError, match=r"^upto 0 is past the end"):
+        inboxlog.QueueProjection.replay([], upto=0)
+    assert inboxlog.QueueProjection.replay(events, replay_from=2).seq == 1
+    with pytest.raises(
+        inboxlog.InvalidInputError,
+        match=r"^replay_from 3 is past the end of the events \(2 events, last seq 1\)$",
+    ):
+        inboxlog.QueueProjection.replay(events, replay_from=3)
+
+
 def test_protocol_calls_take_host_extras(session: inboxlog.Session) -> None:
     session.inbox.append("next-turn", m("m1"))
     start = next_seq(session)
