@@ -8,87 +8,13 @@ Run by `make test` after the C library and the wheel are built:
 from __future__ import annotations
 
 import ctypes
-import json
-import os
 from pathlib import Path
-from typing import Any
 
 import inboxlog
-import pytest
+from conftest import C
 
-ROOT = Path(__file__).resolve().parents[2]
-# `make test-e2e` passes the library cargo built (wherever its target dir is); run by
-# hand, CARGO_TARGET_DIR is honoured as cargo does.
-LIBRARY = Path(
-    os.environ.get("INBOXLOG_LIB")
-    or Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
-    / "debug"
-    / "libinboxlog.so"
-)
-
-OK, LOCKED = 0, 3
-
-
-class C:
-    """The few C functions this test needs, with their prototypes."""
-
-    def __init__(self) -> None:
-        if not LIBRARY.exists():
-            pytest.fail(
-                f"{LIBRARY} is missing: run `cargo build -p inboxlog-ffi` first"
-            )
-        lib = ctypes.CDLL(str(LIBRARY))
-        p, s, out = ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)
-        err = ctypes.POINTER(ctypes.c_void_p)
-        for name, args in {
-            "inboxlog_store_open_jsonl": [s, s, out, err],
-            "inboxlog_session_open": [p, s, out, err],
-            "inboxlog_session_create": [p, s, s, out, err],
-            "inboxlog_inbox_next_turn": [p, out, err],
-            "inboxlog_inbox_append": [p, s, s, err],
-            "inboxlog_session_open_report": [p, out, err],
-            "inboxlog_session_close": [p, err],
-        }.items():
-            fn = getattr(lib, name)
-            fn.argtypes, fn.restype = args, ctypes.c_int
-        for name in (
-            "inboxlog_session_free",
-            "inboxlog_store_free",
-            "inboxlog_string_free",
-        ):
-            getattr(lib, name).argtypes, getattr(lib, name).restype = [p], None
-        self.lib = lib
-
-    def call(self, name: str, *args: Any) -> tuple[int, Any]:
-        """Calls `name(*args, &out?, &error)`; returns (status, error dict or None)."""
-        error = ctypes.c_void_p()
-        status = getattr(self.lib, name)(*args, ctypes.byref(error))
-        message = None
-        if error.value:
-            message = json.loads(ctypes.string_at(error.value).decode())
-            self.lib.inboxlog_string_free(error)
-        return status, message
-
-    def string(self, name: str, *args: Any) -> Any:
-        """Calls a function with a `char **out_json` and returns the parsed JSON."""
-        out = ctypes.c_void_p()
-        status, error = self.call(name, *args, ctypes.byref(out))
-        assert status == OK, error
-        try:
-            return json.loads(ctypes.string_at(out.value).decode())
-        finally:
-            self.lib.inboxlog_string_free(out)
-
-    def handle(self, name: str, *args: Any) -> ctypes.c_void_p:
-        out = ctypes.c_void_p()
-        status, error = self.call(name, *args, ctypes.byref(out))
-        assert status == OK, error
-        return out
-
-
-@pytest.fixture(scope="module")
-def c() -> C:
-    return C()
+LOCKED = 3
+OK = 0
 
 
 def test_c_repairs_and_continues_a_log_python_left_mid_turn(
