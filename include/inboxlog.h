@@ -30,6 +30,9 @@
  *                      inboxlog_projection_apply_all, inboxlog_projection_baseline
  *   Notifications      inboxlog_session_watch, inboxlog_session_poll,
  *                      inboxlog_session_take_observer_failures
+ *   Fleet              inboxlog_store_post, inboxlog_inbox_receive,
+ *                      inboxlog_follower_open, inboxlog_follower_poll,
+ *                      inboxlog_follower_next_seq, inboxlog_follower_free
  *
  * LIFECYCLE: a store (_new_memory or _open_jsonl) makes sessions (_create, _open,
  * _fork); a session is the one writer of its log until inboxlog_session_close or _free.
@@ -40,6 +43,9 @@
  * extra_json (optional everywhere) adds host keys to the event a call writes; a key
  * the library writes (turn, step, reason) is INVALID_INPUT. PROJECTIONS read a log
  * without a writer: a consumer's copy of the inbox follows its splice events.
+ * FLEET: any process may post a message to a session (_store_post); its writer takes
+ * it in exactly once. A follower (_follower_open, then _follower_poll) reads a session's
+ * events as they commit, from another process, without owning it.
  *
  * CONVENTIONS, the same for every function
  *
@@ -68,9 +74,10 @@
  * - Ranges: an argument out of range is refused with INVALID_INPUT naming it, never
  *   clamped. inboxlog_inbox_splice is the one deliberate exception: it follows
  *   JavaScript's Array.prototype.splice arithmetic.
- * - Threads: store, session and projection handles may be used from several threads at
- *   once; calls on one session or one projection serialize. A handle's _free must not
- *   race any other call on that handle. Each function states its rule as "Threads:".
+ * - Threads: store, session, projection and follower handles may be used from several
+ *   threads at once; calls on one session, one projection or one follower serialize. A
+ *   handle's _free must not race any other call on that handle. Each function states
+ *   its rule as "Threads:".
  * - Ownership: each function states what it gives the caller as "Ownership:".
  * - Closed sessions: after inboxlog_session_close, every call on that session fails
  *   with CLOSED, except inboxlog_session_close (a no-op), inboxlog_session_free and
@@ -182,6 +189,15 @@ typedef enum inboxlog_status {
      */
     INBOXLOG_STATUS_PANIC = 199,
 } inboxlog_status;
+
+/**
+ * Follows one session's log from elsewhere: its events from a seq on, as they are
+ * committed, read without owning the session or slowing its writer. Opaque.
+ *
+ * Made by inboxlog_follower_open, released by inboxlog_follower_free. Calls on one
+ * follower serialize.
+ */
+typedef struct inboxlog_follower inboxlog_follower;
 
 /**
  * A standalone copy of an inbox that follows a log's agent/inbox/spliced events.
@@ -900,6 +916,86 @@ int inboxlog_session_poll(struct inboxlog_session *session, char **out_json, cha
 int inboxlog_session_take_observer_failures(struct inboxlog_session *session,
                                             char **out_json,
                                             char **error);
+
+/**
+ * Posts message_json to the target list ("next-turn" or "next-step") of session id
+ * from anywhere, whether the session is open or not (here, in another process, or
+ * nowhere). The session's writer takes it in exactly once, as one
+ * agent/inbox/spliced event carrying "post":"<post id>", when it opens, before each
+ * inboxlog_session_propose_step and on inboxlog_inbox_receive; a message it cannot
+ * take in (its id already pending) becomes one agent/inbox/rejected event instead.
+ * NOT_FOUND when there is no session id; INVALID_INPUT for a bad id, target or message.
+ *
+ * Ownership: *out_post receives the post id once the post is durable, a new string
+ * owned by the caller; free it with inboxlog_string_free.
+ * Threads: any thread, any number at once (posts of one store handle to one session
+ * run one at a time, in call order).
+ */
+int inboxlog_store_post(const struct inboxlog_store *store,
+                        const char *id,
+                        const char *target,
+                        const char *message_json,
+                        char **out_post,
+                        char **error);
+
+/**
+ * Takes in the messages posted to this session (inboxlog_store_post), each as one
+ * durable event with the usual notifications; *out receives how many posts it wrote.
+ * Runs on its own when the session opens and before each propose_step.
+ *
+ * Ownership: *out receives a number; nothing to free.
+ * Threads: any thread, any number at once (calls on one session serialize).
+ */
+int inboxlog_inbox_receive(struct inboxlog_session *session, uint64_t *out, char **error);
+
+/**
+ * Opens a follower of session id from seq since (0: from the start). NOT_FOUND when
+ * there is no session id.
+ *
+ * Ownership: *out receives a new follower handle owned by the caller; release it with
+ * inboxlog_follower_free. It stays usable after the store handle is freed.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_follower_open(const struct inboxlog_store *store,
+                           const char *id,
+                           uint64_t since,
+                           struct inboxlog_follower **out,
+                           char **error);
+
+/**
+ * Waits up to timeout_ms milliseconds for the next committed events and returns every
+ * event available then, in seq order, as a JSON array of event objects ("[]" when none
+ * came in time; 0 does not wait). Each event comes once, with no gap; an incomplete
+ * record (a writer killed mid-write) never does. A session deleted meanwhile is
+ * NOT_FOUND; a log cut below what was read is CORRUPT.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread; calls on one follower serialize.
+ */
+int inboxlog_follower_poll(const struct inboxlog_follower *follower,
+                           uint64_t timeout_ms,
+                           char **out_json,
+                           char **error);
+
+/**
+ * The seq of the next event this follower will return: where a new follower resumes
+ * (after a restart) with nothing skipped or repeated.
+ *
+ * Ownership: *out receives a number; nothing to free.
+ * Threads: any thread; calls on one follower serialize.
+ */
+int inboxlog_follower_next_seq(const struct inboxlog_follower *follower,
+                               uint64_t *out,
+                               char **error);
+
+/**
+ * Releases a follower. NULL is a no-op.
+ *
+ * Ownership: takes back the handle the caller owned; it must not be used afterwards.
+ * Threads: must not race any other call on this follower.
+ */
+void inboxlog_follower_free(struct inboxlog_follower *follower);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -2,7 +2,7 @@
 
 python3 tests/readme_examples.py check              the Rust and C examples in README.md
                                                     are the files that `make test` runs
-python3 tests/readme_examples.py run-python README  runs the README's Python example
+python3 tests/readme_examples.py run-python README  runs the README's Python examples
 """
 
 from __future__ import annotations
@@ -34,12 +34,13 @@ def main(argv: list[str]) -> int:
                 return 1
         return 0
     if argv[:1] == ["run-python"] and len(argv) == 2:
-        (example,) = blocks(Path(argv[1]).read_text(), "python")
-        # Running the README's own example is the point of this command.
-        exec(  # noqa: S102
-            compile(example, "README.md (python example)", "exec"),
-            {"__name__": "__main__"},
-        )
+        # Every Python example, in order, each in a namespace of its own.
+        for n, example in enumerate(blocks(Path(argv[1]).read_text(), "python"), 1):
+            # Running the README's own examples is the point of this command.
+            exec(  # noqa: S102
+                compile(example, f"README.md (python example {n})", "exec"),
+                {"__name__": "__main__"},
+            )
         return 0
     print(__doc__, file=sys.stderr)
     return 2

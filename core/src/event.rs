@@ -26,6 +26,8 @@ pub const USER_MESSAGE: &str = "user/message";
 pub const INBOX_SPLICED: &str = "agent/inbox/spliced";
 /// `session/end-seed`
 pub const END_SEED: &str = "session/end-seed";
+/// `agent/inbox/rejected`: a posted message that could not be taken in (§11.1).
+pub const INBOX_REJECTED: &str = "agent/inbox/rejected";
 
 /// The event types that may carry `surfaceOp` and `sourceEventSeqs`.
 const SURFACE_TYPES: [&str; 3] = [USER_MESSAGE, "assistant/message", "tool/result"];
@@ -58,13 +60,26 @@ impl Eq for Envelope {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Body {
     Host,
-    TurnStart { turn: u64 },
-    TurnEnd { turn: u64, completed: bool },
-    StepStart { turn: u64, step: u64 },
-    StepEnd { turn: u64, step: u64 },
+    TurnStart {
+        turn: u64,
+    },
+    TurnEnd {
+        turn: u64,
+        completed: bool,
+    },
+    StepStart {
+        turn: u64,
+        step: u64,
+    },
+    StepEnd {
+        turn: u64,
+        step: u64,
+    },
     UserMessage,
     Spliced(SpliceRecord),
     EndSeed,
+    /// `agent/inbox/rejected`: changes neither the inbox nor the turns.
+    Rejected,
 }
 
 /// One committed log event. Cloning is cheap: clones share one immutable copy of the
@@ -186,6 +201,26 @@ struct ReasonKind<'a> {
 #[derive(Deserialize)]
 struct Empty {}
 
+/// `agent/inbox/rejected {"message":m,"reason":{…}}`: `m` is any JSON (what was posted).
+#[derive(Deserialize)]
+struct RejectedData<'a> {
+    #[serde(borrow)]
+    #[allow(dead_code)]
+    message: &'a RawValue,
+    #[serde(borrow)]
+    reason: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct RejectedReason<'a> {
+    code: u64,
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    message: Cow<'a, str>,
+}
+
 fn safe(name: &str, n: u64) -> Result<u64> {
     if n > MAX_SAFE_INTEGER {
         return Err(invalid(format!("{name} {n} is larger than 2^53-1")));
@@ -198,7 +233,7 @@ fn safe(name: &str, n: u64) -> Result<u64> {
 pub fn is_reserved(ty: &str) -> bool {
     matches!(
         ty,
-        TURN_START | TURN_END | STEP_START | STEP_END | INBOX_SPLICED | END_SEED
+        TURN_START | TURN_END | STEP_START | STEP_END | INBOX_SPLICED | END_SEED | INBOX_REJECTED
     )
 }
 
@@ -253,6 +288,18 @@ impl Body {
             END_SEED => {
                 json::from_str::<Empty>(text).map_err(shape)?;
                 Body::EndSeed
+            }
+            INBOX_REJECTED => {
+                let d = json::from_str::<RejectedData<'_>>(text).map_err(shape)?;
+                if !d.reason.get().starts_with('{') {
+                    return Err(invalid("agent/inbox/rejected reason must be an object"));
+                }
+                json::from_str::<RejectedReason<'_>>(d.reason.get()).map_err(|e| {
+                    invalid(format!(
+                        "agent/inbox/rejected reason must hold a numeric \"code\", a string \"kind\" and a string \"message\": {e}"
+                    ))
+                })?;
+                Body::Rejected
             }
             _ => Body::Host,
         })
@@ -607,5 +654,27 @@ mod tests {
         .unwrap();
         assert_eq!(e.body(), &Body::Host);
         assert!(is_reserved(TURN_START) && !is_reserved(USER_MESSAGE) && !is_reserved("x"));
+    }
+
+    #[test]
+    fn rejected_events_are_reserved_and_checked() {
+        assert!(is_reserved(INBOX_REJECTED));
+        let ok = r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{"id":"m"},"reason":{"code":8,"kind":"duplicate_message","message":"x"},"post":"p1"},"ignorable":true}"#;
+        let e = Event::from_json(ok).unwrap();
+        assert_eq!(e.body(), &Body::Rejected);
+        assert_eq!(e.to_json(), ok);
+        for bad in [
+            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{}}}"#,
+            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{},"reason":"no"}}"#,
+            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{},"reason":{"kind":"io"}}}"#,
+            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":[]}"#,
+        ] {
+            let err = Event::from_json(bad).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
+            assert!(
+                err.to_string().contains("agent/inbox/rejected"),
+                "{bad}: {err}"
+            );
+        }
     }
 }

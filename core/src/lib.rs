@@ -13,6 +13,7 @@
 mod error;
 mod event;
 mod extra;
+mod fleet;
 mod fold;
 mod header;
 mod id;
@@ -34,10 +35,11 @@ pub mod wire;
 
 pub use error::{Error, ErrorKind, Result};
 pub use event::{
-    END_SEED, Envelope, Event, INBOX_SPLICED, STEP_END, STEP_START, TURN_END, TURN_START,
-    USER_MESSAGE, is_reserved,
+    END_SEED, Envelope, Event, INBOX_REJECTED, INBOX_SPLICED, STEP_END, STEP_START, TURN_END,
+    TURN_START, USER_MESSAGE, is_reserved,
 };
 pub use extra::{Extra, LIBRARY_KEYS};
+pub use fleet::Follower;
 pub use fold::{ConsumedWork, fold_consumed_work};
 pub use header::{FORMAT_NAME, FORMAT_VERSION, Header, SessionMeta};
 pub use id::{MAX_ID_LEN, validate_session_id};

@@ -94,7 +94,7 @@ impl LogState {
                 }
                 self.open_step = None;
             }
-            Body::Host | Body::UserMessage | Body::Spliced(_) | Body::EndSeed => {}
+            Body::Host | Body::UserMessage | Body::Spliced(_) | Body::EndSeed | Body::Rejected => {}
         }
         self.next_seq += 1;
         self.last_time = event.time();

@@ -12,7 +12,8 @@ use serde_json::value::RawValue;
 
 use crate::error::Result;
 use crate::event::{
-    Body, Envelope, Event, INBOX_SPLICED, STEP_END, STEP_START, TURN_END, TURN_START, USER_MESSAGE,
+    Body, Envelope, Event, INBOX_REJECTED, INBOX_SPLICED, STEP_END, STEP_START, TURN_END,
+    TURN_START, USER_MESSAGE,
 };
 use crate::extra::Extra;
 use crate::inbox::Inbox;
@@ -224,6 +225,39 @@ impl<'a> Txn<'a> {
         )?;
         self.effects.push(effect);
         Ok(removed)
+    }
+
+    /// Stages the insertion that takes post `post` in (SPEC §11.1): an ordinary splice
+    /// whose data carries the post's id after the record's keys, as a host extra would
+    /// (`"post":"<id>"`, §1.2), so replay knows which posts the log holds.
+    pub fn take_post(&mut self, record: SpliceRecord, post: &str) -> Result<()> {
+        debug_assert_eq!(record.removed_count, 0, "a post only inserts");
+        let slot = &mut self.touched[record.target as usize];
+        debug_assert!(!*slot, "a transaction splices each list at most once");
+        *slot = true;
+        let mut data = record.to_json();
+        data.pop();
+        data.push_str(",\"post\":");
+        data.push_str(&crate::json::quote(post));
+        data.push('}');
+        self.record(
+            INBOX_SPLICED,
+            data,
+            Body::Spliced(record),
+            Envelope::default(),
+        )?;
+        self.effects.push(Effect::Discard);
+        Ok(())
+    }
+
+    /// Stages `agent/inbox/rejected` (SPEC §11.1) with `data`, built by the caller as
+    /// `{"message":m,"reason":{"code","kind","message"},"post":id}`; ignorable.
+    pub fn reject(&mut self, data: String) -> Result<()> {
+        let envelope = Envelope {
+            ignorable: true,
+            ..Envelope::default()
+        };
+        self.record(INBOX_REJECTED, data, Body::Rejected, envelope)
     }
 
     /// `clear()`: cancels all of `next-step`, then all of `next-turn`.

@@ -57,8 +57,12 @@ mod projection;
 // Notifications.
 mod notifications;
 
+// Fleet: posting, taking posts in, following.
+mod fleet;
+
 #[cfg(feature = "testing")]
 pub use boundary::inboxlog_test_panic;
+pub use fleet::*;
 pub use inbox::*;
 pub use notifications::*;
 pub use projection::*;
@@ -74,4 +78,5 @@ const _: fn() = || {
     thread_safe::<inboxlog_store>();
     thread_safe::<inboxlog_session>();
     thread_safe::<inboxlog_projection>();
+    thread_safe::<inboxlog_follower>();
 };

@@ -1,4 +1,4 @@
-"""Operator commands for inboxlog's JSONL logs.
+"""Operator commands for inboxlog's JSONL logs (``inboxlog`` or ``python -m inboxlog``).
 
     python -m inboxlog list    ROOT              one line per session (from headers only)
     python -m inboxlog inspect ROOT ID [--json]  the log as stored (no lock, no repair)
@@ -14,6 +14,13 @@
                                                  a reference harness log (.jsonl or
                                                  .jsonl.zstd) as a new session; prints
                                                  its id and event count
+    python -m inboxlog tail    ROOT ID [-f] [--json] [--since N]
+                                                 the events from seq N, one per line; with
+                                                 -f, follow them as they are committed
+    python -m inboxlog fold    ROOT ID [--json]  the consumed-work fold of the log
+    python -m inboxlog post    ROOT ID MESSAGE [--target T]
+                                                 post a message (JSON, or - for stdin) to
+                                                 a session, open or not; prints the post id
 
 verify prints one line per session. A log that opens, on stdout:
     ID: ok, N events, P pending, droppedUnrun=false
@@ -22,6 +29,7 @@ with, when opening it for writing will repair it (not an error; `repair` does it
 A log that opening would refuse, on stderr, located from the error's attributes:
     ID: REFUSED (KIND) at PATH line L, byte B, seq S: MESSAGE
 "ok" means the session will open; whether another writer holds it now is not checked.
+verify stops at the first refused log; on a terminal it shows its progress on stderr.
 
 Exit status: 0 when all is well (for verify: every log opens, repairs included), 1 when a
 log is refused (the message names the file, line, byte offset and seq) or a call is (a
@@ -36,6 +44,28 @@ import sys
 from collections.abc import Sequence
 
 from . import InboxlogError, Store, fold_consumed_work, import_reference
+from .types import Event
+
+_EXAMPLES = {
+    "list": "example:\n  inboxlog list sessions/",
+    "inspect": "example:\n  inboxlog inspect sessions/ s1 --json | jq .type",
+    "verify": "examples:\n  inboxlog verify sessions/\n  inboxlog verify sessions/ s1 s2",
+    "repair": "example:\n  inboxlog repair sessions/ s1",
+    "delete": "example:\n  inboxlog delete sessions/ s1",
+    "import": "example:\n  inboxlog import sessions/ run.jsonl.zstd --id s9",
+    "tail": "examples:\n  inboxlog tail sessions/ s1 --since 100\n  inboxlog tail -f --json sessions/ s1",
+    "fold": "example:\n  inboxlog fold sessions/ s1 --json",
+    "post": (
+        "examples:\n"
+        '  inboxlog post sessions/ s1 \'{"id":"m7","role":"user","content":"hi"}\'\n'
+        '  echo \'{"id":"m8"}\' | inboxlog post sessions/ s1 - --target next-step'
+    ),
+}
+
+
+def _store(where: str) -> Store:
+    """The store a command names: a JSONL directory."""
+    return Store(where, durability="sync")
 
 
 def _list(store: Store, _: argparse.Namespace) -> int:
@@ -72,18 +102,27 @@ def _where(e: InboxlogError) -> str:
     return f" at {where}" if where else ""
 
 
+def _progress(done: int, total: int, session_id: str) -> None:
+    """``verify i/n ID`` on one terminal line, only when stderr is a terminal."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r\033[Kverify {done}/{total} {session_id}")
+        if done == total:
+            sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
 def _verify(store: Store, args: argparse.Namespace) -> int:
     ids = args.ids or [h["id"] for h in store.list()]
-    failed = 0
-    for session_id in ids:
+    for done, session_id in enumerate(ids):
+        _progress(done, len(ids), session_id)
         try:
             report = store.verify(session_id)
             # The fold needs the events themselves; verify passed, so they read back.
             _, events = store.inspect(session_id)
         except InboxlogError as e:
+            _progress(len(ids), len(ids), session_id)
             print(f"{session_id}: REFUSED ({e.kind}){_where(e)}: {e}", file=sys.stderr)
-            failed += 1
-            continue
+            return 1
         fold = fold_consumed_work(events)
         pending = report["nextTurn"] + report["nextStep"]
         repairs = []
@@ -94,9 +133,11 @@ def _verify(store: Store, args: argparse.Namespace) -> int:
         print(
             f"{session_id}: ok, {report['events']} events, {pending} pending, "
             f"droppedUnrun={str(fold['droppedUnrun']).lower()}"
-            + (f"; open will repair: {', '.join(repairs)}" if repairs else "")
+            + (f"; open will repair: {', '.join(repairs)}" if repairs else ""),
+            flush=True,
         )
-    return 1 if failed else 0
+    _progress(len(ids), len(ids), "")
+    return 0
 
 
 def _repair(store: Store, args: argparse.Namespace) -> int:
@@ -124,8 +165,58 @@ def _import(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _line(event: Event, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+    return f"{event['seq']:>8}  {event['type']:<24} {json.dumps(event['data'])[:80]}"
+
+
+def _tail(store: Store, args: argparse.Namespace) -> int:
+    with store.follow(args.id, since=args.since) as follower:
+        try:
+            # Without -f: what is stored now, then stop; with -f: wait for more.
+            event = follower.next(timeout=None if args.follow else 0)
+            while event is not None:
+                print(_line(event, args.json), flush=args.follow)
+                event = follower.next(timeout=None if args.follow else 0)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def _fold(store: Store, args: argparse.Namespace) -> int:
+    _, events = store.inspect(args.id)
+    fold = fold_consumed_work(events)
+    if args.json:
+        print(json.dumps(fold, separators=(",", ":"), ensure_ascii=False))
+        return 0
+    end = fold["end"]
+    if end is None:
+        print(f"{args.id}: no turn accounted for work yet", end="")
+    else:
+        reason = end["data"]["reason"]["kind"]
+        turn = end["data"]["turn"]
+        print(f"{args.id}: turn {turn} accounted for work ({reason}, seq {end['seq']})", end="")
+    print(f", droppedUnrun={str(fold['droppedUnrun']).lower()}")
+    return 0
+
+
+def _post(store: Store, args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.message == "-" else args.message
+    try:
+        message = json.loads(text)
+    except ValueError as e:
+        print(f"inboxlog post: the message is not JSON: {e}", file=sys.stderr)
+        return 2
+    if not isinstance(message, dict):
+        print("inboxlog post: the message must be a JSON object", file=sys.stderr)
+        return 2
+    print(store.post(args.id, args.target, message))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m inboxlog", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="inboxlog", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for name, fn, helptext in [
         ("list", _list, "list sessions"),
@@ -134,12 +225,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("repair", _repair, "drop a torn tail and close an interrupted turn"),
         ("delete", _delete, "remove a session for good"),
         ("import", _import, "import a reference harness log as a new session"),
+        ("tail", _tail, "print a log's events; -f follows them as they are committed"),
+        ("fold", _fold, "the consumed-work fold of a log"),
+        ("post", _post, "post a message to a session, open or not"),
     ]:
-        sub = commands.add_parser(name, help=helptext)
+        sub = commands.add_parser(
+            name,
+            help=helptext,
+            description=helptext,
+            epilog=_EXAMPLES[name],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         sub.add_argument("root", help="the store's directory")
         sub.set_defaults(run=fn)
-        if name in ("inspect", "repair", "delete"):
+        if name in ("inspect", "repair", "delete", "tail", "fold", "post"):
             sub.add_argument("id", help="session id")
+        if name == "tail":
+            sub.add_argument("-f", "--follow", action="store_true", help="wait for new events")
+            sub.add_argument("--json", action="store_true", help="one JSON event per line")
+            sub.add_argument("--since", type=int, default=0, help="first seq (default 0)")
+        if name == "fold":
+            sub.add_argument("--json", action="store_true", help="the fold as JSON")
+        if name == "post":
+            sub.add_argument("message", help="the message as a JSON object, or - for stdin")
+            sub.add_argument(
+                "--target",
+                choices=["next-turn", "next-step"],
+                default="next-turn",
+                help="the list it goes to (default next-turn)",
+            )
         if name == "inspect":
             sub.add_argument("--json", action="store_true", help="JSONL out: header, then events")
         if name == "verify":
@@ -149,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_argument("--id", help="session id (default: the log's own)")
     args = parser.parse_args(argv)
     try:
-        return int(args.run(Store(args.root, durability="sync"), args))
+        return int(args.run(_store(args.root), args))
     except InboxlogError as e:
         print(f"inboxlog: {e.kind}: {e}", file=sys.stderr)
         return 1

@@ -34,6 +34,7 @@ __all__ = [
     "ClosedError",
     "CorruptLogError",
     "DuplicateMessageError",
+    "Follower",
     "FormatUnsupportedError",
     "Inbox",
     "InboxlogError",
@@ -147,6 +148,46 @@ class Store:
         ``InvalidInputError`` for a bad id. A reader that started first (``inspect``,
         ``fork``) reads the whole log as it was.
         """
+
+    def post(self, id: str, target: Target, message: _JSONObject) -> str:
+        """Posts ``message`` to the ``target`` list of session ``id`` from anywhere, open
+        or not; returns the post id once the post is durable.
+
+        The session's owner takes it in exactly once, as one ``agent/inbox/spliced``
+        event carrying ``"post": <post id>`` (at open, before each ``propose_step``, on
+        ``inbox.receive()``); a message it cannot take in (its id already pending)
+        becomes one ``agent/inbox/rejected`` event. ``NotFoundError`` when there is no
+        session ``id``.
+        """
+
+    def follow(self, id: str, since: int = 0) -> Follower:
+        """Follows session ``id`` from seq ``since``: an iterator of its events as they
+        are committed, read without owning the session (GIL released while waiting)."""
+
+@final
+class Follower:
+    """The events of one session from a seq on, as they are committed
+    (``Store.follow``); iterating blocks until the next one."""
+
+    @property
+    def session(self) -> str:
+        """The followed session's id."""
+
+    @property
+    def next_seq(self) -> int:
+        """The seq of the next event to come: where a new follower resumes."""
+
+    def next(self, timeout: float | None = None) -> Event | None:
+        """The next event, waiting at most ``timeout`` seconds (forever when ``None``);
+        ``None`` when none came in time."""
+
+    def close(self) -> None:
+        """Releases the log; later calls raise ``ClosedError``."""
+
+    def __iter__(self) -> Follower: ...
+    def __next__(self) -> Event: ...
+    def __enter__(self) -> Follower: ...
+    def __exit__(self, *exc: object) -> bool: ...
 
 @final
 class Session:
@@ -320,6 +361,10 @@ class Inbox:
 
     def clear(self) -> None:
         """Cancels everything pending: ``next-step`` first, then ``next-turn``."""
+
+    def receive(self) -> int:
+        """Takes in the messages posted to this session (``Store.post``); returns how
+        many posts it wrote (each a splice, or an ``agent/inbox/rejected`` event)."""
 
 @final
 class QueueProjection:

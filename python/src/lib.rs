@@ -7,6 +7,7 @@
 
 mod convert;
 mod errors;
+mod fleet;
 mod import;
 mod projection;
 mod session;
@@ -24,6 +25,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<session::PySession>()?;
     m.add_class::<session::PyInbox>()?;
     m.add_class::<projection::PyQueueProjection>()?;
+    m.add_class::<fleet::PyFollower>()?;
     m.add_function(wrap_pyfunction!(projection::fold_consumed_work, m)?)?;
     m.add_function(wrap_pyfunction!(import::import_reference, m)?)?;
     errors::register(m)?;

@@ -462,6 +462,13 @@ impl PyInbox {
         py.detach(|| s.inbox().clear()).py()
     }
 
+    /// Takes in the messages posted to this session (`Store.post`, §11.1); returns how
+    /// many posts it wrote (each a splice, or an `agent/inbox/rejected` event).
+    fn receive(&self, py: Python<'_>) -> PyResult<usize> {
+        let s = &self.inner;
+        py.detach(|| s.receive()).py()
+    }
+
     fn __repr__(&self) -> String {
         format!("<inboxlog.Inbox of session {:?}>", self.inner.id())
     }

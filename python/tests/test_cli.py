@@ -1,7 +1,8 @@
-"""The operator commands: `python -m inboxlog list|inspect|verify|repair`."""
+"""The operator commands: `inboxlog` (or `python -m inboxlog`) and its subcommands."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -155,3 +156,152 @@ def test_delete_refuses_a_held_session_then_removes_it(
     assert "inboxlog: not_found:" in capsys.readouterr().err
     assert main(["list", str(tmp_path)]) == 0
     assert capsys.readouterr().out.startswith("s2\t")
+
+
+def test_verify_stops_at_the_first_bad_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_log(tmp_path, "a")
+    bad = make_log(tmp_path, "b")
+    make_log(tmp_path, "c")
+    lines = bad.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"seq":1', b'"seq":9')
+    bad.write_bytes(b"\n".join(lines))
+    assert main(["verify", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("a: ok") and "c:" not in out, out
+    assert err.startswith(f"b: REFUSED (corrupt) at {bad} line 3, byte "), err
+    # Not a terminal: no progress on stderr.
+    assert err.count("\n") == 1 and "verify 1/3" not in err
+
+
+class _Tty:
+    """A stderr that says it is a terminal."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_verify_shows_progress_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_log(tmp_path, "a")
+    make_log(tmp_path, "b")
+    tty = _Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["verify", str(tmp_path)]) == 0
+    assert "verify 0/2 a" in tty.text and "verify 1/2 b" in tty.text
+    assert tty.text.endswith("\r\033[K")
+    assert capsys.readouterr().out.count(": ok") == 2
+
+
+def test_tail_prints_events_from_a_seq(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_log(tmp_path)
+    assert main(["tail", str(tmp_path), "s1", "--json", "--since", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["seq"] for line in lines] == [4, 5]
+    assert main(["tail", str(tmp_path), "s1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 6 and out[1].split()[:2] == ["1", "agent/inbox/spliced"]
+    assert main(["tail", str(tmp_path), "nope"]) == 1
+    assert "inboxlog: not_found:" in capsys.readouterr().err
+
+
+def test_tail_follow_prints_events_as_they_commit(tmp_path: Path) -> None:
+    store = inboxlog.Store(tmp_path, durability="none")
+    script = Path(sys.executable).parent / "inboxlog"
+    with store.create("s") as s:
+        s.append("x/a", {"n": 0})
+        tail = subprocess.Popen(
+            [str(script), "tail", "-f", "--json", str(tmp_path), "s"],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        try:
+            assert tail.stdout is not None
+            assert json.loads(tail.stdout.readline())["seq"] == 0
+            s.append("x/a", {"n": 1})
+            s.inbox.append("next-turn", {"id": "m"})
+            assert json.loads(tail.stdout.readline())["data"] == {"n": 1}
+            assert json.loads(tail.stdout.readline())["type"] == "agent/inbox/spliced"
+        finally:
+            tail.kill()
+            tail.wait()
+            assert tail.stdout is not None
+            tail.stdout.close()
+
+
+def test_fold_reports_the_consumed_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_log(tmp_path)
+    assert main(["fold", str(tmp_path), "s1"]) == 0
+    assert capsys.readouterr().out == "s1: no turn accounted for work yet, droppedUnrun=false\n"
+    assert main(["repair", str(tmp_path), "s1"]) == 0
+    capsys.readouterr()
+    assert main(["fold", str(tmp_path), "s1", "--json"]) == 0
+    fold = json.loads(capsys.readouterr().out)
+    assert fold["end"]["data"]["reason"] == {"kind": "interrupted"}
+    assert main(["fold", str(tmp_path), "s1"]) == 0
+    assert capsys.readouterr().out == (
+        "s1: turn 1 accounted for work (interrupted, seq 7), droppedUnrun=false\n"
+    )
+
+
+def test_post_delivers_to_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_log(tmp_path)
+    assert main(["post", str(tmp_path), "s1", '{"id":"p1","content":"hi"}']) == 0
+    post = capsys.readouterr().out.strip()
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"id":"p2"}'))
+    assert main(["post", str(tmp_path), "s1", "-", "--target", "next-step"]) == 0
+    capsys.readouterr()
+    with inboxlog.Store(tmp_path).open("s1") as s:
+        assert s.inbox.next_turn == [{"id": "b"}, {"id": "p1", "content": "hi"}]
+        assert s.inbox.next_step == [{"id": "p2"}]
+        assert post in [e["data"].get("post") for e in s.events()]
+    assert main(["post", str(tmp_path), "s1", "{not json"]) == 2
+    assert "the message is not JSON" in capsys.readouterr().err
+    assert main(["post", str(tmp_path), "s1", "[1]"]) == 2
+    assert "must be a JSON object" in capsys.readouterr().err
+    assert main(["post", str(tmp_path), "nope", '{"id":"x"}']) == 1
+    assert "inboxlog: not_found:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["list", "inspect", "verify", "repair", "delete", "import", "tail", "fold", "post"],
+)
+def test_every_subcommand_has_help_with_an_example(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit:
+        main([command, "--help"])
+    assert exit.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: inboxlog {command} ")
+    assert "example" in out and f"  inboxlog {command} " in out
+
+
+def test_the_console_script_is_the_module(tmp_path: Path) -> None:
+    make_log(tmp_path)
+    script = Path(sys.executable).parent / "inboxlog"
+    done = subprocess.run(
+        [str(script), "verify", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "s1: ok" in done.stdout

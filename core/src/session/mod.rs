@@ -8,6 +8,7 @@
 //! ([`InboxOps`]) in `inbox_ops`.
 
 mod inbox_ops;
+mod intake;
 mod open;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::{Envelope, Event, is_reserved};
 use crate::extra::Extra;
+use crate::fleet::post::Intake;
 use crate::header::Header;
 use crate::inbox::Inbox;
 use crate::json;
@@ -92,6 +94,8 @@ struct State {
     ledger: Ledger,
     /// Committed notices not yet published.
     outbox: Vec<Notice>,
+    /// The session's mailbox, when its store takes posts (§11.1).
+    intake: Option<Intake>,
 }
 
 static SERIALS: AtomicU64 = AtomicU64::new(1);
@@ -129,6 +133,7 @@ impl Session {
                 writer: Some(writer),
                 ledger,
                 outbox: Vec::new(),
+                intake: None,
             }),
             publish: Mutex::new(()),
             observers: Mutex::new(Observers::default()),
@@ -256,8 +261,9 @@ impl Session {
         self.transact(|txn| txn.open_turn(extra))
     }
 
-    /// `propose_step` (§4).
+    /// `propose_step` (§4), after taking posted messages in (§11.1, [`Session::receive`]).
     pub fn propose_step(&self) -> Result<Proposal> {
+        self.receive()?;
         self.transact(|txn| txn.propose_step())
     }
 

@@ -3,6 +3,7 @@
 
 use crate::error::{ErrorKind, Result, invalid};
 use crate::event::{Body, END_SEED, Envelope, Event};
+use crate::fleet::post::PostIds;
 use crate::header::{Header, SessionMeta};
 use crate::id::validate_session_id;
 use crate::inbox::Inbox;
@@ -20,12 +21,15 @@ use super::{OpenReport, Session, VerifyReport, now_ms};
 struct Rebuilt {
     log: LogState,
     inbox: Inbox,
+    /// The posts the log holds (§11.1).
+    posts: PostIds,
 }
 
 impl Rebuilt {
     /// The store's visitor: checks and applies one stored event.
     fn visit(&mut self, header: &Header, event: &Event) -> Result<()> {
         self.log.advance(event)?;
+        self.posts.note(event);
         self.inbox.replay(event, header.replay_from())
     }
 }
@@ -59,9 +63,11 @@ impl Session {
     ) -> Result<Session> {
         let mut log = LogState::default();
         let mut inbox = Inbox::new();
+        let mut posts = PostIds::default();
         for event in &seed {
             log.advance(event)
                 .map_err(|e| e.context(format_args!("seed event at seq {}", event.seq())))?;
+            posts.note(event);
             inbox.replay(event, header.replay_from())?;
         }
         if let Some(open) = log.open_turn {
@@ -90,12 +96,14 @@ impl Session {
             )));
         }
         let writer = store.create(&header, &seed)?;
-        Ok(Session::assemble(
+        let id = header.id.clone();
+        Session::assemble(
             header,
             OpenReport::default(),
             writer,
             Ledger::new(log, inbox),
-        ))
+        )
+        .with_mailbox(store, &id, posts)
     }
 
     /// Creates a log holding `events` at their own seqs (an import, §7.6). The caller
@@ -119,22 +127,22 @@ impl Session {
             log = repaired;
             report.repaired_turn = Some(turn);
         }
+        let mut posts = PostIds::default();
+        events.iter().for_each(|e| posts.note(e));
         let writer = store.create(&header, &events)?;
-        Ok(Session::assemble(
-            header,
-            report,
-            writer,
-            Ledger::new(log, inbox),
-        ))
+        let id = header.id.clone();
+        Session::assemble(header, report, writer, Ledger::new(log, inbox))
+            .with_mailbox(store, &id, posts)
     }
 
-    /// Opens a stored log for writing: replays the inbox once (§3.5), and closes a turn
-    /// the previous writer left open as `interrupted` (§7.4).
+    /// Opens a stored log for writing: replays the inbox once (§3.5), closes a turn
+    /// the previous writer left open as `interrupted` (§7.4), then takes posted
+    /// messages in (§11.1).
     pub fn open(store: &dyn Store, id: &str) -> Result<Session> {
         validate_session_id(id)?;
         let mut rebuilt = Rebuilt::default();
         let opened = store.open(id, &mut |header, event| rebuilt.visit(header, event))?;
-        let Rebuilt { log, inbox } = rebuilt;
+        let Rebuilt { log, inbox, posts } = rebuilt;
         let mut report = OpenReport {
             torn_bytes: opened.torn_bytes,
             repaired_turn: None,
@@ -149,7 +157,10 @@ impl Session {
                 .map_err(|e| e.context(format_args!("repairing interrupted turn {turn}")))?;
             report.repaired_turn = Some(turn);
         }
-        Ok(Session::assemble(opened.header, report, writer, ledger))
+        let session = Session::assemble(opened.header, report, writer, ledger)
+            .with_mailbox(store, id, posts)?;
+        session.receive()?;
+        Ok(session)
     }
 
     /// Forks `parent` into a new log `child_id`: the child starts with a copy of the

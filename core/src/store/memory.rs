@@ -1,13 +1,18 @@
 //! The memory store: logs in process memory, for tests and ephemeral agents.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use super::{LogWriter, Opened, Store, Verified};
+use super::{Feed, LogWriter, Mailbox, Opened, Posted, Store, Verified};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
+use crate::fleet::{Backoff, Follower};
 use crate::header::Header;
 use crate::id::validate_session_id;
+use crate::message::Message;
+use crate::splice::Target;
 
 #[derive(Debug)]
 struct Log {
@@ -16,6 +21,8 @@ struct Log {
     writer_open: bool,
     /// Removed from the store: an open that fetched it just before must not write to it.
     deleted: bool,
+    /// Posts not yet taken in (§11.1), in post order: (post id, target, message).
+    mailbox: VecDeque<(String, Target, Message)>,
 }
 
 type Shared = Arc<Mutex<Log>>;
@@ -24,6 +31,8 @@ type Shared = Arc<Mutex<Log>>;
 #[derive(Clone, Debug, Default)]
 pub struct MemoryStore {
     logs: Arc<Mutex<BTreeMap<String, Shared>>>,
+    /// Posts made so far, numbering post ids.
+    posts: Arc<AtomicU64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -129,6 +138,7 @@ impl Store for MemoryStore {
             events: seed.to_vec(),
             writer_open: true,
             deleted: false,
+            mailbox: VecDeque::new(),
         }));
         logs.insert(header.id.clone(), log.clone());
         Ok(Box::new(MemoryWriter { log }))
@@ -204,5 +214,89 @@ impl Store for MemoryStore {
     fn list(&self) -> Result<Vec<Header>> {
         let logs = lock(&self.logs);
         Ok(logs.values().map(|l| lock(l).header.clone()).collect())
+    }
+
+    /// Posts go to the session's mailbox in memory; its writer moves them to the log
+    /// under the session lock, so nothing is lost or doubled short of the process dying
+    /// (which takes the whole store with it).
+    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String> {
+        let shared = self.get(id)?;
+        let mut log = lock(&shared);
+        if log.deleted {
+            return Err(not_found(id));
+        }
+        let post = format!("mem-{:012}", self.posts.fetch_add(1, Ordering::Relaxed));
+        log.mailbox
+            .push_back((post.clone(), target, message.clone()));
+        Ok(post)
+    }
+
+    fn mailbox(&self, id: &str) -> Result<Option<Box<dyn Mailbox>>> {
+        Ok(Some(Box::new(MemoryMailbox { log: self.get(id)? })))
+    }
+
+    fn follow(&self, id: &str, since: u64) -> Result<Follower> {
+        let log = self.get(id)?;
+        Ok(Follower::new(
+            id,
+            Box::new(MemoryFeed {
+                log,
+                id: id.to_owned(),
+            }),
+            since,
+        ))
+    }
+}
+
+/// A session's posts in memory.
+struct MemoryMailbox {
+    log: Shared,
+}
+
+impl Mailbox for MemoryMailbox {
+    fn pending(&mut self) -> Result<Vec<Posted>> {
+        Ok(lock(&self.log)
+            .mailbox
+            .iter()
+            .map(|(post, target, message)| Posted::Message {
+                post: post.clone(),
+                target: *target,
+                message: message.clone(),
+            })
+            .collect())
+    }
+
+    fn settle(&mut self, posts: &[String]) -> Result<()> {
+        lock(&self.log)
+            .mailbox
+            .retain(|(post, ..)| !posts.contains(post));
+        Ok(())
+    }
+}
+
+/// A follower's view of a log in memory: it polls the events' count.
+struct MemoryFeed {
+    log: Shared,
+    id: String,
+}
+
+impl Feed for MemoryFeed {
+    fn poll(&mut self, from: u64, timeout: Duration) -> Result<Vec<Event>> {
+        let mut backoff = Backoff::new(timeout);
+        loop {
+            {
+                let log = lock(&self.log);
+                if log.deleted {
+                    return Err(not_found(&self.id));
+                }
+                let from = (from as usize).min(log.events.len());
+                if from < log.events.len() {
+                    return Ok(log.events[from..].to_vec());
+                }
+            }
+            if !backoff.wait() {
+                return Ok(Vec::new());
+            }
+        }
     }
 }

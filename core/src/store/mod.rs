@@ -5,9 +5,14 @@ mod memory;
 
 pub use memory::MemoryStore;
 
-use crate::error::Result;
+use std::time::Duration;
+
+use crate::error::{Error, Result, invalid};
 use crate::event::Event;
+use crate::fleet::Follower;
 use crate::header::Header;
+use crate::message::Message;
+use crate::splice::Target;
 
 /// A place that holds session logs.
 pub trait Store: Send + Sync {
@@ -48,6 +53,97 @@ pub trait Store: Send + Sync {
     /// with `not_found` when there is none. A reader that already started reading the
     /// log (`inspect`, `fork`) sees it whole as it was; one that starts after sees none.
     fn delete(&self, id: &str) -> Result<()>;
+
+    /// Posts `message` to the `target` list of session `id` from anywhere (SPEC §11.1),
+    /// whether the session is open or not, and returns the post's id once the post is
+    /// acknowledged (durable in the store). Its owner takes it in as exactly one
+    /// `agent/inbox/spliced` event carrying `"post":"<post id>"`, in post order per
+    /// poster. `not_found` when the session does not exist. The default refuses:
+    /// a store without a mailbox cannot take posts.
+    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String> {
+        let _ = (target, message);
+        Err(unsupported(id, "posting"))
+    }
+
+    /// The mailbox of session `id`, for the session's writer to take posts in (SPEC
+    /// §11.1); `None` for a store that takes no posts (the default).
+    fn mailbox(&self, id: &str) -> Result<Option<Box<dyn Mailbox>>> {
+        let _ = id;
+        Ok(None)
+    }
+
+    /// Follows session `id` from seq `since` (SPEC §11.2): its events as they are
+    /// committed, read without owning the session or slowing its writer. `not_found`
+    /// when the session does not exist. The default refuses.
+    fn follow(&self, id: &str, since: u64) -> Result<Follower> {
+        let _ = since;
+        Err(unsupported(id, "following"))
+    }
+}
+
+/// The refusal of a fleet feature (§11) by a store that does not offer it.
+fn unsupported(id: &str, what: &str) -> Error {
+    invalid(format!(
+        "this store does not support {what} yet (session \"{id}\")"
+    ))
+    .with_session(id)
+}
+
+/// One post waiting in a session's mailbox (SPEC §11.1).
+#[derive(Debug)]
+pub enum Posted {
+    /// A readable post: a message for one of the lists.
+    Message {
+        /// The post's id, unique in the store, carried into the log as `"post"`.
+        post: String,
+        /// The list it goes to.
+        target: Target,
+        /// The posted message.
+        message: Message,
+    },
+    /// A post that cannot be taken in as it is (not a valid message, an unknown
+    /// target): it is recorded as `agent/inbox/rejected` with `error` as the reason.
+    Invalid {
+        /// The post's id.
+        post: String,
+        /// What was posted, as JSON text (a JSON string holding the bytes when they
+        /// were not JSON at all).
+        message: String,
+        /// Why it cannot be taken in.
+        error: Error,
+    },
+}
+
+impl Posted {
+    /// The post's id.
+    pub fn post(&self) -> &str {
+        match self {
+            Posted::Message { post, .. } | Posted::Invalid { post, .. } => post,
+        }
+    }
+}
+
+/// The posts waiting for one session, as its writer sees them (SPEC §11.1).
+///
+/// Exactly-once delivery is shared between the mailbox and the session: the session
+/// knows the id of every post its log holds (read back when it opens), skips a pending
+/// post it already holds, writes the others, makes them durable, and only then calls
+/// [`Mailbox::settle`]. A crash between the write and the settle leaves a post that is
+/// pending and in the log; the next take-in settles it without writing it again.
+pub trait Mailbox: Send {
+    /// The posts waiting, in delivery order (each poster's posts in post order). May
+    /// include posts already in the log (not settled before a crash).
+    fn pending(&mut self) -> Result<Vec<Posted>>;
+
+    /// Removes `posts` (ids from [`Mailbox::pending`]), which are durable in the log.
+    fn settle(&mut self, posts: &[String]) -> Result<()>;
+}
+
+/// Reads a log as it grows, for a [`Follower`] (SPEC §11.2).
+pub trait Feed: Send {
+    /// The committed events with `seq >= from`, in order, waiting up to `timeout` for
+    /// the first of them; empty when none came in time. Never an incomplete record.
+    fn poll(&mut self, from: u64, timeout: Duration) -> Result<Vec<Event>>;
 }
 
 /// What [`Store::open`] hands back.
@@ -81,6 +177,15 @@ pub trait LogWriter: Send {
 
     /// Makes every appended event durable (the barrier of the `batched` mode).
     fn flush(&mut self) -> Result<()>;
+
+    /// Appends the events that take posts in (SPEC §11.1; `posts` are their ids). A
+    /// store whose mailbox lives beside its log may remove the posts from the mailbox
+    /// in the same atomic step; by default this is [`LogWriter::append`], and the
+    /// session settles the mailbox once the events are durable.
+    fn append_posted(&mut self, events: &[Event], posts: &[String]) -> Result<()> {
+        let _ = posts;
+        self.append(events)
+    }
 }
 
 mod jsonl;

@@ -29,6 +29,8 @@ pub enum Point {
     Length,
     /// Removing a log file: a delete.
     Unlink,
+    /// Removing a post from a session's spool once the log holds it (SPEC §11.1).
+    Settle,
 }
 
 impl Point {
@@ -45,6 +47,7 @@ impl fmt::Display for Point {
             Point::Truncate => "truncate",
             Point::Length => "length",
             Point::Unlink => "unlink",
+            Point::Settle => "settle",
         })
     }
 }
@@ -109,7 +112,7 @@ type Hook = Arc<dyn Fn(&Path) + Send + Sync>;
 struct Inner {
     rules: Vec<Rule>,
     /// Hits so far per [`Point`], across every file of the store.
-    hits: [u64; 5],
+    hits: [u64; 6],
     before_lock: Option<Hook>,
 }
 
@@ -181,6 +184,19 @@ impl FaultPlan {
     /// Removes the file at `path`, unless a rule on [`Point::Unlink`] fires.
     pub(crate) fn remove_file(&self, path: &Path) -> io::Result<()> {
         match self.hit(Point::Unlink) {
+            None => fs::remove_file(path),
+            Some(Action::Fail(errno) | Action::FailAfter(_, errno)) => Err(errno.to_io()),
+            Some(Action::CrashBefore) => crash(),
+            Some(Action::CrashAfter | Action::PowerCut(_)) => {
+                let _ = fs::remove_file(path);
+                crash()
+            }
+        }
+    }
+
+    /// Removes the settled post file at `path`, unless a rule on [`Point::Settle`] fires.
+    pub(crate) fn remove_settled(&self, path: &Path) -> io::Result<()> {
+        match self.hit(Point::Settle) {
             None => fs::remove_file(path),
             Some(Action::Fail(errno) | Action::FailAfter(_, errno)) => Err(errno.to_io()),
             Some(Action::CrashBefore) => crash(),

@@ -14,11 +14,13 @@ mod durability;
 #[cfg(feature = "testing")]
 pub mod fault;
 mod file;
+mod follow;
 mod index;
 mod lines;
 mod os;
 mod pipeline;
 mod recovery;
+mod spool;
 mod sync;
 mod writer;
 
@@ -39,12 +41,15 @@ use recovery::{Replayed, incomplete_header, read_error, read_header, replay, rep
 use sync::{Flusher, Queue};
 use writer::{JsonlWriter, Tail};
 
-use super::{LogWriter, Opened, Store, Verified};
+use super::{LogWriter, Mailbox, Opened, Store, Verified};
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
+use crate::fleet::Follower;
 use crate::header::Header;
 use crate::id::validate_session_id;
 use crate::json;
+use crate::message::Message;
+use crate::splice::Target;
 
 /// Reader buffer for replaying a whole log.
 const REPLAY_BUF: usize = 1 << 20;
@@ -62,6 +67,8 @@ pub struct JsonlStore {
     /// The test hook every file operation goes through, if any.
     #[cfg(feature = "testing")]
     faults: Option<FaultPlan>,
+    /// This handle as a poster to sessions' spools (§11.1).
+    poster: spool::Poster,
 }
 
 impl fmt::Debug for JsonlStore {
@@ -105,6 +112,7 @@ impl JsonlStore {
             flusher: Flusher::new(Self::DEFAULT_BATCH_WINDOW),
             #[cfg(feature = "testing")]
             faults: None,
+            poster: spool::Poster::default(),
         })
     }
 
@@ -550,7 +558,35 @@ impl Store for JsonlStore {
     fn delete(&self, id: &str) -> Result<()> {
         let path = self.path(id)?;
         self.delete_file(id, &path)
-            .map_err(|e| e.with_session(id).with_path(&path))
+            .map_err(|e| e.with_session(id).with_path(&path))?;
+        spool::remove(&self.root, id);
+        Ok(())
+    }
+
+    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String> {
+        let path = self.path(id)?;
+        let dir = spool::dir(&self.root, id);
+        self.poster
+            .post((id, &path, &dir), target, message, self.limit)
+            .map_err(|e| e.with_session(id))
+    }
+
+    fn mailbox(&self, id: &str) -> Result<Option<Box<dyn Mailbox>>> {
+        validate_session_id(id)?;
+        #[allow(unused_mut)]
+        let mut spool = spool::Spool::new(spool::dir(&self.root, id));
+        #[cfg(feature = "testing")]
+        {
+            spool.faults = self.faults.clone();
+        }
+        Ok(Some(Box::new(spool)))
+    }
+
+    fn follow(&self, id: &str, since: u64) -> Result<Follower> {
+        let path = self.path(id)?;
+        let file = self.open_file(id, &path, false)?;
+        let feed = follow::JsonlFeed::new(id, path, file, self.limit);
+        Ok(Follower::new(id, Box::new(feed), since))
     }
 
     fn list(&self) -> Result<Vec<Header>> {

@@ -108,7 +108,7 @@ pub(crate) fn incomplete_header(path: &Path, torn: u64) -> Error {
 }
 
 /// Parses and checks the header line; `id` is the session the file is named after.
-fn header(text: Checked<'_>, path: &Path, id: &str, limit: usize) -> Result<Header> {
+pub(crate) fn header(text: Checked<'_>, path: &Path, id: &str, limit: usize) -> Result<Header> {
     let at = At {
         path,
         number: 1,
@@ -148,7 +148,7 @@ pub(crate) fn read_header<R: BufRead>(
 }
 
 /// Parses the event line `number` at `offset`, which must hold seq `expected`.
-fn event(
+pub(crate) fn event(
     number: u64,
     offset: u64,
     text: Checked<'_>,

@@ -1,0 +1,315 @@
+//! Taking posts in (SPEC §11.1): what a session's writer does with the posts waiting
+//! in its mailbox.
+//!
+//! Each post becomes one transaction: an ordinary inserting `agent/inbox/spliced`
+//! whose data carries `"post":"<id>"`, or, when the message cannot be taken in (not a
+//! valid message, its id already pending, too large for the log), one
+//! `agent/inbox/rejected` event naming the reason. The session keeps the id of every
+//! post its log holds ([`Intake::known`], read back on open), so a post still pending
+//! after a crash between its write and its settle is settled, never written twice.
+//! Posts are settled only after the log is durable (`flush`, the barrier of the
+//! `batched` mode).
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::event::{Event, INBOX_REJECTED, INBOX_SPLICED};
+use crate::json;
+use crate::observer::Notice;
+use crate::store::{LogWriter, Mailbox, Posted};
+use crate::txn::{Ledger, Txn};
+
+/// The post id an `agent/inbox/spliced` or `agent/inbox/rejected` event carries.
+pub(crate) fn post_id(event: &Event) -> Option<String> {
+    let ty = event.ty();
+    if ty != INBOX_SPLICED && ty != INBOX_REJECTED {
+        return None;
+    }
+    let data = event.data();
+    // Most splices are not posts: skip the parse unless the key may be there.
+    memchr::memmem::find(data.as_bytes(), b"\"post\":")?;
+    #[derive(Deserialize)]
+    struct Carried {
+        post: Option<String>,
+    }
+    json::from_str::<Carried>(data).ok()?.post
+}
+
+/// The ids of the posts a log holds.
+#[derive(Debug, Default)]
+pub(crate) struct PostIds(HashSet<String>);
+
+impl PostIds {
+    /// Records the post `event` carries, if any.
+    pub fn note(&mut self, event: &Event) {
+        if let Some(id) = post_id(event) {
+            self.0.insert(id);
+        }
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.0.contains(id)
+    }
+
+    fn insert(&mut self, id: &str) {
+        self.0.insert(id.to_owned());
+    }
+}
+
+/// A session's mailbox and the posts its log already holds.
+pub(crate) struct Intake {
+    mailbox: Box<dyn Mailbox>,
+    known: PostIds,
+}
+
+impl Intake {
+    pub fn new(mailbox: Box<dyn Mailbox>, known: PostIds) -> Intake {
+        Intake { mailbox, known }
+    }
+
+    /// Takes every pending post in, each as one transaction at `now()`, queuing the
+    /// notices in `outbox`; returns how many events it wrote. Posts written are settled
+    /// once durable; on an error the posts written before it are settled too, and the
+    /// rest stay pending for the next take-in.
+    pub fn take_in(
+        &mut self,
+        writer: &mut dyn LogWriter,
+        ledger: &mut Ledger,
+        mut outbox: Option<&mut Vec<Notice>>,
+        now: impl Fn() -> u64,
+    ) -> Result<usize> {
+        let pending = self.mailbox.pending()?;
+        let mut settled = Vec::with_capacity(pending.len());
+        let mut written = 0;
+        let mut failed = None;
+        for posted in &pending {
+            let id = posted.post();
+            if !self.known.contains(id) {
+                if let Err(e) = write_post(writer, ledger, &mut outbox, now(), posted) {
+                    failed = Some(e);
+                    break;
+                }
+                self.known.insert(id);
+                written += 1;
+            }
+            settled.push(id.to_owned());
+        }
+        if !settled.is_empty() {
+            let durable = if written > 0 { writer.flush() } else { Ok(()) };
+            if let Err(e) = durable.and_then(|()| self.mailbox.settle(&settled)) {
+                failed.get_or_insert(e);
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(written),
+        }
+    }
+}
+
+/// Writes one post as its own transaction; a post too large for the log is rejected
+/// with only its id kept.
+fn write_post(
+    writer: &mut dyn LogWriter,
+    ledger: &mut Ledger,
+    outbox: &mut Option<&mut Vec<Notice>>,
+    time: u64,
+    posted: &Posted,
+) -> Result<()> {
+    let post = [posted.post().to_owned()];
+    let mut writer = Posting {
+        writer,
+        posts: &post,
+    };
+    match ledger.transact(&mut writer, time, outbox.as_deref_mut(), |txn| {
+        stage(txn, posted)
+    }) {
+        Err(e) if e.kind() == ErrorKind::TooLarge => {
+            let stub = match posted {
+                Posted::Message { message, .. } => {
+                    format!(r#"{{"id":{}}}"#, json::quote(message.id()))
+                }
+                Posted::Invalid { .. } => "null".to_owned(),
+            };
+            let data = rejected(&stub, &e, posted.post());
+            ledger.transact(&mut writer, time, outbox.as_deref_mut(), |txn| {
+                txn.reject(data)
+            })
+        }
+        other => other,
+    }
+}
+
+/// Stages one post: its splice, or its rejection.
+fn stage(txn: &mut Txn<'_>, posted: &Posted) -> Result<()> {
+    match posted {
+        Posted::Message {
+            post,
+            target,
+            message,
+        } => {
+            let end = txn.inbox().len(*target) as f64;
+            match txn
+                .inbox()
+                .plan(*target, end, 0.0, vec![message.clone()], true)
+            {
+                Ok(Some(record)) => txn.take_post(record, post),
+                Ok(None) => unreachable!("a post inserts one message"),
+                Err(e) => txn.reject(rejected(message.json(), &e, post)),
+            }
+        }
+        Posted::Invalid {
+            post,
+            message,
+            error,
+        } => txn.reject(rejected(message, error, post)),
+    }
+}
+
+/// `{"message":m,"reason":{"code","kind","message"},"post":id}`.
+fn rejected(message: &str, error: &Error, post: &str) -> String {
+    let kind = error.kind();
+    format!(
+        r#"{{"message":{message},"reason":{{"code":{},"kind":{},"message":{}}},"post":{}}}"#,
+        kind.code(),
+        json::quote(kind.name()),
+        json::quote(error.message()),
+        json::quote(post)
+    )
+}
+
+/// The session's writer, appending through [`LogWriter::append_posted`] so a store may
+/// move the post out of its mailbox in the same atomic step.
+struct Posting<'a, 'w> {
+    writer: &'a mut (dyn LogWriter + 'w),
+    posts: &'a [String],
+}
+
+impl LogWriter for Posting<'_, '_> {
+    fn append(&mut self, events: &[Event]) -> Result<()> {
+        self.writer.append_posted(events, self.posts)
+    }
+
+    fn read(&self, since: u64) -> Result<Vec<Event>> {
+        self.writer.read(since)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.writer.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inbox::Inbox;
+    use crate::log::LogState;
+    use crate::message::Message;
+    use crate::splice::Target;
+
+    #[derive(Default)]
+    struct Writer(Vec<Event>, Vec<String>);
+
+    impl LogWriter for Writer {
+        fn append(&mut self, events: &[Event]) -> Result<()> {
+            self.0.extend_from_slice(events);
+            Ok(())
+        }
+        fn read(&self, since: u64) -> Result<Vec<Event>> {
+            Ok(self.0[since as usize..].to_vec())
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn append_posted(&mut self, events: &[Event], posts: &[String]) -> Result<()> {
+            self.1.extend_from_slice(posts);
+            self.append(events)
+        }
+    }
+
+    struct Box_(Vec<Posted>, Vec<String>);
+
+    impl Mailbox for Box_ {
+        fn pending(&mut self) -> Result<Vec<Posted>> {
+            Ok(std::mem::take(&mut self.0))
+        }
+        fn settle(&mut self, posts: &[String]) -> Result<()> {
+            self.1.extend_from_slice(posts);
+            Ok(())
+        }
+    }
+
+    fn posted(post: &str, id: &str) -> Posted {
+        Posted::Message {
+            post: post.to_owned(),
+            target: Target::NextTurn,
+            message: Message::from_json(&format!(r#"{{"id":"{id}"}}"#)).unwrap(),
+        }
+    }
+
+    #[test]
+    fn posts_become_splices_rejections_or_nothing_when_already_held() {
+        let invalid = Posted::Invalid {
+            post: "p4".to_owned(),
+            message: "\"not json {\"".to_owned(),
+            error: crate::error::invalid("bad"),
+        };
+        let mailbox = Box_(
+            vec![
+                posted("p0", "old"),
+                posted("p1", "a"),
+                posted("p2", "a"),
+                invalid,
+            ],
+            Vec::new(),
+        );
+        let mut known = PostIds::default();
+        known.insert("p0");
+        let mut intake = Intake::new(Box::new(mailbox), known);
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut writer = Writer::default();
+        let n = intake
+            .take_in(&mut writer, &mut ledger, None, || 5)
+            .unwrap();
+        assert_eq!(n, 3);
+        let lines: Vec<String> = writer.0.iter().map(Event::to_json).collect();
+        assert_eq!(
+            lines,
+            [
+                r#"{"type":"agent/inbox/spliced","seq":0,"time":5,"data":{"target":"next-turn","start":0,"inserted":[{"id":"a"}],"post":"p1"}}"#,
+                r#"{"type":"agent/inbox/rejected","seq":1,"time":5,"data":{"message":{"id":"a"},"reason":{"code":8,"kind":"duplicate_message","message":"message \"a\" is already pending"},"post":"p2"},"ignorable":true}"#,
+                r#"{"type":"agent/inbox/rejected","seq":2,"time":5,"data":{"message":"not json {","reason":{"code":10,"kind":"invalid_input","message":"bad"},"post":"p4"},"ignorable":true}"#,
+            ]
+        );
+        assert_eq!(writer.1, ["p1", "p2", "p4"]);
+        for e in &writer.0 {
+            assert_eq!(Event::from_json(&e.to_json()).unwrap(), *e);
+        }
+        assert_eq!(
+            writer.0.iter().map(post_id).collect::<Vec<_>>(),
+            [Some("p1".into()), Some("p2".into()), Some("p4".into())]
+        );
+        assert_eq!(ledger.inbox.len(Target::NextTurn), 1);
+        // Everything settled; a second take-in finds nothing.
+        assert_eq!(
+            intake
+                .take_in(&mut writer, &mut ledger, None, || 6)
+                .unwrap(),
+            0
+        );
+    }
+
+    #[test]
+    fn only_spliced_and_rejected_events_carry_posts() {
+        let host =
+            Event::from_json(r#"{"type":"x/y","seq":0,"time":0,"data":{"post":"p"}}"#).unwrap();
+        assert_eq!(post_id(&host), None);
+        let nested = Event::from_json(
+            r#"{"type":"agent/inbox/spliced","seq":0,"time":0,"data":{"target":"next-turn","start":0,"inserted":[{"id":"a","post":"p"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(post_id(&nested), None);
+    }
+}

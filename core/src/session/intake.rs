@@ -1,0 +1,62 @@
+//! Taking posted messages in (SPEC §11.1): the session's side of
+//! [`crate::fleet::post`], run under the session lock and published like any call.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::fleet::post::{Intake, PostIds};
+use crate::observer;
+use crate::store::Store;
+
+use super::{Session, State, lock, now_ms};
+
+impl Session {
+    /// This session with the mailbox `store` keeps for it, if any; `posts` are the
+    /// posts its log already holds.
+    pub(super) fn with_mailbox(
+        self,
+        store: &dyn Store,
+        id: &str,
+        posts: PostIds,
+    ) -> Result<Session> {
+        if let Some(mailbox) = store.mailbox(id)? {
+            lock(&self.state).intake = Some(Intake::new(mailbox, posts));
+        }
+        Ok(self)
+    }
+
+    /// Takes in the messages posted to this session (§11.1), each as one durable
+    /// transaction with the usual notifications: an `agent/inbox/spliced` insertion, or
+    /// an `agent/inbox/rejected` event for a message that cannot be taken in. Returns
+    /// how many posts it wrote. Runs on its own when the session opens and before each
+    /// `propose_step`; 0 for a store that takes no posts.
+    pub fn receive(&self) -> Result<usize> {
+        if observer::publishing(self.serial) {
+            return Err(Error::new(
+                ErrorKind::Reentrant,
+                format!(
+                    "session \"{}\" cannot take posts in from inside one of its observers",
+                    self.id()
+                ),
+            ));
+        }
+        let (result, notify) = {
+            let mut guard = self.state()?;
+            let State {
+                writer,
+                ledger,
+                outbox,
+                intake,
+            } = &mut *guard;
+            let Some(intake) = intake.as_mut() else {
+                return Ok(0);
+            };
+            let writer = writer.as_deref_mut().expect("open");
+            let notify = !lock(&self.observers).is_empty();
+            let result = intake.take_in(writer, ledger, notify.then_some(outbox), now_ms);
+            (result, notify)
+        };
+        if notify {
+            self.publish();
+        }
+        result
+    }
+}

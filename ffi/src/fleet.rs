@@ -1,0 +1,173 @@
+//! Fleet features (SPEC §11): posting to a session from anywhere, taking posts in,
+//! and following a session from elsewhere with a polled follower handle. Imports the
+//! store and session handles, nothing else of the C objects.
+
+use std::ffi::{c_char, c_int};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use inboxlog_core::{Follower, Message, Target};
+
+use crate::boundary::{boundary, boundary_void};
+use crate::session::{inboxlog_session, session_value};
+use crate::store::inboxlog_store;
+use crate::strings::{Out, handle, json_arg, str_arg, write_events};
+
+/// Posts message_json to the target list ("next-turn" or "next-step") of session id
+/// from anywhere, whether the session is open or not (here, in another process, or
+/// nowhere). The session's writer takes it in exactly once, as one
+/// agent/inbox/spliced event carrying "post":"<post id>", when it opens, before each
+/// inboxlog_session_propose_step and on inboxlog_inbox_receive; a message it cannot
+/// take in (its id already pending) becomes one agent/inbox/rejected event instead.
+/// NOT_FOUND when there is no session id; INVALID_INPUT for a bad id, target or message.
+///
+/// Ownership: *out_post receives the post id once the post is durable, a new string
+/// owned by the caller; free it with inboxlog_string_free.
+/// Threads: any thread, any number at once (posts of one store handle to one session
+/// run one at a time, in call order).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_post(
+    store: *const inboxlog_store,
+    id: *const c_char,
+    target: *const c_char,
+    message_json: *const c_char,
+    out_post: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all five): the caller's contract (header overview, Safety).
+        let store = unsafe { handle(store, "store") }?;
+        let id = unsafe { str_arg(id, "id") }?;
+        let target = Target::parse(unsafe { str_arg(target, "target") }?)?;
+        let json = unsafe { json_arg(message_json, "message_json") }?;
+        let out = unsafe { Out::new(out_post, "out_post") }?;
+        let message = Message::from_json(&json)
+            .map_err(|e| e.context(format_args!("argument `message_json`")))?;
+        out.write_string(store.store.post(id, target, &message)?)
+    })
+}
+
+/// Takes in the messages posted to this session (inboxlog_store_post), each as one
+/// durable event with the usual notifications; *out receives how many posts it wrote.
+/// Runs on its own when the session opens and before each propose_step.
+///
+/// Ownership: *out receives a number; nothing to free.
+/// Threads: any thread, any number at once (calls on one session serialize).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_inbox_receive(
+    session: *mut inboxlog_session,
+    out: *mut u64,
+    error: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: the caller's contract (header overview, Safety).
+    unsafe {
+        session_value(session, out, "out", error, |s| {
+            Ok(s.live()?.receive()? as u64)
+        })
+    }
+}
+
+/// Follows one session's log from elsewhere: its events from a seq on, as they are
+/// committed, read without owning the session or slowing its writer. Opaque.
+///
+/// Made by inboxlog_follower_open, released by inboxlog_follower_free. Calls on one
+/// follower serialize.
+pub struct inboxlog_follower {
+    follower: Mutex<Follower>,
+}
+
+impl inboxlog_follower {
+    fn lock(&self) -> MutexGuard<'_, Follower> {
+        self.follower.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Opens a follower of session id from seq since (0: from the start). NOT_FOUND when
+/// there is no session id.
+///
+/// Ownership: *out receives a new follower handle owned by the caller; release it with
+/// inboxlog_follower_free. It stays usable after the store handle is freed.
+/// Threads: any thread, any number at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_follower_open(
+    store: *const inboxlog_store,
+    id: *const c_char,
+    since: u64,
+    out: *mut *mut inboxlog_follower,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract (header overview, Safety).
+        let store = unsafe { handle(store, "store") }?;
+        let id = unsafe { str_arg(id, "id") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let follower = store.store.follow(id, since)?;
+        out.write(Box::into_raw(Box::new(inboxlog_follower {
+            follower: Mutex::new(follower),
+        })));
+        Ok(())
+    })
+}
+
+/// Waits up to timeout_ms milliseconds for the next committed events and returns every
+/// event available then, in seq order, as a JSON array of event objects ("[]" when none
+/// came in time; 0 does not wait). Each event comes once, with no gap; an incomplete
+/// record (a writer killed mid-write) never does. A session deleted meanwhile is
+/// NOT_FOUND; a log cut below what was read is CORRUPT.
+///
+/// Ownership: *out_json receives a new string owned by the caller; free it with
+/// inboxlog_string_free.
+/// Threads: any thread; calls on one follower serialize.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_follower_poll(
+    follower: *const inboxlog_follower,
+    timeout_ms: u64,
+    out_json: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract (header overview, Safety).
+        let follower = unsafe { handle(follower, "follower") }?;
+        let out = unsafe { Out::new(out_json, "out_json") }?;
+        let events = follower
+            .lock()
+            .next_batch(Duration::from_millis(timeout_ms))?;
+        let mut json = String::new();
+        write_events(&mut json, &events);
+        out.write_string(json)
+    })
+}
+
+/// The seq of the next event this follower will return: where a new follower resumes
+/// (after a restart) with nothing skipped or repeated.
+///
+/// Ownership: *out receives a number; nothing to free.
+/// Threads: any thread; calls on one follower serialize.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_follower_next_seq(
+    follower: *const inboxlog_follower,
+    out: *mut u64,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (both): the caller's contract (header overview, Safety).
+        let follower = unsafe { handle(follower, "follower") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        out.write(follower.lock().next_seq());
+        Ok(())
+    })
+}
+
+/// Releases a follower. NULL is a no-op.
+///
+/// Ownership: takes back the handle the caller owned; it must not be used afterwards.
+/// Threads: must not race any other call on this follower.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_follower_free(follower: *mut inboxlog_follower) {
+    boundary_void(|| {
+        if !follower.is_null() {
+            // SAFETY: a live handle made by `Box::into_raw`, released exactly once.
+            drop(unsafe { Box::from_raw(follower) });
+        }
+    })
+}

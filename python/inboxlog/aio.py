@@ -1,0 +1,368 @@
+"""inboxlog as coroutines, for asyncio agent frameworks (SPEC §9.2).
+
+The same surface as :mod:`inboxlog`, with every call that touches a log a coroutine
+that runs the blocking native call off the event loop, on an executor thread (the
+loop's default executor, or the one given to :class:`Store`); the native calls release
+the GIL, so many sessions progress at once while the loop stays responsive::
+
+    store = inboxlog.aio.Store("sessions")
+    async with await store.create("s1") as s:
+        await s.inbox.append("next-turn", {"id": "m1", "content": "hi"})
+        await s.open_turn()
+        proposal = await s.propose_step()
+        await s.decide({"kind": "enter", "messages": proposal["messages"]})
+    async for event in store.follow("s1"):
+        ...
+
+Observers registered with ``on_event``/``on_inbox`` run on the executor thread that
+made the call (synchronously, before it returns, as in the blocking API); use
+``loop.call_soon_threadsafe`` to hand their news to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from os import PathLike
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import _native
+from .types import (
+    Baseline,
+    Decided,
+    Durability,
+    Event,
+    Header,
+    Message,
+    OpenReport,
+    Proposal,
+    StepOutcome,
+    Target,
+    VerifyReport,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["Follower", "Inbox", "Session", "Store"]
+
+_T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., object])
+_JSONObject = Mapping[str, Any]
+
+#: How long one wait of a follower lasts on its executor thread: the bound on how long
+#: a cancelled ``async for`` keeps that thread.
+_FOLLOW_SLICE = 0.25
+
+
+class _Runner:
+    """Runs blocking calls on an executor, off the running loop."""
+
+    def __init__(self, executor: Executor | None) -> None:
+        self.executor = executor
+
+    async def run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
+
+
+class Store:
+    """A place that holds session logs, with coroutine methods.
+
+    ``Store(path, durability)`` is the JSONL directory store, ``Store.memory()`` the
+    memory store, and ``Store.wrap(store)`` wraps a blocking :class:`inboxlog.Store`.
+    ``executor`` runs the blocking calls (default: the loop's default executor).
+    """
+
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        durability: Durability = "sync",
+        *,
+        record_limit: int | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        self._store = _native.Store(path, durability, record_limit=record_limit)
+        self._run = _Runner(executor)
+
+    @classmethod
+    def wrap(cls, store: _native.Store, *, executor: Executor | None = None) -> Store:
+        """The coroutine face of a blocking ``store`` (both share the same logs)."""
+        self = cls.__new__(cls)
+        self._store = store
+        self._run = _Runner(executor)
+        return self
+
+    @classmethod
+    def memory(cls, *, executor: Executor | None = None) -> Store:
+        """A store in process memory."""
+        return cls.wrap(_native.Store.memory(), executor=executor)
+
+    @property
+    def sync(self) -> _native.Store:
+        """The blocking store underneath."""
+        return self._store
+
+    async def create(self, id: str, **meta: Any) -> Session:
+        """Starts a new log ``id``; keywords as :meth:`inboxlog.Store.create`."""
+        return Session(await self._run.run(self._store.create, id, **meta), self._run)
+
+    async def open(self, id: str) -> Session:
+        """Opens log ``id`` for writing (replay, repair, posted messages taken in)."""
+        return Session(await self._run.run(self._store.open, id), self._run)
+
+    async def fork(self, parent_id: str, child_id: str, **meta: Any) -> Session:
+        """Forks ``parent_id`` into ``child_id``."""
+        return Session(
+            await self._run.run(self._store.fork, parent_id, child_id, **meta), self._run
+        )
+
+    async def inspect(self, id: str) -> tuple[Header, list[Event]]:
+        """Reads log ``id`` as stored: ``(header, events)``."""
+        return await self._run.run(self._store.inspect, id)
+
+    async def verify(self, id: str) -> VerifyReport:
+        """Checks log ``id`` as opening would, changing nothing."""
+        return await self._run.run(self._store.verify, id)
+
+    async def list(self) -> list[Header]:
+        """The headers of every stored log, sorted by id."""
+        return await self._run.run(self._store.list)
+
+    async def delete(self, id: str) -> None:
+        """Deletes log ``id`` for good."""
+        await self._run.run(self._store.delete, id)
+
+    async def post(self, id: str, target: Target, message: _JSONObject) -> str:
+        """Posts ``message`` to session ``id`` from anywhere; returns the post id."""
+        return await self._run.run(self._store.post, id, target, message)
+
+    def follow(self, id: str, since: int = 0) -> Follower:
+        """An async iterator of session ``id``'s events from seq ``since`` as they are
+        committed (``async for event in store.follow(id)``)."""
+        return Follower(self._store, id, since, self._run)
+
+    def __repr__(self) -> str:
+        return f"<inboxlog.aio {self._store!r}>"
+
+
+class Follower:
+    """The events of one session from a seq on, as an async iterator.
+
+    The follower opens on first use; each wait runs on the executor in slices of
+    ``_FOLLOW_SLICE`` seconds, so cancelling the ``async for`` frees its thread soon.
+    """
+
+    def __init__(self, store: _native.Store, id: str, since: int, run: _Runner) -> None:
+        self._store = store
+        self._id = id
+        self._since = since
+        self._run = run
+        self._follower: _native.Follower | None = None
+
+    async def _open(self) -> _native.Follower:
+        if self._follower is None:
+            self._follower = await self._run.run(self._store.follow, self._id, self._since)
+        return self._follower
+
+    @property
+    def next_seq(self) -> int:
+        """The seq of the next event to come: where a new follower resumes."""
+        return self._since if self._follower is None else self._follower.next_seq
+
+    async def next(self, timeout: float | None = None) -> Event | None:
+        """The next event, waiting at most ``timeout`` seconds (forever when ``None``);
+        ``None`` when none came in time."""
+        follower = await self._open()
+        if timeout is not None:
+            return await self._run.run(follower.next, timeout)
+        while True:
+            event = await self._run.run(follower.next, _FOLLOW_SLICE)
+            if event is not None:
+                return event
+
+    async def aclose(self) -> None:
+        """Releases the log."""
+        if self._follower is not None:
+            await self._run.run(self._follower.close)
+
+    def __aiter__(self) -> Follower:
+        return self
+
+    async def __anext__(self) -> Event:
+        event = await self.next()
+        assert event is not None
+        return event
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class Inbox:
+    """A session's inbox with coroutine methods (``await s.inbox.append(...)``)."""
+
+    def __init__(self, inbox: _native.Inbox, run: _Runner) -> None:
+        self._inbox = inbox
+        self._run = run
+
+    async def next_turn(self) -> list[Message]:
+        """A copy of ``next-turn``."""
+        return await self._run.run(lambda: self._inbox.next_turn)
+
+    async def next_step(self) -> list[Message]:
+        """A copy of ``next-step``."""
+        return await self._run.run(lambda: self._inbox.next_step)
+
+    async def has_pending(self) -> bool:
+        """Whether either list holds a message."""
+        return await self._run.run(lambda: self._inbox.has_pending)
+
+    async def splice(
+        self,
+        target: Target,
+        start: float,
+        delete_count: float,
+        inserted: Sequence[_JSONObject] | None = None,
+    ) -> list[Message]:
+        """JavaScript ``splice`` on ``target``; returns the removed messages."""
+        return await self._run.run(self._inbox.splice, target, start, delete_count, inserted)
+
+    async def append(self, target: Target, message: _JSONObject) -> None:
+        """Adds ``message`` at the end of ``target``."""
+        await self._run.run(self._inbox.append, target, message)
+
+    async def prepend(self, target: Target, message: _JSONObject) -> None:
+        """Adds ``message`` at the front of ``target``."""
+        await self._run.run(self._inbox.prepend, target, message)
+
+    async def replace(self, id: str, message: _JSONObject) -> bool:
+        """Replaces pending message ``id``; ``False`` if absent."""
+        return await self._run.run(self._inbox.replace, id, message)
+
+    async def remove(self, id: str) -> bool:
+        """Removes pending message ``id``; ``False`` if absent."""
+        return await self._run.run(self._inbox.remove, id)
+
+    async def clear(self) -> None:
+        """Cancels everything pending."""
+        await self._run.run(self._inbox.clear)
+
+    async def receive(self) -> int:
+        """Takes in the messages posted to this session; returns how many it wrote."""
+        return await self._run.run(self._inbox.receive)
+
+
+class Session:
+    """One open session with coroutine methods; ``async with`` closes it."""
+
+    def __init__(self, session: _native.Session, run: _Runner) -> None:
+        self._session = session
+        self._run = run
+        self.inbox = Inbox(session.inbox, run)
+
+    @property
+    def sync(self) -> _native.Session:
+        """The blocking session underneath."""
+        return self._session
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._session.id
+
+    @property
+    def header(self) -> Header:
+        """The log's header."""
+        return self._session.header
+
+    @property
+    def open_report(self) -> OpenReport:
+        """What opening found and fixed."""
+        return self._session.open_report
+
+    async def last_seq(self) -> int | None:
+        """Seq of the last event, ``None`` for an empty log."""
+        return await self._run.run(lambda: self._session.last_seq)
+
+    async def events(self, since: int = 0) -> list[Event]:
+        """The events with ``seq >= since``."""
+        return await self._run.run(self._session.events, since)
+
+    async def append(self, type: str, data: Any, **envelope: Any) -> Event:
+        """Appends a host event; envelope keywords as :meth:`inboxlog.Session.append`."""
+        return await self._run.run(self._session.append, type, data, **envelope)
+
+    async def flush(self) -> None:
+        """Makes everything appended so far durable."""
+        await self._run.run(self._session.flush)
+
+    async def close(self) -> None:
+        """Flushes and releases the log."""
+        await self._run.run(self._session.close)
+
+    async def baseline(self, at: int | None = None) -> Baseline:
+        """The inbox as of the event at seq ``at`` (default: now)."""
+        return await self._run.run(self._session.baseline, at)
+
+    def on_event(self, callback: _F) -> _F:
+        """Registers ``callback(event)``; it runs on the executor thread of the call."""
+        return self._session.on_event(callback)
+
+    def on_inbox(self, callback: _F) -> _F:
+        """Registers ``callback(notice)``; it runs on the executor thread of the call."""
+        return self._session.on_inbox(callback)
+
+    async def open_turn(self, **extra: Any) -> int:
+        """Opens the next turn; returns its number."""
+        return await self._run.run(self._session.open_turn, **extra)
+
+    async def propose_step(self) -> Proposal:
+        """Takes posted messages in, then claims input for the next step."""
+        return await self._run.run(self._session.propose_step)
+
+    async def decide(self, decision: _JSONObject, **extra: Any) -> Decided:
+        """The one pre-step decision."""
+        return await self._run.run(self._session.decide, decision, **extra)
+
+    async def end_step(self, outcome: StepOutcome, **extra: Any) -> bool:
+        """Ends the open step; returns whether another step must be proposed."""
+        return await self._run.run(self._session.end_step, outcome, **extra)
+
+    async def close_turn(self, **extra: Any) -> Decided:
+        """Ends a concluded turn."""
+        return await self._run.run(self._session.close_turn, **extra)
+
+    async def cancel(
+        self, cause: _JSONObject | str | None = None, keep_inbox: bool = False, **extra: Any
+    ) -> None:
+        """Clears the inbox (unless ``keep_inbox``), then aborts the open turn."""
+        await self._run.run(self._session.cancel, cause, keep_inbox, **extra)
+
+    async def fail(self, error: _JSONObject, **extra: Any) -> None:
+        """Ends the open turn with ``error``."""
+        await self._run.run(self._session.fail, error, **extra)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<inboxlog.aio {self._session!r}>"

@@ -1,0 +1,166 @@
+//! Fleet features (SPEC §11) for Python: `Store.post`, `Store.follow` and the
+//! `Follower` iterator it returns.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use inboxlog::store::Store;
+use inboxlog::{Follower, Target};
+
+use crate::errors::OrRaise;
+use crate::values;
+
+/// How long one wait of a blocking `__next__` lasts before it looks for a signal
+/// (Ctrl-C) with the GIL held again.
+const SLICE: Duration = Duration::from_millis(100);
+
+/// Posts `message` to session `id` (the store's `post`), GIL released.
+pub(crate) fn post(
+    py: Python<'_>,
+    store: &Arc<dyn Store>,
+    id: &str,
+    target: &str,
+    message: &Bound<'_, PyAny>,
+) -> PyResult<String> {
+    let target = Target::parse(target).py()?;
+    let message = values::message_from(message, "message")?;
+    let store = &**store;
+    py.detach(|| store.post(id, target, &message)).py()
+}
+
+/// Opens a follower of session `id` from seq `since`.
+pub(crate) fn follow(
+    py: Python<'_>,
+    store: &Arc<dyn Store>,
+    id: &str,
+    since: u64,
+) -> PyResult<PyFollower> {
+    let store = &**store;
+    let follower = py.detach(|| store.follow(id, since)).py()?;
+    Ok(PyFollower {
+        session: id.to_owned(),
+        inner: Mutex::new(Some(follower)),
+    })
+}
+
+/// The events of one session from a seq on, as they are committed (`Store.follow`).
+///
+/// Iterating blocks (GIL released) until the next event; `next(timeout)` waits at most
+/// `timeout` seconds and returns `None` when nothing came. `next_seq` is where a new
+/// follower resumes with nothing skipped or repeated.
+#[pyclass(frozen, name = "Follower", module = "inboxlog")]
+pub(crate) struct PyFollower {
+    session: String,
+    inner: Mutex<Option<Follower>>,
+}
+
+fn closed(session: &str) -> PyErr {
+    let err = inboxlog::Error::new(
+        inboxlog::ErrorKind::Closed,
+        format!("the follower of session \"{session}\" is closed"),
+    )
+    .with_session(session);
+    crate::errors::raise(err)
+}
+
+impl PyFollower {
+    fn lock(&self) -> MutexGuard<'_, Option<Follower>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One wait of at most `wait`, GIL released.
+    fn wait<'py>(&self, py: Python<'py>, wait: Duration) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let got = py.detach(|| {
+            let mut guard = self.lock();
+            match guard.as_mut() {
+                None => Err(None),
+                Some(f) => f.next_timeout(wait).map_err(Some),
+            }
+        });
+        match got {
+            Ok(Some(event)) => values::event(py, &event).map(Some),
+            Ok(None) => Ok(None),
+            Err(None) => Err(closed(&self.session)),
+            Err(Some(e)) => Err(crate::errors::raise(e)),
+        }
+    }
+}
+
+#[pymethods]
+impl PyFollower {
+    /// The followed session's id.
+    #[getter]
+    fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The seq of the next event to come.
+    #[getter]
+    fn next_seq(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| self.lock().as_ref().map(Follower::next_seq))
+            .ok_or_else(|| closed(&self.session))
+    }
+
+    /// The next event, waiting at most `timeout` seconds (forever when `None`);
+    /// `None` when none came in time.
+    #[pyo3(signature = (timeout = None))]
+    fn next<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(timeout) = timeout else {
+            return self.__next__(py).map(Some);
+        };
+        let timeout = Duration::try_from_secs_f64(timeout)
+            .map_err(|_| PyValueError::new_err(format!("timeout {timeout} is not a duration")))?;
+        let mut left = timeout;
+        loop {
+            let wait = left.min(SLICE);
+            if let Some(event) = self.wait(py, wait)? {
+                return Ok(Some(event));
+            }
+            left = left.saturating_sub(wait);
+            if left.is_zero() {
+                return Ok(None);
+            }
+            py.check_signals()?;
+        }
+    }
+
+    /// Releases the file; later calls raise `ClosedError`. Closing twice is fine.
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| self.lock().take());
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        loop {
+            if let Some(event) = self.wait(py, SLICE)? {
+                return Ok(event);
+            }
+            py.check_signals()?;
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<inboxlog.Follower of session {:?}>", self.session)
+    }
+}

@@ -1,0 +1,123 @@
+"""`inboxlog.aio`: the Python surface as coroutines, blocking work off the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import m
+
+import inboxlog
+import inboxlog.aio
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+@pytest.fixture(params=["memory", "jsonl"])
+def astore(request: pytest.FixtureRequest, tmp_path: Path) -> inboxlog.aio.Store:
+    if request.param == "memory":
+        return inboxlog.aio.Store.memory()
+    return inboxlog.aio.Store(tmp_path / "logs", durability="none")
+
+
+async def one_turn(store: inboxlog.aio.Store, id: str) -> list[dict[str, Any]]:
+    async with await store.create(id) as s:
+        await s.inbox.append("next-turn", m(f"{id}-m"))
+        assert await s.inbox.has_pending()
+        turn = await s.open_turn()
+        proposal = await s.propose_step()
+        await s.decide({"kind": "enter", "messages": proposal["messages"]})
+        await s.append("assistant/message", {"text": f"done {id}"})
+        assert not await s.end_step("completed")
+        await s.close_turn()
+        assert turn == 1
+        assert await s.last_seq() == 7
+        return await s.events()
+
+
+def test_many_sessions_progress_concurrently_in_one_loop(astore: inboxlog.aio.Store) -> None:
+    async def main() -> None:
+        logs = await asyncio.gather(*(one_turn(astore, f"s{i}") for i in range(40)))
+        assert all(len(log) == 8 for log in logs)
+        assert [h["id"] for h in await astore.list()] == sorted(f"s{i}" for i in range(40))
+        header, events = await astore.inspect("s7")
+        assert header["id"] == "s7" and events == logs[7]
+        report = await astore.verify("s7")
+        assert report["events"] == 8
+        await astore.delete("s7")
+        with pytest.raises(inboxlog.NotFoundError):
+            await astore.open("s7")
+
+    run(main())
+
+
+def test_blocking_work_runs_off_the_loop_thread(tmp_path: Path) -> None:
+    threads: set[int] = set()
+
+    async def main() -> None:
+        loop_thread = threading.get_ident()
+        with ThreadPoolExecutor(4) as pool:
+            store = inboxlog.aio.Store(tmp_path / "logs", executor=pool)
+            s = await store.create("s")
+            s.on_event(lambda _e: threads.add(threading.get_ident()))
+            s.on_inbox(lambda _n: threads.add(threading.get_ident()))
+            await asyncio.gather(*(s.append("x/a", {"i": i}) for i in range(20)))
+            await s.inbox.append("next-turn", m("a"))
+            await s.close()
+        assert threads and loop_thread not in threads
+
+    run(main())
+
+
+def test_posts_follow_and_the_inbox_as_coroutines(astore: inboxlog.aio.Store) -> None:
+    async def main() -> None:
+        s = await astore.create("s")
+        post = await astore.post("s", "next-step", m("p"))
+        assert await s.inbox.receive() == 1
+        assert await s.inbox.next_step() == [m("p")]
+        assert await s.inbox.replace("p", m("q"))
+        assert await s.inbox.splice("next-step", 0, 1) == [m("q")]
+        await s.inbox.prepend("next-turn", m("r"))
+        assert await s.inbox.next_turn() == [m("r")]
+        assert not await s.inbox.remove("nope")
+        await s.inbox.clear()
+        seen: list[int] = []
+
+        async def follow() -> None:
+            async with astore.follow("s") as follower:
+                async for event in follower:
+                    seen.append(event["seq"])
+                    if event["type"] == "x/done":
+                        assert follower.next_seq == event["seq"] + 1
+                        return
+
+        task = asyncio.create_task(follow())
+        await s.append("x/done", {})
+        await asyncio.wait_for(task, 10)
+        events = await s.events()
+        assert seen == [e["seq"] for e in events]
+        assert events[0]["data"]["post"] == post
+        assert (await s.baseline())["seq"] == events[-1]["seq"]
+        await s.flush()
+        await s.close()
+        s = await astore.open("s")
+        await s.open_turn()
+        await s.cancel("user")
+        await s.open_turn()
+        await s.propose_step()
+        await s.fail({"message": "boom", "code": "E"})
+        child = await astore.fork("s", "c")
+        assert child.header["parentSession"] == "s"
+        await child.close()
+        await s.close()
+        follower = astore.follow("s", since=10_000)
+        assert await follower.next(timeout=0.01) is None
+        await follower.aclose()
+
+    run(main())
