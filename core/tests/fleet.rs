@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use inboxlog::ToJson;
 use inboxlog::store::fault::{Action, FaultPlan, Point};
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
 use inboxlog::{

@@ -6,12 +6,12 @@ use std::ffi::{c_char, c_int};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use inboxlog_core::{Follower, Message, Target};
+use inboxlog_core::{Follower, Message, Target, wire};
 
 use crate::boundary::{boundary, boundary_void};
 use crate::session::{inboxlog_session, session_value};
 use crate::store::inboxlog_store;
-use crate::strings::{Out, handle, json_arg, str_arg, write_events};
+use crate::strings::{Out, handle, json_arg, str_arg};
 
 /// Posts message_json to the target list ("next-turn" or "next-step") of session id
 /// from anywhere, whether the session is open or not (here, in another process, or
@@ -132,9 +132,7 @@ pub unsafe extern "C" fn inboxlog_follower_poll(
         let events = follower
             .lock()
             .next_batch(Duration::from_millis(timeout_ms))?;
-        let mut json = String::new();
-        write_events(&mut json, &events);
-        out.write_string(json)
+        out.write_string(wire::events(&events))
     })
 }
 
