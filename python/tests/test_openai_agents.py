@@ -173,8 +173,8 @@ async def test_a_tool_call_then_an_answer_is_one_turn_of_two_steps(chat: Inboxlo
     log = chat.session
     events = log.events()
     assert types(events) == [
-        "agent/inbox/spliced",  # the run's input, durable in next-turn first
         "turn/start",
+        "agent/inbox/spliced",  # the run's input, durable in next-turn first
         "agent/inbox/spliced",  # claimed by step 1
         "step/start",
         "user/message",
@@ -187,7 +187,7 @@ async def test_a_tool_call_then_an_answer_is_one_turn_of_two_steps(chat: Inboxlo
         "turn/end",
     ]
     assert events[4]["data"] == {
-        "id": events[0]["data"]["inserted"][0]["id"],
+        "id": events[1]["data"]["inserted"][0]["id"],
         "role": "user",
         "content": "Weather in Paris?",
     }
@@ -286,6 +286,24 @@ async def test_steering_after_the_last_model_call_continues_the_same_turn(
     assert entered(chat.session)[1:] == [(1, 2, "late")]
     assert turn_ends(chat.session) == [{"kind": "completed"}]
     assert [e["data"]["turn"] for e in chat.session.events() if e["type"] == "turn/start"] == [1]
+
+
+async def test_a_list_of_input_items_enters_as_one_message(chat: InboxlogSession) -> None:
+    model = ScriptedModel(say("Hello."))
+    items = [user("hi"), {"role": "developer", "content": "Be nice."}]
+    await run(agent_with(model), items, session=chat)
+    assert model.inputs == [items]
+    (message,) = [e["data"] for e in chat.session.events() if e["type"] == "user/message"]
+    assert message["items"] == items
+
+
+async def test_input_the_log_refuses_fails_the_turn(chat: InboxlogSession) -> None:
+    model = ScriptedModel(say("never"))
+    with pytest.raises(inboxlog.InvalidInputError):
+        await run(agent_with(model), [{"role": "user", "content": float("nan")}], session=chat)
+    assert model.inputs == []
+    (reason,) = turn_ends(chat.session)
+    assert reason["kind"] == "error" and reason["error"]["code"] == "InvalidInputError"
 
 
 async def test_input_for_next_turn_waits_for_the_next_run(chat: InboxlogSession) -> None:
@@ -518,8 +536,9 @@ async def test_a_second_concurrent_run_on_one_session_is_refused(chat: InboxlogS
         await run(agent_with(ScriptedModel(say("x"))), "two", session=chat)
     release.set()
     assert (await first).final_output == "done"
-    # The refused run's input waits in the inbox for a later run.
-    assert [m["content"] for m in chat.session.inbox.next_turn] == ["two"]
+    # The refused run wrote nothing.
+    assert not chat.session.inbox.has_pending
+    assert [e["data"]["turn"] for e in chat.session.events() if e["type"] == "turn/start"] == [1]
 
 
 # -- a worker killed mid-run ----------------------------------------------------------

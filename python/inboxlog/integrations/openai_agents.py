@@ -20,8 +20,9 @@ included.
 
 :func:`run` wraps ``Runner.run`` so that a run is one inboxlog turn:
 
-- ``turn/start`` when it starts; its input enters the inbox's ``next-turn`` first (so a
-  crash before the model sees it loses nothing) and is claimed by the turn's first step.
+- ``turn/start`` when it starts; then its input enters the front of the inbox's
+  ``next-turn`` (so a crash before the model sees it loses nothing) and the turn's first
+  step claims it.
 - One step per model call, taken through the step-boundary protocol from the SDK's
   per-call hook (``RunConfig.call_model_input_filter``): ``propose_step`` claims the
   inbox's input (the run's own input at the first step, everything in ``next-step``
@@ -314,13 +315,14 @@ async def run(
     """
     log = session.session
     config = RunConfig() if run_config is None else run_config
-    if input is not None:
-        # Durable before the turn starts: a crash from here on leaves it pending.
-        await _call(log.inbox.prepend, "next-turn", _input_message(input))
     turn = _Turn(log, list(plugins), continue_history=input is None)
-    turn.number = await _call(log.open_turn)
+    turn.number = await _call(log.open_turn)  # refused while another run holds the session
     stopped: ModelBehaviorError | None = None
     try:
+        if input is not None:
+            # First in next-turn, so step 1 claims it; durable before any model call, so
+            # after a crash it still waits there for the next run.
+            await _call(log.inbox.prepend, "next-turn", _input_message(input))
         while True:
             stopped = None
             step_filter = turn.model_input_filter(config.call_model_input_filter)
