@@ -164,8 +164,8 @@ class InboxlogSession:
         return await _call(self._pop)
 
     async def clear_session(self) -> None:
-        """Empties the history by appending an ``openai-agents/clear`` event (the items
-        stay in the log, for an operator)."""
+        """Empties the history by appending an ``openai-agents/clear`` event. The items
+        stay in the log, for an operator; ``store.delete(id)`` forgets them for good."""
         await _call(self._append, CLEAR, {})
 
     def close(self) -> None:
