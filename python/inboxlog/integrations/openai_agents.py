@@ -98,7 +98,8 @@ class InboxlogSession:
     ``InboxlogSession(store, session_id)`` opens the session, creating it when it does
     not exist, and closes it on :meth:`close` (or at the end of a ``with`` block);
     ``InboxlogSession(session)`` adopts a session already open and leaves closing it to
-    its owner. Blocking log calls run in a worker thread, never on the event loop.
+    its owner. The protocol's calls run the log's blocking work in a worker thread, never
+    on the event loop (the constructor opens the log where it is called).
     """
 
     session_id: str
