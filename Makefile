@@ -129,6 +129,8 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "mypy>=1.10,<2" "ruff>=0.5"
+	@# The openai-agents extra's dependency, so its integration tests run (never skipped here).
+	$(VPY) -m pip install --quiet "openai-agents>=0.24,<0.25"
 	touch $@
 
 # Python package and its tests (section owned by the Python layer). The package is

@@ -1,0 +1,494 @@
+"""The OpenAI Agents SDK on an inboxlog session: its memory, its turns, its steering.
+
+    pip install "./python[openai-agents]"        (the SDK needs Python >= 3.10)
+
+    import inboxlog
+    from inboxlog.integrations.openai_agents import InboxlogSession, run
+
+    with InboxlogSession(inboxlog.Store("sessions"), "chat-1") as session:
+        result = await run(agent, "What's the weather in Paris?", session=session)
+
+:class:`InboxlogSession` is the SDK's session protocol (``get_items``, ``add_items``,
+``pop_item``, ``clear_session``) over one inboxlog session, in any store. The log stays
+append-only: every ``add_items`` call is one ``openai-agents/items`` event
+``{"items": [...]}`` (durable when the call returns in the store's ``sync`` mode, or
+after ``flush()``), ``pop_item`` appends ``openai-agents/pop {"seq", "index"}`` naming
+the item it removed, ``clear_session`` appends ``openai-agents/clear {}``, and
+``get_items`` returns the fold of those events (:func:`fold_items`). Nothing is ever
+rewritten, so ``inboxlog inspect`` shows the whole history, popped and cleared items
+included.
+
+:func:`run` wraps ``Runner.run`` so that a run is one inboxlog turn:
+
+- ``turn/start`` when it starts; then its input enters the front of the inbox's
+  ``next-turn`` (so a crash before the model sees it loses nothing) and the turn's first
+  step claims it.
+- One step per model call, taken through the step-boundary protocol from the SDK's
+  per-call hook (``RunConfig.call_model_input_filter``): ``propose_step`` claims the
+  inbox's input (the run's own input at the first step, everything in ``next-step``
+  at each step), the pre-step ``plugins`` decide (:func:`inboxlog.pre_step_async`), and
+  ``decide`` records the step and its ``user/message`` events. The messages that
+  entered reach the model in that same call and are kept in the SDK history. Input
+  appended to ``next-step`` while a run is in progress (by another task, or by
+  ``store.post`` from another process) therefore reaches the model at its next model
+  call; input for ``next-turn`` waits for the next run.
+- ``turn/end``: ``completed`` when the run returns, ``max-tokens`` when the SDK reports a
+  length stop (it raises ``ModelBehaviorError`` for a Responses ``incomplete`` response
+  with reason ``max_output_tokens``, and for a chat completion cut at ``finish_reason
+  "length"`` before any output; a chat completion truncated after some output is not
+  reported by the SDK at all), ``blocked`` when a plugin rejects a step
+  (:class:`StepRejectedError` is raised), ``error`` on any other exception (re-raised)
+  and ``aborted`` when the run's task is cancelled. A process killed mid-run leaves the
+  turn open; the next open of the session closes it ``interrupted``, and
+  ``run(agent, session=session)`` with no input continues from the stored history.
+
+So :func:`inboxlog.fold_consumed_work` answers "did this run do work" for SDK runs as
+for any other loop. An inbox message becomes SDK input by :func:`message_items`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if sys.version_info < (3, 10):
+    raise ImportError(
+        "inboxlog.integrations.openai_agents needs Python >= 3.10 (the openai-agents SDK's)"
+    )
+# Also tells type checkers that the rest of this module is for Python >= 3.10 only, so
+# checking the package for the core's older floor skips it (and the SDK's sources).
+assert sys.version_info >= (3, 10)
+
+try:
+    from agents import Agent, ModelBehaviorError, RunConfig, Runner, RunResult
+    from agents.items import TResponseInputItem
+    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+    from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
+    from typing_extensions import Self  # an SDK dependency
+except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subprocess
+    if error.name != "agents" and not (error.name or "").startswith("agents."):
+        raise
+    raise ImportError(
+        "inboxlog.integrations.openai_agents needs the openai-agents package: "
+        'pip install "inboxlog[openai-agents]"'
+    ) from error
+
+import inboxlog
+from inboxlog.types import Decision, Message
+
+ITEMS = "openai-agents/items"
+"""The event type of one ``add_items`` call: ``{"items": [...]}``."""
+POP = "openai-agents/pop"
+"""The event type of one ``pop_item``: ``{"seq": S, "index": I}``, the item it removed."""
+CLEAR = "openai-agents/clear"
+"""The event type of one ``clear_session``: ``{}``."""
+
+_T = TypeVar("_T")
+
+
+class InboxlogSession:
+    """The SDK's session protocol on an inboxlog session (any store), append-only.
+
+    ``InboxlogSession(store, session_id)`` opens the session, creating it when it does
+    not exist, and closes it on :meth:`close` (or at the end of a ``with`` block);
+    ``InboxlogSession(session)`` adopts a session already open and leaves closing it to
+    its owner. The protocol's calls run the log's blocking work in a worker thread, never
+    on the event loop (the constructor opens the log where it is called).
+    """
+
+    session_id: str
+    """The inboxlog session id."""
+    session_settings: SessionSettings | None
+    """The SDK's settings for this session (``limit``: how many items ``get_items``
+    returns when called without one)."""
+
+    def __init__(
+        self,
+        target: inboxlog.Store | inboxlog.Session,
+        session_id: str | None = None,
+        *,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        if isinstance(target, inboxlog.Session):
+            if session_id is not None and session_id != target.id:
+                raise ValueError(
+                    f'InboxlogSession: session_id "{session_id}" differs from the given '
+                    f'session\'s id "{target.id}"'
+                )
+            self._log, self._owned = target, False
+        elif isinstance(target, inboxlog.Store):
+            if session_id is None:
+                raise TypeError("InboxlogSession(store, session_id): session_id is missing")
+            self._log, self._owned = _open_or_create(target, session_id), True
+        else:
+            raise TypeError(
+                "InboxlogSession: expected an inboxlog.Store or inboxlog.Session, "
+                f"got {type(target).__name__}"
+            )
+        self.session_id = self._log.id
+        self.session_settings = SessionSettings() if session_settings is None else session_settings
+        self._fold = _ItemFold()
+        self._folded = 0  # events before this seq are in self._fold
+        self._lock = threading.Lock()
+
+    @property
+    def session(self) -> inboxlog.Session:
+        """The inboxlog session: its inbox (``session.inbox.append("next-step", m)``
+        steers a run in progress), protocol and events."""
+        return self._log
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The history, oldest first: the latest ``limit`` items (default: the session
+        settings' ``limit``; ``None`` or a negative limit: all of them, ``0``: none)."""
+        n = resolve_session_limit(limit, self.session_settings)
+        items = await asyncio.to_thread(self._items)
+        if n is None or n < 0:
+            return items
+        return items[len(items) - n :] if n > 0 else []
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Appends ``items`` as one ``openai-agents/items`` event: all of them or none."""
+        if not items:
+            return
+        data = {"items": list(items)}
+        await _call(self._append, ITEMS, data)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Removes and returns the latest item (``None`` when there is none) by appending
+        an ``openai-agents/pop`` event naming it."""
+        return await _call(self._pop)
+
+    async def clear_session(self) -> None:
+        """Empties the history by appending an ``openai-agents/clear`` event. The items
+        stay in the log, for an operator; ``store.delete(id)`` forgets them for good."""
+        await _call(self._append, CLEAR, {})
+
+    def close(self) -> None:
+        """Closes the inboxlog session if this object opened it."""
+        if self._owned:
+            self._log.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _append(self, type: str, data: Any) -> None:
+        with self._lock:
+            self._log.append(type, data)
+
+    def _items(self) -> list[TResponseInputItem]:
+        with self._lock:
+            self._catch_up()
+            return self._fold.items()
+
+    def _pop(self) -> TResponseInputItem | None:
+        with self._lock:
+            self._catch_up()
+            last = self._fold.last()
+            if last is None:
+                return None
+            seq, index, item = last
+            self._log.append(POP, {"seq": seq, "index": index})
+            return item
+
+    def _catch_up(self) -> None:
+        """Folds the events appended since the last read (this object is the log's only
+        writer, so the fold only ever grows at the end)."""
+        for event in self._log.events(self._folded):
+            self._fold.apply(event)
+            self._folded = event["seq"] + 1
+
+
+def fold_items(events: Iterable[Mapping[str, Any]]) -> list[TResponseInputItem]:
+    """The SDK history a log's events hold: every ``openai-agents/items`` item in order,
+    less those an ``openai-agents/pop`` removed and all before an ``openai-agents/clear``.
+
+    Reads any log, e.g. ``store.inspect(id)[1]``. Raises ``ValueError`` when a pop names
+    an item that is not the latest one (the log was not written by this module).
+    """
+    fold = _ItemFold()
+    for event in events:
+        fold.apply(event)
+    return fold.items()
+
+
+class _ItemFold:
+    """The history as ``(seq, index, item)``: the event holding each item and its place."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[int, int, TResponseInputItem]] = []
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        kind, seq, data = event["type"], event["seq"], event["data"]
+        if kind == ITEMS:
+            self._entries.extend((seq, i, item) for i, item in enumerate(data["items"]))
+        elif kind == POP:
+            last = self.last()
+            named = (data["seq"], data["index"])
+            if last is None or last[:2] != named:
+                latest = "no item" if last is None else f"item {last[1]} of seq {last[0]}"
+                raise ValueError(
+                    f"{POP} at seq {seq} removes item {named[1]} of seq {named[0]}, "
+                    f"but the latest is {latest}"
+                )
+            self._entries.pop()
+        elif kind == CLEAR:
+            self._entries.clear()
+
+    def last(self) -> tuple[int, int, TResponseInputItem] | None:
+        return self._entries[-1] if self._entries else None
+
+    def items(self) -> list[TResponseInputItem]:
+        return [item for _, _, item in self._entries]
+
+
+def message_items(message: Message) -> list[TResponseInputItem]:
+    """The SDK input items an inbox message stands for.
+
+    ``{"id", "items": [...]}`` stands for those items, verbatim; ``{"id", "role"?,
+    "content"}`` for one message item ``{"role", "content"}`` (role ``"user"`` unless
+    given, content a str or a list of content parts); a message with neither (e.g. the
+    marker a run without input enters with) for none. Other keys stay in the log only.
+    """
+    if "items" in message:
+        items = message["items"]
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise ValueError(f'message "{message.get("id")}": "items" must be a list of objects')
+        return list(items)
+    if message.get("content") is None:
+        return []
+    item: Any = {"role": message.get("role", "user"), "content": message["content"]}
+    return [item]
+
+
+class TurnEndedError(Exception):
+    """The step boundary ended the turn, so the run stopped before its next model call.
+
+    ``turn`` is the turn, ``reason`` its ``turn/end`` reason (e.g. ``{"kind":
+    "completed"}`` when the plugins entered no input at all).
+    """
+
+    def __init__(self, turn: int, reason: dict[str, Any]) -> None:
+        super().__init__(f"turn {turn} ended at a step boundary: {reason.get('kind')}")
+        self.turn = turn
+        self.reason = reason
+
+
+class StepRejectedError(TurnEndedError):
+    """A pre-step plugin rejected the step: the turn ended ``blocked`` and the model was
+    not called with the rejected input."""
+
+
+async def run(
+    agent: Agent[Any],
+    input: str | list[TResponseInputItem] | None = None,
+    *,
+    session: InboxlogSession,
+    run_config: RunConfig | None = None,
+    plugins: Iterable[inboxlog.AsyncListener] = (),
+    keep_inbox_on_cancel: bool = False,
+    **runner_kwargs: Any,
+) -> RunResult:
+    """Runs ``agent`` as one turn of ``session``'s log; returns the SDK's result.
+
+    ``input`` (a str, or a list of SDK input items) enters the turn through the inbox;
+    ``None`` runs on what the inbox holds, or, when it is empty, continues from the
+    stored history (e.g. after a crash). ``plugins`` are pre-step listeners (§9.3, plain
+    or ``async``) asked at every model call. ``run_config`` is the SDK's (its own
+    ``call_model_input_filter`` runs after the step's input was added);
+    ``runner_kwargs`` go to ``Runner.run`` (``context``, ``max_turns``, ``hooks``, …).
+
+    Input that reaches ``next-step`` after the last model call is not left behind: the
+    turn goes on with another ``Runner.run`` on the same history, and the result of the
+    last one is returned. Raises :class:`StepRejectedError` when a plugin rejects a step
+    (turn ended ``blocked``), :class:`TurnEndedError` when no input entered the first
+    step, and re-raises the SDK's exceptions (turn ended ``error``, or ``max-tokens`` for
+    a length stop) and a cancellation (turn ended ``aborted``; the inbox is cleared unless
+    ``keep_inbox_on_cancel``).
+    """
+    log = session.session
+    config = RunConfig() if run_config is None else run_config
+    turn = _Turn(log, list(plugins), continue_history=input is None)
+    turn.number = await _call(log.open_turn)  # refused while another run holds the session
+    stopped: ModelBehaviorError | None = None
+    try:
+        if input is not None:
+            # First in next-turn, so step 1 claims it; durable before any model call, so
+            # after a crash it still waits there for the next run.
+            await _call(log.inbox.prepend, "next-turn", _input_message(input))
+        while True:
+            stopped = None
+            step_filter = turn.model_input_filter(config.call_model_input_filter)
+            step_config = dataclasses.replace(config, call_model_input_filter=step_filter)
+            try:
+                result = await Runner.run(
+                    agent, [], session=session, run_config=step_config, **runner_kwargs
+                )
+                outcome = "completed"
+            except ModelBehaviorError as error:
+                if not (turn.step_open and _is_length_stop(error)):
+                    raise
+                stopped, outcome = error, "max-tokens"
+            turn.step_open = False
+            if not await _call(log.end_step, outcome):
+                await _call(log.close_turn)
+                break
+            # Steering arrived after the last model call: another run takes it, same turn.
+    except TurnEndedError:
+        raise
+    except asyncio.CancelledError:
+        if log.current_turn == turn.number:
+            await _call(log.cancel, {"kind": "user"}, keep_inbox_on_cancel)
+        raise
+    except Exception as error:
+        if log.current_turn == turn.number:
+            reason = {"message": str(error) or type(error).__name__, "code": type(error).__name__}
+            await _call(log.fail, reason)
+        raise
+    if stopped is not None:
+        raise stopped
+    return result
+
+
+class _Turn:
+    """One run's turn: enters a step at each model call and remembers what it added."""
+
+    def __init__(
+        self, log: inboxlog.Session, plugins: list[inboxlog.AsyncListener], continue_history: bool
+    ) -> None:
+        self.log = log
+        self.plugins = plugins
+        self.continue_history = continue_history
+        self.number = 0
+        self.step_open = False
+
+    def model_input_filter(self, then: CallModelInputFilter | None) -> CallModelInputFilter:
+        """The ``call_model_input_filter`` for one ``Runner.run``: enters a step, then
+        gives the model the SDK's input with every batch this run entered at its place.
+
+        The SDK rebuilds its input at each call from the history it read at the start
+        and the items it generated since, so the batches added earlier in the run are
+        put back where they were (the history read by a later run holds them already).
+        """
+        added: list[tuple[int, list[TResponseInputItem]]] = []
+
+        async def enter_step(data: CallModelData[Any]) -> ModelInputData:
+            given = data.model_data.input
+            added.append((len(given), await self.enter_step()))
+            merged = list(given)
+            shift = 0
+            for at, items in added:
+                place = min(at, len(given)) + shift
+                merged[place:place] = items
+                shift += len(items)
+            result = ModelInputData(input=merged, instructions=data.model_data.instructions)
+            if then is None:
+                return result
+            chained = then(CallModelData(model_data=result, agent=data.agent, context=data.context))
+            return await chained if inspect.isawaitable(chained) else chained
+
+        return enter_step
+
+    async def enter_step(self) -> list[TResponseInputItem]:
+        """Ends the step the previous model call owed (``continue``), then proposes,
+        decides and records the next one; returns the SDK items of the messages that
+        entered (also appended to the history)."""
+        if self.step_open:
+            await _call(self.log.end_step, "continue")
+            self.step_open = False
+        proposal = await _call(self.log.propose_step)
+        decision: Decision = await inboxlog.pre_step_async(proposal, self.plugins)
+        if (
+            decision["kind"] == "enter"
+            and not decision["messages"]
+            and not proposal["messages"]
+            and proposal["step"] == 1
+            and self.continue_history
+        ):
+            # A run without input continues from the history: its first step enters
+            # this marker (no SDK items), as a turn's first step must enter something.
+            marker = {"id": f"continue-turn-{proposal['turn']}", "continue": True}
+            decision = {"kind": "enter", "messages": [marker]}
+        decided = await _call(self.log.decide, decision)
+        if decided["kind"] != "step":
+            reason = decided["reason"]
+            if reason.get("kind") == "blocked":
+                raise StepRejectedError(decided["turn"], reason)
+            raise TurnEndedError(decided["turn"], reason)
+        self.step_open = True
+        messages = decision["messages"] if decision["kind"] == "enter" else []
+        items = [item for message in messages for item in message_items(message)]
+        if items:
+            data = {"items": items, "messages": [m.get("id") for m in messages]}
+            await _call(self.log.append, ITEMS, data)
+        return items
+
+
+def _input_message(input: str | Sequence[TResponseInputItem]) -> Message:
+    """The inbox message a run's own input travels as."""
+    id = f"input-{uuid.uuid4().hex}"
+    if isinstance(input, str):
+        return {"id": id, "role": "user", "content": input}
+    return {"id": id, "items": list(input)}
+
+
+def _is_length_stop(error: ModelBehaviorError) -> bool:
+    """Whether the SDK raised ``error`` for a response cut at its output token limit."""
+    text = str(error)
+    return "max_output_tokens" in text or "finish_reason='length'" in text
+
+
+def _open_or_create(store: inboxlog.Store, id: str) -> inboxlog.Session:
+    try:
+        return store.open(id)
+    except inboxlog.NotFoundError:
+        pass
+    try:
+        return store.create(id)
+    except inboxlog.AlreadyExistsError:  # created meanwhile by another process
+        return store.open(id)
+
+
+async def _call(fn: Callable[..., _T], *args: Any) -> _T:
+    """Runs a blocking log call in a worker thread and waits for its outcome even when
+    the caller is cancelled meanwhile (then re-raises the cancellation), so a durable
+    change is never left half-observed: a cancelled run still knows what it wrote."""
+    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as error:
+            cancelled = cancelled or error
+    if cancelled is not None:
+        task.exception()  # retrieved, so asyncio does not report it as lost
+        raise cancelled
+    return task.result()
+
+
+__all__ = [
+    "CLEAR",
+    "ITEMS",
+    "POP",
+    "InboxlogSession",
+    "StepRejectedError",
+    "TurnEndedError",
+    "fold_items",
+    "message_items",
+    "run",
+]
+
+if TYPE_CHECKING:
+    from agents.memory.session import Session as _SdkSession
+
+    def _implements_the_sdk_protocol(session: InboxlogSession) -> _SdkSession:
+        """Has a type checker prove that the structural protocol holds."""
+        return session
