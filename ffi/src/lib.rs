@@ -61,7 +61,7 @@ pub extern "C" fn inboxlog_version() -> *const c_char {
 /// number that is no status: a static string, never freed. Thread-safe.
 #[unsafe(no_mangle)]
 pub extern "C" fn inboxlog_status_name(status: c_int) -> *const c_char {
-    const NAMES: [(inboxlog_status, &std::ffi::CStr); 19] = [
+    const NAMES: [(inboxlog_status, &std::ffi::CStr); 21] = [
         (inboxlog_status::Ok, c"ok"),
         (inboxlog_status::Io, c"io"),
         (inboxlog_status::Corrupt, c"corrupt"),
@@ -77,6 +77,8 @@ pub extern "C" fn inboxlog_status_name(status: c_int) -> *const c_char {
         (inboxlog_status::TooLarge, c"too_large"),
         (inboxlog_status::Closed, c"closed"),
         (inboxlog_status::Reentrant, c"reentrant"),
+        (inboxlog_status::Fenced, c"fenced"),
+        (inboxlog_status::Unavailable, c"unavailable"),
         (inboxlog_status::NullArgument, c"null_argument"),
         (inboxlog_status::InvalidUtf8, c"invalid_utf8"),
         (inboxlog_status::InvalidJson, c"invalid_json"),

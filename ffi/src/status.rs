@@ -4,7 +4,7 @@ use inboxlog_core::ErrorKind;
 
 /// The result of every call: `INBOXLOG_STATUS_OK` (0) or what went wrong.
 ///
-/// Codes 1–14 are the error kinds shared by every layer (same numbers as the Rust
+/// Codes 1–16 are the error kinds shared by every layer (same numbers as the Rust
 /// `ErrorKind::code()` and the Python `.code`); codes from 100 exist only at the C
 /// boundary. Numbers are never reused. Functions return them as `int`.
 #[repr(C)]
@@ -41,6 +41,12 @@ pub enum inboxlog_status {
     Closed = 13,
     /// A mutation from inside an observer.
     Reentrant = 14,
+    /// This writer lost ownership of its session (another writer took it over);
+    /// nothing of the call was written.
+    Fenced = 15,
+    /// The store's server cannot be reached or went away mid-call; the message says
+    /// whether the call committed or that its outcome is unknown.
+    Unavailable = 16,
     /// A required pointer argument was NULL.
     NullArgument = 100,
     /// A string argument was not valid UTF-8.
@@ -52,7 +58,7 @@ pub enum inboxlog_status {
 }
 
 /// Every status, in code order.
-pub(crate) const ALL_STATUSES: [inboxlog_status; 19] = [
+pub(crate) const ALL_STATUSES: [inboxlog_status; 21] = [
     inboxlog_status::Ok,
     inboxlog_status::Io,
     inboxlog_status::Corrupt,
@@ -68,6 +74,8 @@ pub(crate) const ALL_STATUSES: [inboxlog_status; 19] = [
     inboxlog_status::TooLarge,
     inboxlog_status::Closed,
     inboxlog_status::Reentrant,
+    inboxlog_status::Fenced,
+    inboxlog_status::Unavailable,
     inboxlog_status::NullArgument,
     inboxlog_status::InvalidUtf8,
     inboxlog_status::InvalidJson,

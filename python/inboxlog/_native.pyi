@@ -31,6 +31,7 @@ __all__ = [
     "ClosedError",
     "CorruptLogError",
     "DuplicateMessageError",
+    "FencedError",
     "FormatUnsupportedError",
     "Inbox",
     "InboxlogError",
@@ -47,6 +48,7 @@ __all__ = [
     "StorageError",
     "Store",
     "TooLargeError",
+    "UnavailableError",
     "__version__",
     "fold_consumed_work",
     "import_reference",
@@ -432,6 +434,14 @@ class ClosedError(InboxlogError):
 
 class ReentrantError(InboxlogError):
     """A mutation of a session from inside one of its observers (``reentrant``, 14)."""
+
+class FencedError(InboxlogError):
+    """This writer lost ownership of its session to another writer (a takeover);
+    nothing of the call was written (``fenced``, 15)."""
+
+class UnavailableError(InboxlogError):
+    """The store's server cannot be reached or went away mid-call; the message says
+    whether the call committed or that its outcome is unknown (``unavailable``, 16)."""
 
 class ObserverWarning(RuntimeWarning):
     """An observer (``on_event``/``on_inbox`` callback) raised: the exception was

@@ -26,6 +26,8 @@ KINDS = [
     ("TooLargeError", "too_large", 12),
     ("ClosedError", "closed", 13),
     ("ReentrantError", "reentrant", 14),
+    ("FencedError", "fenced", 15),
+    ("UnavailableError", "unavailable", 16),
 ]
 
 
