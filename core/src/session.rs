@@ -24,7 +24,7 @@ use crate::observer::{
 use crate::protocol::{self, Decided, Decision, Phase, Proposal};
 use crate::reason::{CancelCause, StepOutcome, TurnError};
 use crate::splice::{SpliceRecord, Target};
-use crate::store::{LogWriter, Store};
+use crate::store::{LogWriter, OpenOptions, Store};
 
 /// What opening a stored log found and fixed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -104,7 +104,7 @@ struct Rebuilt {
 impl Rebuilt {
     /// The store's visitor: checks and applies one stored event.
     fn visit(&mut self, header: &Header, event: &Event) -> Result<()> {
-        self.log.advance(event)?;
+        self.log.advance_after(event)?;
         replay(header, &mut self.inbox, event)
     }
 }
@@ -381,9 +381,17 @@ impl Session {
     /// Opens a stored log for writing: replays the inbox once (§3.5), and closes a turn
     /// the previous writer left open as `interrupted` (§7.4).
     pub fn open(store: &dyn Store, id: &str) -> Result<Session> {
+        Session::open_with(store, id, OpenOptions::default())
+    }
+
+    /// [`Session::open`] with options: `takeover` takes the session from a live but
+    /// stuck owner (PostgreSQL store, §10.3); other stores refuse it.
+    pub fn open_with(store: &dyn Store, id: &str, options: OpenOptions) -> Result<Session> {
         validate_session_id(id)?;
         let mut rebuilt = Rebuilt::default();
-        let opened = store.open(id, &mut |header, event| rebuilt.visit(header, event))?;
+        let opened = store.open_with(id, &options, &mut |header, event| {
+            rebuilt.visit(header, event)
+        })?;
         let Rebuilt { log, inbox } = rebuilt;
         let mut report = OpenReport {
             torn_bytes: opened.torn_bytes,
