@@ -35,7 +35,7 @@
 /**
  * The result of every call: `INBOXLOG_STATUS_OK` (0) or what went wrong.
  *
- * Codes 1–14 are the error kinds shared by every layer (same numbers as the Rust
+ * Codes 1–16 are the error kinds shared by every layer (same numbers as the Rust
  * `ErrorKind::code()` and the Python `.code`); codes from 100 exist only at the C
  * boundary. Numbers are never reused. Functions return them as `int`.
  */
@@ -100,6 +100,16 @@ typedef enum inboxlog_status {
      * A mutation from inside an observer.
      */
     INBOXLOG_STATUS_REENTRANT = 14,
+    /**
+     * This writer lost ownership of its session (another writer took it over);
+     * nothing of the call was written.
+     */
+    INBOXLOG_STATUS_FENCED = 15,
+    /**
+     * The store's server cannot be reached or went away mid-call; the message says
+     * whether the call committed or that its outcome is unknown.
+     */
+    INBOXLOG_STATUS_UNAVAILABLE = 16,
     /**
      * A required pointer argument was NULL.
      */
