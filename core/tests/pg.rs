@@ -515,3 +515,108 @@ fn a_terminated_connection_fails_the_next_call_and_reopening_recovers() {
     let lines = schema.lines("s");
     assert!(lines[0].contains("host/a") && lines[1].contains("turn/start"));
 }
+
+#[test]
+fn rows_edited_by_hand_are_refused_naming_session_and_seq_and_nothing_changes() {
+    let Some((schema, store)) = pg_common::store(Durability::Sync) else {
+        return;
+    };
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    drive(&s);
+    s.append("host/tail", "{}", Envelope::default()).unwrap();
+    s.close().unwrap();
+    let clean = schema.snapshot("s");
+
+    // A host row into invalid JSON: every reader of rows refuses it, naming its seq;
+    // open, which reads the replayed rows alone, is not slowed by it (verify's job).
+    schema.exec(
+        "UPDATE {s}.events SET line = '{\"type\":\"host/x\",' WHERE session = 's' AND seq = 1",
+    );
+    let broken = schema.snapshot("s");
+    let needles = ["corrupt session \"s\"", "at seq 1", "invalid event"];
+    for err in [
+        Session::verify(&store, "s").map(drop).unwrap_err(),
+        Session::inspect(&store, "s").map(drop).unwrap_err(),
+    ] {
+        assert_eq!(
+            (err.kind(), err.session(), err.seq()),
+            (ErrorKind::Corrupt, Some("s"), Some(1))
+        );
+        for n in needles {
+            assert!(err.to_string().contains(n), "{n:?} not in {err}");
+        }
+    }
+    let opened = Session::open(&store, "s").unwrap();
+    refused(opened.events(0), ErrorKind::Corrupt, &needles);
+    assert_eq!(
+        opened.events(2).unwrap().len(),
+        7,
+        "rows after the bad one read fine"
+    );
+    drop(opened);
+    assert_eq!(schema.snapshot("s"), broken, "opening changed nothing");
+
+    // A replayed row into invalid JSON, a type column that lies, a seq gap: open refuses
+    // too, the same way verify does, and nothing changes.
+    for (edit, seq, needle) in [
+        (
+            "UPDATE {s}.events SET line = 'nonsense' WHERE session = 's' AND seq = 2",
+            2,
+            "invalid event",
+        ),
+        (
+            "UPDATE {s}.events SET type = 'turn/start' WHERE session = 's' AND seq = 1",
+            1,
+            "the row's type column says \"turn/start\" but its event is of type \"host/x\"",
+        ),
+        (
+            "DELETE FROM {s}.events WHERE session = 's' AND seq = 4",
+            5,
+            "seq 5 does not continue the log (expected seq 4)",
+        ),
+        (
+            "UPDATE {s}.sessions SET next_seq = 20 WHERE id = 's'",
+            9,
+            "the session row says the next seq is 20, but the stored events end before seq 9",
+        ),
+    ] {
+        schema.exec("DELETE FROM {s}.events; DELETE FROM {s}.sessions");
+        let mut c = pg_common::client().unwrap();
+        restore(&mut c, &schema.name, &clean);
+        schema.exec(edit);
+        let before = schema.snapshot("s");
+        let v = Session::verify(&store, "s").map(drop).unwrap_err();
+        let o = Session::open(&store, "s").map(drop).unwrap_err();
+        for err in [&v, &o] {
+            assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+            assert_eq!((err.session(), err.seq()), (Some("s"), Some(seq)), "{err}");
+            assert!(err.to_string().contains(needle), "{needle:?} not in {err}");
+        }
+        assert_eq!(v.to_string(), o.to_string());
+        assert_eq!(schema.snapshot("s"), before, "a refused open changed rows");
+    }
+}
+
+/// Puts back the rows of session `s` from a [`Schema::snapshot`] text.
+fn restore(c: &mut postgres::Client, schema: &str, snapshot: &str) {
+    let mut lines = snapshot.lines();
+    // The first line is the session row as a Debug list of one string: JSON too.
+    let head: Vec<String> = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let (header, next) = head[0].rsplit_once(' ').unwrap();
+    c.execute(
+        &format!("INSERT INTO \"{schema}\".sessions VALUES ('s', $1, 0, $2)"),
+        &[&header, &next.parse::<i64>().unwrap()],
+    )
+    .unwrap();
+    for row in lines {
+        let mut parts = row.splitn(3, ' ');
+        let seq: i64 = parts.next().unwrap().parse().unwrap();
+        let ty = parts.next().unwrap();
+        let line = parts.next().unwrap();
+        c.execute(
+            &format!("INSERT INTO \"{schema}\".events VALUES ('s', $1, $2, $3)"),
+            &[&seq, &ty, &line],
+        )
+        .unwrap();
+    }
+}

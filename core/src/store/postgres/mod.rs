@@ -40,7 +40,7 @@ use crate::header::Header;
 use crate::id::validate_session_id;
 use crate::json;
 
-pub use self::schema::{DEFAULT_SCHEMA, SCHEMA_VERSION, validate_schema};
+pub use self::schema::{DEFAULT_SCHEMA, REPLAYED, SCHEMA_VERSION, validate_schema};
 pub use self::url::{Host, PgUrl, SslMode, redact_url};
 
 /// How a [`PgStore`] stores: the schema holding its tables, when appends are durable,
