@@ -1,4 +1,4 @@
-"""Operator commands for inboxlog's JSONL logs.
+"""Operator commands for inboxlog's stored logs.
 
     python -m inboxlog list    ROOT              one line per session (from headers only)
     python -m inboxlog inspect ROOT ID [--json]  the log as stored (no lock, no repair)
@@ -14,6 +14,9 @@
                                                  a reference harness log (.jsonl or
                                                  .jsonl.zstd) as a new session; prints
                                                  its id and event count
+
+ROOT is a JSONL store's directory, or a postgresql:// (or postgres://) URL for the
+PostgreSQL store, whose tables live in the schema given by --schema (default inboxlog).
 
 verify prints one line per session. A log that opens, on stdout:
     ID: ok, N events, P pending, droppedUnrun=false
@@ -124,6 +127,13 @@ def _import(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _store(root: str, schema: str) -> Store:
+    """The store ROOT names: a PostgreSQL URL, or a JSONL directory."""
+    if root.startswith(("postgresql://", "postgres://")):
+        return Store.postgres(root, schema=schema, durability="sync")
+    return Store(root, durability="sync")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m inboxlog", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -136,7 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("import", _import, "import a reference harness log as a new session"),
     ]:
         sub = commands.add_parser(name, help=helptext)
-        sub.add_argument("root", help="the store's directory")
+        sub.add_argument("root", help="the store's directory, or a postgresql:// URL")
+        sub.add_argument(
+            "--schema",
+            default="inboxlog",
+            help="the PostgreSQL schema of the tables (with a URL ROOT; default inboxlog)",
+        )
         sub.set_defaults(run=fn)
         if name in ("inspect", "repair", "delete"):
             sub.add_argument("id", help="session id")
@@ -149,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_argument("--id", help="session id (default: the log's own)")
     args = parser.parse_args(argv)
     try:
-        return int(args.run(Store(args.root, durability="sync"), args))
+        return int(args.run(_store(args.root, args.schema), args))
     except InboxlogError as e:
         print(f"inboxlog: {e.kind}: {e}", file=sys.stderr)
         return 1

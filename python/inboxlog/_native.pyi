@@ -86,6 +86,20 @@ class Store:
     def memory() -> Store:
         """A store in process memory (tests, ephemeral agents)."""
 
+    @staticmethod
+    def postgres(
+        url: str,
+        schema: str = "inboxlog",
+        durability: str = "sync",
+        *,
+        record_limit: int | None = None,
+    ) -> Store:
+        """The PostgreSQL store at ``url`` (a ``postgresql://`` URL, libpq syntax with
+        ``sslmode``): tables in ``schema`` (created on first use), ``durability``
+        ``"sync"`` (each call committed before it returns), ``"batched"`` or ``"none"``
+        (asynchronous commit; ``flush()`` is the barrier). Raises ``UnavailableError``
+        when the server cannot be reached; no message shows the password."""
+
     def create(
         self,
         id: str,
@@ -107,9 +121,11 @@ class Store:
         spelled as in the header (``delegationDepth``, ``agentPreset``, ``seedLength``).
         """
 
-    def open(self, id: str) -> Session:
+    def open(self, id: str, takeover: bool = False) -> Session:
         """Opens log ``id`` for writing: replays its inbox, drops a torn tail and closes
-        a turn the previous writer left open as ``interrupted``."""
+        a turn the previous writer left open as ``interrupted``. ``takeover=True`` takes
+        the session from a live but stuck owner (PostgreSQL only; the old owner gets
+        ``FencedError`` on its next call)."""
 
     def fork(
         self,
