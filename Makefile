@@ -44,7 +44,7 @@ test-c: c-lib c-symbols c-hosts
 CC ?= cc
 CXX ?= c++
 VALGRIND ?= valgrind
-VALGRIND_FLAGS := --quiet --leak-check=full --error-exitcode=1
+VALGRIND_FLAGS := --quiet --leak-check=full --error-exitcode=1 --suppressions=tests/c/valgrind.supp
 C_BUILD := tests/build
 C_LIBDIR := $(CARGO_TARGET)/debug
 C_WARN := -Wall -Wextra -Wpedantic -Werror
@@ -56,7 +56,7 @@ C_STATIC_LINK := $(C_LIBDIR)/libinboxlog.a -lgcc_s -lutil -lrt -lpthread -lm -ld
 C_DEPS := include/inboxlog.h include/inboxlog.hpp tests/c/check.h $(C_LIBDIR)/libinboxlog.so \
 	$(C_LIBDIR)/libinboxlog.a
 C_HOST_BINS := $(C_BUILD)/turn $(C_BUILD)/crash $(C_BUILD)/readme_example \
-	$(C_BUILD)/errors-static $(C_BUILD)/wrapper
+	$(C_BUILD)/errors-static $(C_BUILD)/wrapper $(C_BUILD)/postgres
 
 .PHONY: c-lib c-hosts c-symbols
 

@@ -150,9 +150,10 @@ typedef struct inboxlog_projection inboxlog_projection;
 typedef struct inboxlog_session inboxlog_session;
 
 /**
- * A place that holds session logs (memory or a JSONL directory). Opaque.
+ * A place that holds session logs (memory, a JSONL directory or PostgreSQL). Opaque.
  *
- * Created by `inboxlog_store_new_memory` or `inboxlog_store_open_jsonl`, released by
+ * Created by `inboxlog_store_new_memory`, `inboxlog_store_open_jsonl` or
+ * `inboxlog_store_open_postgres`, released by
  * `inboxlog_store_free`. Sessions created from a store stay usable after the store
  * handle is freed. Thread-safe.
  */
@@ -679,6 +680,24 @@ int inboxlog_session_open(const struct inboxlog_store *store,
                           char **error);
 
 /**
+ * `inboxlog_session_open` with a takeover flag: when `takeover` is true, the session is
+ * taken from its current owner even when that owner is alive but stuck (PostgreSQL
+ * store only, SPEC §10.3): this call proceeds at once and the old owner gets `FENCED`
+ * on its next call, having written nothing after the takeover. The memory and JSONL
+ * stores refuse `takeover` as `INVALID_INPUT` (their locks die with their owner). With
+ * `takeover` false this is `inboxlog_session_open`. Same ownership, NULL and
+ * thread-safety rules as `inboxlog_session_open`.
+ *
+ * # Safety
+ * As for `inboxlog_session_open`.
+ */
+int inboxlog_session_open_ex(const struct inboxlog_store *store,
+                             const char *id,
+                             bool takeover,
+                             struct inboxlog_session **out,
+                             char **error);
+
+/**
  * What opening found and fixed: `{"tornBytes":N,"repairedTurn":N|null}` (bytes of a
  * torn tail dropped; the turn closed as `interrupted`, if any). Always zero/null for
  * a created or forked session. On success `*out_json` receives a new string (free it
@@ -862,6 +881,31 @@ int inboxlog_store_open_jsonl(const char *root,
                               const char *durability,
                               struct inboxlog_store **out,
                               char **error);
+
+/**
+ * Connects the PostgreSQL store (SPEC §10) at `url`, a `postgresql://` URL (libpq
+ * syntax with `sslmode`; TLS through rustls, which always verifies the certificate
+ * chain and host name). The tables are created on first use.
+ *
+ * `options_json` is NULL (the defaults) or an object with optional `schema` (a plain
+ * SQL identifier, default `"inboxlog"`), `durability` (`"sync"`, the default: each
+ * call committed before it returns; `"batched"` or `"none"`: asynchronous commit,
+ * `inboxlog_session_flush` is the barrier) and `recordLimit` (bytes of one event line,
+ * default 64 MiB); other keys are `INVALID_INPUT`. `UNAVAILABLE` when the server
+ * cannot be reached or refuses the login, `FORMAT_UNSUPPORTED` for tables of another
+ * version; no message shows the password. On success `*out` receives a new store
+ * handle owned by the caller (release it with `inboxlog_store_free`). `url` and `out`
+ * must not be NULL; `options_json` and `error` may be. Thread-safe; each open session
+ * holds a connection of its own.
+ *
+ * # Safety
+ * `url` and a non-NULL `options_json` are NUL-terminated strings; `out` and a non-NULL
+ * `error` point to writable pointers.
+ */
+int inboxlog_store_open_postgres(const char *url,
+                                 const char *options_json,
+                                 struct inboxlog_store **out,
+                                 char **error);
 
 /**
  * Checks a stored session exactly as `inboxlog_session_open` would (header and format

@@ -4,6 +4,7 @@
 use std::ffi::{c_char, c_int};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 
+use inboxlog_core::store::OpenOptions;
 use inboxlog_core::{Envelope, Event, Session, SessionMeta};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -183,6 +184,37 @@ pub unsafe extern "C" fn inboxlog_session_open(
         let id = unsafe { str_arg(id, "id") }?;
         let out = unsafe { Out::new(out, "out") }?;
         give(out, Session::open(&*store.store, id)?);
+        Ok(())
+    })
+}
+
+/// `inboxlog_session_open` with a takeover flag: when `takeover` is true, the session is
+/// taken from its current owner even when that owner is alive but stuck (PostgreSQL
+/// store only, SPEC §10.3): this call proceeds at once and the old owner gets `FENCED`
+/// on its next call, having written nothing after the takeover. The memory and JSONL
+/// stores refuse `takeover` as `INVALID_INPUT` (their locks die with their owner). With
+/// `takeover` false this is `inboxlog_session_open`. Same ownership, NULL and
+/// thread-safety rules as `inboxlog_session_open`.
+///
+/// # Safety
+/// As for `inboxlog_session_open`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_open_ex(
+    store: *const inboxlog_store,
+    id: *const c_char,
+    takeover: bool,
+    out: *mut *mut inboxlog_session,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract above.
+        let store = unsafe { handle(store, "store") }?;
+        let id = unsafe { str_arg(id, "id") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        give(
+            out,
+            Session::open_with(&*store.store, id, OpenOptions::takeover(takeover))?,
+        );
         Ok(())
     })
 }

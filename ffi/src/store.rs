@@ -3,14 +3,15 @@
 use std::ffi::{c_char, c_int};
 
 use inboxlog_core::Session;
-use inboxlog_core::store::{Durability, JsonlStore, MemoryStore, Store};
+use inboxlog_core::store::{Durability, JsonlStore, MemoryStore, PgOptions, PgStore, Store};
 
 use crate::boundary::{boundary, boundary_void};
-use crate::strings::{Out, handle, json_list, str_arg};
+use crate::strings::{Out, handle, json_list, opt_json_arg, parse_shape, str_arg};
 
-/// A place that holds session logs (memory or a JSONL directory). Opaque.
+/// A place that holds session logs (memory, a JSONL directory or PostgreSQL). Opaque.
 ///
-/// Created by `inboxlog_store_new_memory` or `inboxlog_store_open_jsonl`, released by
+/// Created by `inboxlog_store_new_memory`, `inboxlog_store_open_jsonl` or
+/// `inboxlog_store_open_postgres`, released by
 /// `inboxlog_store_free`. Sessions created from a store stay usable after the store
 /// handle is freed. Thread-safe.
 pub struct inboxlog_store {
@@ -67,6 +68,70 @@ pub unsafe extern "C" fn inboxlog_store_open_jsonl(
         let out = unsafe { Out::new(out, "out") }?;
         let durability = Durability::parse(durability)?;
         let store = JsonlStore::open(root, durability)?;
+        out.write(Box::into_raw(Box::new(inboxlog_store {
+            store: Box::new(store),
+        })));
+        Ok(())
+    })
+}
+
+/// The options of `inboxlog_store_open_postgres`: every key optional.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PgOptionsJson {
+    schema: Option<String>,
+    durability: Option<String>,
+    record_limit: Option<u64>,
+}
+
+/// Connects the PostgreSQL store (SPEC §10) at `url`, a `postgresql://` URL (libpq
+/// syntax with `sslmode`; TLS through rustls, which always verifies the certificate
+/// chain and host name). The tables are created on first use.
+///
+/// `options_json` is NULL (the defaults) or an object with optional `schema` (a plain
+/// SQL identifier, default `"inboxlog"`), `durability` (`"sync"`, the default: each
+/// call committed before it returns; `"batched"` or `"none"`: asynchronous commit,
+/// `inboxlog_session_flush` is the barrier) and `recordLimit` (bytes of one event line,
+/// default 64 MiB); other keys are `INVALID_INPUT`. `UNAVAILABLE` when the server
+/// cannot be reached or refuses the login, `FORMAT_UNSUPPORTED` for tables of another
+/// version; no message shows the password. On success `*out` receives a new store
+/// handle owned by the caller (release it with `inboxlog_store_free`). `url` and `out`
+/// must not be NULL; `options_json` and `error` may be. Thread-safe; each open session
+/// holds a connection of its own.
+///
+/// # Safety
+/// `url` and a non-NULL `options_json` are NUL-terminated strings; `out` and a non-NULL
+/// `error` point to writable pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_open_postgres(
+    url: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut inboxlog_store,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract above.
+        let url = unsafe { str_arg(url, "url") }?;
+        let options = unsafe { opt_json_arg(options_json, "options_json") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let mut pg = PgOptions::default();
+        if let Some(json) = options {
+            let given: PgOptionsJson = parse_shape(
+                &json,
+                "options_json",
+                "an object with optional schema, durability and recordLimit",
+            )?;
+            if let Some(schema) = given.schema {
+                pg.schema = schema;
+            }
+            if let Some(durability) = given.durability {
+                pg.durability = Durability::parse(&durability)?;
+            }
+            if let Some(limit) = given.record_limit {
+                pg.record_limit = limit;
+            }
+        }
+        let store = PgStore::connect(url, pg)?;
         out.write(Box::into_raw(Box::new(inboxlog_store {
             store: Box::new(store),
         })));
