@@ -6,7 +6,9 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use inboxlog::store::{Durability, JsonlStore, MemoryStore, OpenOptions, PgOptions, PgStore, Store};
+use inboxlog::store::{
+    Durability, JsonlStore, MemoryStore, OpenOptions, PgOptions, PgStore, Store,
+};
 use inboxlog::{Session, SessionMeta};
 
 use crate::convert::to_py;

@@ -120,7 +120,7 @@ impl Inner {
 
     /// Lets go of every advisory lock `client` holds and gives it back; a connection
     /// that cannot is closed, which lets go of them too.
-    fn release(&self, mut client: Client, _sql: &Sql, _id: &str, _epoch: i64) {
+    fn release(&self, mut client: Client) {
         if client
             .batch_execute("SELECT pg_advisory_unlock_all()")
             .is_ok()
@@ -140,7 +140,7 @@ impl Inner {
         let result = f(&mut client, self);
         match &result {
             Err(e) if e.kind() == ErrorKind::Unavailable => drop(client),
-            _ => self.release(client, &self.sql, id, 0),
+            _ => self.release(client),
         }
         result
     }
@@ -265,7 +265,7 @@ impl PgStore {
             }
             Err(e) => {
                 if e.kind() != ErrorKind::Unavailable {
-                    inner.release(client, &inner.sql, id, 0);
+                    inner.release(client);
                 }
                 Err(e.with_session(id))
             }
@@ -429,7 +429,7 @@ impl Store for PgStore {
             )?)),
             Err(e) => {
                 if e.kind() != ErrorKind::Unavailable {
-                    inner.release(client, &inner.sql, id, 0);
+                    inner.release(client);
                 }
                 Err(e.with_session(id))
             }

@@ -63,7 +63,7 @@ impl PgWriter {
         let append = match append {
             Ok(statement) => statement,
             Err(e) => {
-                inner.release(client, &inner.sql, id, epoch);
+                inner.release(client);
                 return Err(e);
             }
         };
@@ -104,8 +104,7 @@ impl PgWriter {
     fn release(&mut self) {
         if let Some(owned) = lock(&self.owned).take() {
             drop(owned.append);
-            self.inner
-                .release(owned.client, &self.inner.sql, &self.id, self.epoch);
+            self.inner.release(owned.client);
         }
     }
 
