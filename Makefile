@@ -17,7 +17,12 @@ INBOXLOG_VERSION := $(word 2,$(CARGO_META))
 
 .PHONY: test demo lint test-rust test-c test-python test-e2e venv clean
 
-test: lint test-rust test-c test-python test-e2e
+# The suites need a PostgreSQL server at INBOXLOG_TEST_PG: tests/pg/with-server.sh uses
+# the one that answers there, or runs a throwaway cluster for the duration.
+test:
+	tests/pg/with-server.sh $(MAKE) --no-print-directory test-suites
+
+test-suites: lint test-rust test-c test-python test-e2e test-pg-restart
 
 # The second clippy checks the core as shipped: --all-targets builds it with its
 # `testing` hooks (enabled by its dev-dependency on itself).
@@ -53,7 +58,7 @@ test-c: c-lib c-symbols c-hosts
 CC ?= cc
 CXX ?= c++
 VALGRIND ?= valgrind
-VALGRIND_FLAGS := --quiet --leak-check=full --error-exitcode=1
+VALGRIND_FLAGS := --quiet --leak-check=full --error-exitcode=1 --suppressions=tests/c/valgrind.supp
 C_BUILD := tests/build
 C_LIBDIR := $(CARGO_TARGET)/debug
 C_WARN := -Wall -Wextra -Wpedantic -Werror
@@ -153,6 +158,15 @@ test-e2e: c-lib $(VENV)/.installed
 	$(VENV)/bin/ruff format --check tests/e2e tests/readme_examples.py
 	$(VENV)/bin/ruff check tests/e2e tests/readme_examples.py
 	INBOXLOG_LIB=$(C_LIBDIR)/libinboxlog.so $(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/e2e
+
+# Restarts the test server under load: alone, after every other suite (see the test).
+.PHONY: test-suites test-pg-restart demo-postgres
+test-pg-restart:
+	$(CARGO) test -p inboxlog --test pg_restart -- --ignored --test-threads=1
+
+# The README's PostgreSQL example against INBOXLOG_TEST_PG (or a throwaway server).
+demo-postgres: $(VENV)/.installed
+	tests/pg/with-server.sh $(VPY) examples/postgres.py
 
 demo: $(VENV)/.installed
 	rm -rf demo-sessions

@@ -7,10 +7,12 @@
  *   Status and errors  inboxlog_status (enum), inboxlog_status_name, inboxlog_version
  *   Strings            inboxlog_string_free
  *   Store              inboxlog_store_new_memory, inboxlog_store_open_jsonl,
- *                      inboxlog_store_free, inboxlog_store_list, inboxlog_store_inspect,
+ *                      inboxlog_store_open_postgres, inboxlog_store_free,
+ *                      inboxlog_store_list, inboxlog_store_inspect,
  *                      inboxlog_store_verify, inboxlog_store_delete
  *   Session lifecycle  inboxlog_session_create, inboxlog_session_create_seeded,
- *                      inboxlog_session_open, inboxlog_session_fork,
+ *                      inboxlog_session_open, inboxlog_session_open_ex,
+ *                      inboxlog_session_fork,
  *                      inboxlog_session_flush, inboxlog_session_close,
  *                      inboxlog_session_free, inboxlog_session_id, inboxlog_session_header,
  *                      inboxlog_session_open_report
@@ -34,8 +36,12 @@
  *                      inboxlog_follower_open, inboxlog_follower_poll,
  *                      inboxlog_follower_next_seq, inboxlog_follower_free
  *
- * LIFECYCLE: a store (_new_memory or _open_jsonl) makes sessions (_create, _open,
- * _fork); a session is the one writer of its log until inboxlog_session_close or _free.
+ * LIFECYCLE: a store (_new_memory, _open_jsonl or _open_postgres) makes sessions
+ * (_create, _open, _fork); a session is the one writer of its log until
+ * inboxlog_session_close or _free. With PostgreSQL, workers on many machines share the
+ * sessions: an open of a session a live writer holds is LOCKED, _open_ex with takeover
+ * takes it from a stuck one (the old writer then gets FENCED), and a call whose server
+ * went away is UNAVAILABLE.
  * INBOX: input waits in two lists, "next-turn" and "next-step", written to the log
  * before it changes. PROTOCOL, one turn: inboxlog_session_open_turn, then per step
  * _propose_step (claims input), _decide, the model's events via _append, _end_step;
@@ -173,6 +179,16 @@ typedef enum inboxlog_status {
      */
     INBOXLOG_STATUS_REENTRANT = 14,
     /**
+     * This writer lost ownership of its session (another writer took it over);
+     * nothing of the call was written.
+     */
+    INBOXLOG_STATUS_FENCED = 15,
+    /**
+     * The store's server cannot be reached or went away mid-call; the message says
+     * whether the call committed or that its outcome is unknown.
+     */
+    INBOXLOG_STATUS_UNAVAILABLE = 16,
+    /**
      * A required pointer argument was NULL.
      */
     INBOXLOG_STATUS_NULL_ARGUMENT = 100,
@@ -222,12 +238,12 @@ typedef struct inboxlog_projection inboxlog_projection;
 typedef struct inboxlog_session inboxlog_session;
 
 /**
- * A place that holds session logs (memory or a JSONL directory). Opaque.
+ * A place that holds session logs (memory, a JSONL directory or PostgreSQL). Opaque.
  *
- * Made by inboxlog_store_new_memory or inboxlog_store_open_jsonl, released by
- * inboxlog_store_free. Sessions made from a store stay usable after the store handle
- * is freed. Every function but inboxlog_store_free may be called from several threads
- * at once.
+ * Made by inboxlog_store_new_memory, inboxlog_store_open_jsonl or
+ * inboxlog_store_open_postgres, released by inboxlog_store_free. Sessions made from a
+ * store stay usable after the store handle is freed. Every function but
+ * inboxlog_store_free may be called from several threads at once.
  */
 typedef struct inboxlog_store inboxlog_store;
 
@@ -289,6 +305,28 @@ int inboxlog_store_open_jsonl(const char *root,
                               const char *durability,
                               struct inboxlog_store **out,
                               char **error);
+
+/**
+ * Connects the PostgreSQL store at url, a postgresql:// URL (libpq syntax with
+ * sslmode; TLS through rustls, which always verifies the certificate chain and host
+ * name). The tables are created on first use.
+ *
+ * options_json is NULL (the defaults) or an object with optional "schema" (a plain
+ * SQL identifier, default "inboxlog"), "durability" ("sync", the default: each call
+ * committed before it returns; "batched" or "none": asynchronous commit,
+ * inboxlog_session_flush is the barrier) and "recordLimit" (bytes of one event line,
+ * default 64 MiB); other keys are INVALID_INPUT. UNAVAILABLE when the server cannot be
+ * reached or refuses the login, FORMAT_UNSUPPORTED for tables of another version; no
+ * message shows the password. options_json may be NULL.
+ *
+ * Ownership: *out receives a new store handle owned by the caller; release it with
+ * inboxlog_store_free. Each session opened from it holds a connection of its own.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_store_open_postgres(const char *url,
+                                 const char *options_json,
+                                 struct inboxlog_store **out,
+                                 char **error);
 
 /**
  * Releases a store handle. NULL is a no-op. Open sessions are not affected.
@@ -412,6 +450,24 @@ int inboxlog_session_open(const struct inboxlog_store *store,
                           const char *id,
                           struct inboxlog_session **out,
                           char **error);
+
+/**
+ * inboxlog_session_open with a takeover flag. When takeover is true, the session is
+ * taken from its current owner even when that owner is alive but stuck (PostgreSQL
+ * store only): this call proceeds at once, and the old owner gets FENCED on its next
+ * call, having written nothing after the takeover. The memory and JSONL stores refuse
+ * takeover as INVALID_INPUT (their locks die with their owner). With takeover false
+ * this is inboxlog_session_open.
+ *
+ * Ownership: *out receives a new session handle owned by the caller; release it with
+ * inboxlog_session_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_session_open_ex(const struct inboxlog_store *store,
+                             const char *id,
+                             bool takeover,
+                             struct inboxlog_session **out,
+                             char **error);
 
 /**
  * Forks parent_id into a new session child_id: the child starts with a copy of the

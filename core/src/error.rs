@@ -37,11 +37,17 @@ pub enum ErrorKind {
     Closed = 13,
     /// A mutation from inside an observer (§1.5).
     Reentrant = 14,
+    /// This writer lost ownership of its session: another writer took it over (§10.3).
+    /// Nothing of the refused call was written.
+    Fenced = 15,
+    /// The store's server cannot be reached or went away mid-call (§10.4); the message
+    /// says whether the call committed, or that its outcome is unknown.
+    Unavailable = 16,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::Io,
         ErrorKind::Corrupt,
         ErrorKind::Locked,
@@ -56,6 +62,8 @@ impl ErrorKind {
         ErrorKind::TooLarge,
         ErrorKind::Closed,
         ErrorKind::Reentrant,
+        ErrorKind::Fenced,
+        ErrorKind::Unavailable,
     ];
 
     /// The stable number of this kind.
@@ -80,6 +88,8 @@ impl ErrorKind {
             ErrorKind::TooLarge => "too_large",
             ErrorKind::Closed => "closed",
             ErrorKind::Reentrant => "reentrant",
+            ErrorKind::Fenced => "fenced",
+            ErrorKind::Unavailable => "unavailable",
         }
     }
 }
@@ -246,9 +256,13 @@ mod tests {
     #[test]
     fn codes_are_stable_and_unique() {
         let codes: Vec<u32> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
-        assert_eq!(codes, (1..=14).collect::<Vec<_>>());
+        assert_eq!(codes, (1..=16).collect::<Vec<_>>());
         assert_eq!(ErrorKind::InvalidSplice.name(), "invalid_splice");
         assert_eq!(ErrorKind::Reentrant.to_string(), "reentrant");
+        assert_eq!(ErrorKind::Fenced.code(), 15);
+        assert_eq!(ErrorKind::Fenced.name(), "fenced");
+        assert_eq!(ErrorKind::Unavailable.code(), 16);
+        assert_eq!(ErrorKind::Unavailable.name(), "unavailable");
     }
 
     #[test]

@@ -24,12 +24,34 @@ impl LogState {
     /// Checks that `event` may follow the log so far, then records it.
     pub fn advance(&mut self, event: &Event) -> Result<()> {
         if event.seq() != self.next_seq {
-            return Err(invalid(format!(
-                "seq {} does not continue the log (expected seq {})",
-                event.seq(),
-                self.next_seq
-            )));
+            return Err(self.discontinuity(event));
         }
+        self.apply(event)
+    }
+
+    /// [`LogState::advance`] for a reader that skips events: `event` may jump forward
+    /// over events the store has checked for contiguity itself and that change no state
+    /// here (host events: §1.3 constrains reserved types only). A seq that does not move
+    /// forward is refused as `advance` refuses it.
+    pub fn advance_after(&mut self, event: &Event) -> Result<()> {
+        if event.seq() < self.next_seq {
+            return Err(self.discontinuity(event));
+        }
+        // `apply` refuses before it changes anything; so must the jump.
+        let before = std::mem::replace(&mut self.next_seq, event.seq());
+        self.apply(event).inspect_err(|_| self.next_seq = before)
+    }
+
+    fn discontinuity(&self, event: &Event) -> crate::error::Error {
+        invalid(format!(
+            "seq {} does not continue the log (expected seq {})",
+            event.seq(),
+            self.next_seq
+        ))
+    }
+
+    /// Checks and records `event`, whose seq is `next_seq`.
+    fn apply(&mut self, event: &Event) -> Result<()> {
         match *event.body() {
             Body::TurnStart { turn } => {
                 if let Some(open) = self.open_turn {
@@ -199,5 +221,40 @@ mod tests {
                 .contains("seq 1 does not continue the log (expected seq 0)"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn advance_after_jumps_forward_only_and_checks_what_it_sees() {
+        let mut s = LogState::default();
+        s.advance_after(&ev(3, "turn/start", r#"{"turn":1}"#))
+            .unwrap();
+        s.advance_after(&ev(9, "step/start", r#"{"turn":1,"step":1}"#))
+            .unwrap();
+        assert_eq!(
+            (s.next_seq, s.last_time, s.open_turn, s.open_step),
+            (10, 9, Some(1), Some(1))
+        );
+        // The invariants still hold across the jump.
+        let err = s
+            .advance_after(&ev(
+                12,
+                "turn/end",
+                r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+            ))
+            .unwrap_err();
+        assert!(err.to_string().contains("while step 1 is open"), "{err}");
+        // Backwards, or the same seq again: refused as `advance` refuses a gap.
+        for seq in [9, 4] {
+            let err = s.advance_after(&ev(seq, "x", "{}")).unwrap_err();
+            assert!(
+                err.to_string().contains(&format!(
+                    "seq {seq} does not continue the log (expected seq 10)"
+                )),
+                "{err}"
+            );
+        }
+        // Exactly the next seq is a step of one, as in `advance`.
+        s.advance_after(&ev(10, "x", "{}")).unwrap();
+        assert_eq!(s.next_seq, 11);
     }
 }

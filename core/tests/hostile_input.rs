@@ -4,10 +4,14 @@
 //! over mutated log files (bytes flipped, cut, duplicated, NUL runs spliced in) for the
 //! JSONL store: opening either succeeds with a log that passes its own checks, or is
 //! refused and leaves the file byte-identical; and the read-only `verify` refuses
-//! exactly the logs `open` refuses, with the same error at the same location.
+//! exactly the logs `open` refuses, with the same error at the same location. The
+//! PostgreSQL store gets hostile host input, and rows damaged by hand (fewer cases:
+//! each is a round trip to a real server, in a schema of its own).
+
+mod pg_common;
 
 use inboxlog::FromJson as _;
-use inboxlog::store::{Durability, JsonlStore, MemoryStore};
+use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
 use inboxlog::{
     CancelCause, Decision, Envelope, ErrorKind, Event, Header, Message, Session, SessionMeta,
     SpliceRecord, StepOutcome, Target, TurnError,
@@ -64,28 +68,57 @@ proptest! {
         ty in prop_oneof![Just("x/y".to_owned()), "[a-z/]{0,12}"],
         data in prop_oneof![jsonish(), any::<String>()],
     ) {
-        let store = MemoryStore::new();
-        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
-        let before = s.events(0).unwrap().len();
-        match s.append(&ty, &data, Envelope::default()) {
-            Ok(e) => prop_assert_eq!(Event::from_json(&e.to_json()).unwrap(), e),
-            Err(e) => {
-                prop_assert!(matches!(e.kind(), ErrorKind::InvalidInput | ErrorKind::TooLarge), "{e}");
-                prop_assert_eq!(s.events(0).unwrap().len(), before);
-            }
-        }
-        if let Ok(m) = Message::from_json(&data) {
-            // A message that parsed is storable and comes back from a replay unchanged.
-            s.inbox().append(Target::NextTurn, m.clone()).unwrap();
-            drop(s);
-            let s = Session::open(&store, "s").unwrap();
-            prop_assert_eq!(s.inbox().next_turn().unwrap(), vec![m]);
+        hostile_host_input(&MemoryStore::new(), &ty, &data)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_postgres_session_refuses_bad_host_input_and_stays_consistent(
+        ty in prop_oneof![Just("x/y".to_owned()), "[a-z/]{0,12}"],
+        data in prop_oneof![jsonish(), any::<String>()],
+    ) {
+        if let Some((_schema, store)) = pg_common::store(Durability::Sync) {
+            hostile_host_input(&store, &ty, &data)?;
         }
     }
 }
 
+fn hostile_host_input(store: &dyn Store, ty: &str, data: &str) -> Result<(), TestCaseError> {
+    {
+        let s = Session::create(store, "s", SessionMeta::default()).unwrap();
+        let before = s.events(0).unwrap().len();
+        match s.append(ty, data, Envelope::default()) {
+            Ok(e) => prop_assert_eq!(Event::from_json(&e.to_json()).unwrap(), e),
+            Err(e) => {
+                prop_assert!(
+                    matches!(e.kind(), ErrorKind::InvalidInput | ErrorKind::TooLarge),
+                    "{e}"
+                );
+                prop_assert_eq!(s.events(0).unwrap().len(), before);
+            }
+        }
+        if let Ok(m) = Message::from_json(data) {
+            // A message that parsed is storable and comes back from a replay unchanged.
+            s.inbox().append(Target::NextTurn, m.clone()).unwrap();
+            drop(s);
+            let s = Session::open(store, "s").unwrap();
+            prop_assert_eq!(s.inbox().next_turn().unwrap(), vec![m]);
+        }
+    }
+    Ok(())
+}
+
 /// A small real log: a turn with steps, inbox splices and host events.
 fn sample_log(store: &JsonlStore) -> std::path::PathBuf {
+    sample_session(store);
+    store.path("s").unwrap()
+}
+
+/// Writes the sample log as session `s` of `store`.
+fn sample_session(store: &dyn Store) {
     let s = Session::create(store, "s", SessionMeta::default()).unwrap();
     for i in 0..3 {
         let m = Message::from_json(&format!(r#"{{"id":"m{i}","text":"é\"\\ {i}"}}"#)).unwrap();
@@ -104,7 +137,6 @@ fn sample_log(store: &JsonlStore) -> std::path::PathBuf {
     s.close_turn().unwrap();
     s.open_turn().unwrap();
     s.close().unwrap();
-    store.path("s").unwrap()
 }
 
 #[derive(Debug, Clone)]
@@ -202,6 +234,68 @@ proptest! {
                     "{e}"
                 );
                 prop_assert_eq!(std::fs::read(&path).unwrap(), bytes, "a refused open changed the file: {}", e);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Rows edited by hand (a line's bytes flipped, cut, NULs put in, as text can hold
+    /// them): inspect, verify and open refuse with the session and seq named, or read a
+    /// log that passes its checks; a refusal changes no row. Open reads the replayed rows
+    /// alone, so it may open a log whose host row verify refuses, never the reverse.
+    #[test]
+    fn damaged_rows_are_refused_naming_session_and_seq_and_left_untouched(
+        row in any::<usize>(),
+        damages in prop::collection::vec(damage(), 1..3),
+    ) {
+        let Some((schema, store)) = pg_common::store(Durability::Sync) else { return Ok(()) };
+        sample_session(&store);
+        let lines = schema.lines("s");
+        let seq = row % lines.len();
+        let mut bytes = lines[seq].clone().into_bytes();
+        for d in &damages {
+            if !bytes.is_empty() {
+                apply(&mut bytes, d);
+            }
+        }
+        let line = String::from_utf8_lossy(&bytes).replace('\0', "");
+        let mut c = pg_common::client().unwrap();
+        c.execute(
+            &format!("UPDATE \"{}\".events SET line = $1 WHERE session = 's' AND seq = $2", schema.name),
+            &[&line, &(seq as i64)],
+        ).unwrap();
+        let before = schema.snapshot("s");
+        let inspected = Session::inspect(&store, "s");
+        let verified = Session::verify(&store, "s");
+        prop_assert_eq!(&schema.snapshot("s"), &before, "reading changed the rows");
+        for e in [inspected.as_ref().err(), verified.as_ref().err()].into_iter().flatten() {
+            prop_assert!(matches!(e.kind(), ErrorKind::Corrupt | ErrorKind::FormatUnsupported | ErrorKind::TooLarge), "{e}");
+            prop_assert_eq!(e.session(), Some("s"));
+            prop_assert_eq!(e.seq(), Some(seq as u64), "{}", e);
+        }
+        prop_assert_eq!(inspected.is_ok(), verified.is_ok());
+        match Session::open(&store, "s") {
+            Ok(s) => {
+                if let Err(v) = &verified {
+                    // Only a host row that is not the last one goes unread.
+                    let ty: String = c.query_one(
+                        &format!("SELECT type FROM \"{}\".events WHERE session = 's' AND seq = $1", schema.name),
+                        &[&(seq as i64)],
+                    ).unwrap().get(0);
+                    prop_assert!(!inboxlog::store::postgres::REPLAYED.contains(&ty.as_str()) && seq + 1 < lines.len(), "open read {}", v);
+                }
+                drop(s);
+            }
+            Err(e) => {
+                let v = verified.expect_err("open refused, so verify refuses");
+                prop_assert_eq!(
+                    (v.kind(), v.to_string(), v.session(), v.seq()),
+                    (e.kind(), e.to_string(), e.session(), e.seq())
+                );
+                prop_assert_eq!(schema.snapshot("s"), before, "a refused open changed the rows: {}", e);
             }
         }
     }

@@ -15,7 +15,9 @@
 use inboxlog::ToJson as _;
 use std::sync::{Arc, Mutex};
 
-use inboxlog::store::MemoryStore;
+mod pg_common;
+
+use inboxlog::store::{Durability, MemoryStore, Store};
 use inboxlog::{
     CancelCause, Decided, Decision, ErrorKind, Event, Message, QueueProjection, Session,
     SessionMeta, StepOutcome, Target, TurnError, fold_consumed_work,
@@ -699,8 +701,11 @@ fn drain(sink: &Sink) -> Vec<String> {
 }
 
 fn check_sequence(ops: &[Op]) -> Result<(), TestCaseError> {
-    let store = MemoryStore::new();
-    let session = Session::create(&store, "model", SessionMeta::default()).unwrap();
+    check_sequence_on(&MemoryStore::new(), "model", ops)
+}
+
+fn check_sequence_on(store: &dyn Store, id: &str, ops: &[Op]) -> Result<(), TestCaseError> {
+    let session = Session::create(store, id, SessionMeta::default()).unwrap();
     let (seen_events, seen_notices): (Sink, Sink) = Default::default();
     let sink = seen_events.clone();
     session.on_event(move |e| {
@@ -757,7 +762,7 @@ fn check_sequence(ops: &[Op]) -> Result<(), TestCaseError> {
 
     // Reopen: replay-once must rebuild the same inbox; a turn left open is repaired.
     session.close().unwrap();
-    let reopened = Session::open(&store, "model").unwrap();
+    let reopened = Session::open(store, id).unwrap();
     let open_turn = model.turn.as_ref().map(|t| t.turn);
     model.abort(INTERRUPTED);
     prop_assert_eq!(reopened.open_report().repaired_turn, open_turn);
@@ -817,6 +822,24 @@ proptest! {
     #[test]
     fn session_matches_the_reference_model(ops in prop::collection::vec(op(), 1..60)) {
         check_sequence(&ops)?;
+    }
+}
+
+proptest! {
+    // The same property on the PostgreSQL store: every call is a round trip to the
+    // server, so fewer cases (INBOXLOG_PG_PROPTEST_CASES overrides the 24).
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("INBOXLOG_PG_PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(24),
+        max_shrink_iters: 256,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn session_on_postgres_matches_the_reference_model(ops in prop::collection::vec(op(), 1..60)) {
+        // A schema per case (dropped with it); skipped without a server outside CI.
+        if let Some((_schema, store)) = pg_common::store(Durability::Sync) {
+            check_sequence_on(&store, "model", &ops)?;
+        }
     }
 }
 

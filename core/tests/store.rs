@@ -2,20 +2,29 @@
 //! against writers, readers, bad ids and absent sessions.
 
 mod jsonl_common;
+mod pg_common;
 
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
 use inboxlog::{Envelope, ErrorKind, Session, SessionMeta};
 use jsonl_common::assert_err;
 
-/// One of every store, each with a name for assertion messages (the temp dir, when
-/// there is one, must outlive its store).
-fn stores() -> Vec<(&'static str, Option<tempfile::TempDir>, Box<dyn Store>)> {
+/// What must outlive a store: its temp dir or its PostgreSQL schema.
+type Guard = Box<dyn std::any::Any>;
+
+/// One of every store, each with a name for assertion messages (the guard, a temp dir
+/// or a PostgreSQL schema, must outlive its store; PostgreSQL is left out, with a
+/// message, when no server answers outside CI).
+fn stores() -> Vec<(&'static str, Option<Guard>, Box<dyn Store>)> {
     let dir = tempfile::tempdir().unwrap();
     let jsonl = JsonlStore::open(dir.path().join("logs"), Durability::Sync).unwrap();
-    vec![
+    let mut stores: Vec<(&'static str, Option<Guard>, Box<dyn Store>)> = vec![
         ("memory", None, Box::new(MemoryStore::new())),
-        ("jsonl", Some(dir), Box::new(jsonl)),
-    ]
+        ("jsonl", Some(Box::new(dir)), Box::new(jsonl)),
+    ];
+    if let Some((schema, pg)) = pg_common::store(Durability::Sync) {
+        stores.push(("postgres", Some(Box::new(schema)), Box::new(pg)));
+    }
+    stores
 }
 
 /// Creates `id` with one host event and closes it.

@@ -2,7 +2,10 @@
 //! for every rule a stored log can break, both refuse with the same error at the same
 //! file, line, byte offset and seq; a log that opens verifies, with the repairs open
 //! makes reported as such. Run over the JSONL store and the memory store; verify never
-//! changes a byte.
+//! changes a byte. The PostgreSQL store runs the same refusals from rows written by
+//! hand (see [`postgres`]).
+
+mod pg_common;
 
 use inboxlog::ToJson as _;
 use std::path::Path;
@@ -130,6 +133,76 @@ fn memory(events: &[String]) -> Option<Result<(u64, Option<u64>), Error>> {
     Some(agree(&store, inspect))
 }
 
+/// Runs the event lines through the PostgreSQL store as rows written by hand (the seq
+/// and type columns from each line where it has them), and returns what verify said.
+/// Verify reads every row, so it refuses as the other stores do; open reads the replayed
+/// (reserved) rows alone, so it refuses the same way when the fault is in one of them or
+/// in the seqs, and opens otherwise (a host row's payload is verify's business). A
+/// refused open changes nothing.
+fn postgres(events: &[String]) -> Option<Error> {
+    let schema = pg_common::Schema::new()?;
+    let store = schema.store(Durability::Sync);
+    let mut c = pg_common::client()?;
+    let s = &schema.name;
+    c.execute(
+        &format!("INSERT INTO \"{s}\".sessions VALUES ('s', $1, 0, $2)"),
+        &[&HEADER, &(events.len() as i64)],
+    )
+    .unwrap();
+    let mut used = std::collections::BTreeSet::new();
+    for (index, line) in events.iter().enumerate() {
+        let parsed: Option<serde_json::Value> = serde_json::from_str(line).ok();
+        let field = |k: &str| parsed.as_ref().and_then(|v| v.get(k).cloned());
+        let seq = field("seq")
+            .and_then(|v| v.as_i64())
+            .filter(|s| !used.contains(s))
+            .unwrap_or(index as i64);
+        used.insert(seq);
+        let ty = field("type")
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "host/x".to_owned());
+        c.execute(
+            &format!("INSERT INTO \"{s}\".events VALUES ('s', $1, $2, $3)"),
+            &[&seq, &ty, line],
+        )
+        .unwrap();
+    }
+    let before = schema.snapshot("s");
+    let verified = Session::verify(&store, "s").expect_err("verify refuses");
+    assert_eq!(schema.snapshot("s"), before, "verify changed the rows");
+    match Session::open(&store, "s") {
+        Err(opened) => {
+            assert_eq!(
+                location(&opened),
+                location(&verified),
+                "verify and open refuse differently"
+            );
+            assert_eq!(
+                schema.snapshot("s"),
+                before,
+                "a refused open changed the rows"
+            );
+        }
+        Ok(_) => {
+            // Open never read the faulty row: a host row before the last one.
+            let at = verified.seq().expect("the refusal names its seq") as i64;
+            let row = c
+                .query_opt(
+                    &format!("SELECT type FROM \"{s}\".events WHERE session = 's' AND seq = $1"),
+                    &[&at],
+                )
+                .unwrap();
+            let ty: String = row.expect("the faulty row").get(0);
+            let replayed = inboxlog::store::postgres::REPLAYED.contains(&ty.as_str());
+            assert!(
+                !replayed && at < *used.iter().max().unwrap(),
+                "open read {verified}"
+            );
+        }
+    }
+    Some(verified)
+}
+
 /// Asserts that both stores refuse `events` at event `seq` (the error naming `seq`),
 /// with `needle` in the message; returns the JSONL store's error.
 fn refused(events: &[String], seq: u64, needle: &str) -> Error {
@@ -158,6 +231,17 @@ fn refused(events: &[String], seq: u64, needle: &str) -> Error {
         assert_eq!(mem.kind(), ErrorKind::Corrupt, "{mem}");
         assert!(mem.to_string().contains(needle), "{needle:?} not in {mem}");
         assert_eq!((mem.session(), mem.seq()), (Some("s"), err.seq()), "{mem}");
+    }
+    if let Some(pg) = postgres(events) {
+        assert_eq!(pg.kind(), ErrorKind::Corrupt, "{pg}");
+        // A duplicate seq cannot be two rows (the key is (session, seq)): its row holds
+        // an event of another seq, which is how the store words it.
+        assert!(
+            pg.to_string().contains(needle) || pg.to_string().contains("holds an event of seq"),
+            "{needle:?} not in {pg}"
+        );
+        assert_eq!(pg.session(), Some("s"), "{pg}");
+        assert!(pg.seq().is_some(), "{pg}");
     }
     err
 }

@@ -11,6 +11,7 @@
 use std::ffi::{c_char, c_int};
 use std::sync::{Arc, Mutex, Once};
 
+use inboxlog_core::store::OpenOptions;
 use inboxlog_core::wire::{self, FromJson, ToJson};
 use inboxlog_core::{Envelope, Session, SessionMeta};
 
@@ -231,6 +232,37 @@ pub unsafe extern "C" fn inboxlog_session_open(
         let id = unsafe { str_arg(id, "id") }?;
         let out = unsafe { Out::new(out, "out") }?;
         give(out, Session::open(&*store.store, id)?);
+        Ok(())
+    })
+}
+
+/// inboxlog_session_open with a takeover flag. When takeover is true, the session is
+/// taken from its current owner even when that owner is alive but stuck (PostgreSQL
+/// store only): this call proceeds at once, and the old owner gets FENCED on its next
+/// call, having written nothing after the takeover. The memory and JSONL stores refuse
+/// takeover as INVALID_INPUT (their locks die with their owner). With takeover false
+/// this is inboxlog_session_open.
+///
+/// Ownership: *out receives a new session handle owned by the caller; release it with
+/// inboxlog_session_free.
+/// Threads: any thread, any number at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_session_open_ex(
+    store: *const inboxlog_store,
+    id: *const c_char,
+    takeover: bool,
+    out: *mut *mut inboxlog_session,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract (header overview, Safety).
+        let store = unsafe { handle(store, "store") }?;
+        let id = unsafe { str_arg(id, "id") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        give(
+            out,
+            Session::open_with(&*store.store, id, OpenOptions::takeover(takeover))?,
+        );
         Ok(())
     })
 }

@@ -44,6 +44,12 @@ pub enum inboxlog_status {
     Closed = 13,
     /// A mutation from inside an observer.
     Reentrant = 14,
+    /// This writer lost ownership of its session (another writer took it over);
+    /// nothing of the call was written.
+    Fenced = 15,
+    /// The store's server cannot be reached or went away mid-call; the message says
+    /// whether the call committed or that its outcome is unknown.
+    Unavailable = 16,
     /// A required pointer argument was NULL.
     NullArgument = 100,
     /// A string argument was not valid UTF-8.
@@ -61,7 +67,7 @@ pub enum inboxlog_status {
 /// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub extern "C" fn inboxlog_status_name(status: c_int) -> *const c_char {
-    const NAMES: [(inboxlog_status, &CStr); 19] = [
+    const NAMES: [(inboxlog_status, &CStr); 21] = [
         (inboxlog_status::Ok, c"ok"),
         (inboxlog_status::Io, c"io"),
         (inboxlog_status::Corrupt, c"corrupt"),
@@ -77,6 +83,8 @@ pub extern "C" fn inboxlog_status_name(status: c_int) -> *const c_char {
         (inboxlog_status::TooLarge, c"too_large"),
         (inboxlog_status::Closed, c"closed"),
         (inboxlog_status::Reentrant, c"reentrant"),
+        (inboxlog_status::Fenced, c"fenced"),
+        (inboxlog_status::Unavailable, c"unavailable"),
         (inboxlog_status::NullArgument, c"null_argument"),
         (inboxlog_status::InvalidUtf8, c"invalid_utf8"),
         (inboxlog_status::InvalidJson, c"invalid_json"),
@@ -98,7 +106,7 @@ pub extern "C" fn inboxlog_version() -> *const c_char {
 }
 
 /// Every status, in code order.
-pub(crate) const ALL_STATUSES: [inboxlog_status; 19] = [
+pub(crate) const ALL_STATUSES: [inboxlog_status; 21] = [
     inboxlog_status::Ok,
     inboxlog_status::Io,
     inboxlog_status::Corrupt,
@@ -114,6 +122,8 @@ pub(crate) const ALL_STATUSES: [inboxlog_status; 19] = [
     inboxlog_status::TooLarge,
     inboxlog_status::Closed,
     inboxlog_status::Reentrant,
+    inboxlog_status::Fenced,
+    inboxlog_status::Unavailable,
     inboxlog_status::NullArgument,
     inboxlog_status::InvalidUtf8,
     inboxlog_status::InvalidJson,
@@ -171,7 +181,7 @@ mod tests {
             let name = unsafe { CStr::from_ptr(name) }.to_str().unwrap();
             assert_eq!(name, status.name());
         }
-        assert!(inboxlog_status_name(15).is_null());
+        assert!(inboxlog_status_name(17).is_null());
         assert!(inboxlog_status_name(-1).is_null());
     }
 }

@@ -3,18 +3,18 @@
 use std::ffi::{c_char, c_int};
 
 use inboxlog_core::Session;
-use inboxlog_core::store::{Durability, JsonlStore, MemoryStore, Store};
-use inboxlog_core::wire::{self, ToJson};
+use inboxlog_core::store::{Durability, JsonlStore, MemoryStore, PgOptions, PgStore, Store};
+use inboxlog_core::wire::{self, FromJson, ToJson};
 
 use crate::boundary::{boundary, boundary_void};
-use crate::strings::{Out, handle, str_arg};
+use crate::strings::{Out, handle, opt_json_arg, str_arg};
 
-/// A place that holds session logs (memory or a JSONL directory). Opaque.
+/// A place that holds session logs (memory, a JSONL directory or PostgreSQL). Opaque.
 ///
-/// Made by inboxlog_store_new_memory or inboxlog_store_open_jsonl, released by
-/// inboxlog_store_free. Sessions made from a store stay usable after the store handle
-/// is freed. Every function but inboxlog_store_free may be called from several threads
-/// at once.
+/// Made by inboxlog_store_new_memory, inboxlog_store_open_jsonl or
+/// inboxlog_store_open_postgres, released by inboxlog_store_free. Sessions made from a
+/// store stay usable after the store handle is freed. Every function but
+/// inboxlog_store_free may be called from several threads at once.
 pub struct inboxlog_store {
     pub(crate) store: Box<dyn Store>,
 }
@@ -64,6 +64,45 @@ pub unsafe extern "C" fn inboxlog_store_open_jsonl(
         let out = unsafe { Out::new(out, "out") }?;
         let durability = Durability::parse(durability)?;
         let store = JsonlStore::open(root, durability)?;
+        out.write(Box::into_raw(Box::new(inboxlog_store {
+            store: Box::new(store),
+        })));
+        Ok(())
+    })
+}
+
+/// Connects the PostgreSQL store at url, a postgresql:// URL (libpq syntax with
+/// sslmode; TLS through rustls, which always verifies the certificate chain and host
+/// name). The tables are created on first use.
+///
+/// options_json is NULL (the defaults) or an object with optional "schema" (a plain
+/// SQL identifier, default "inboxlog"), "durability" ("sync", the default: each call
+/// committed before it returns; "batched" or "none": asynchronous commit,
+/// inboxlog_session_flush is the barrier) and "recordLimit" (bytes of one event line,
+/// default 64 MiB); other keys are INVALID_INPUT. UNAVAILABLE when the server cannot be
+/// reached or refuses the login, FORMAT_UNSUPPORTED for tables of another version; no
+/// message shows the password. options_json may be NULL.
+///
+/// Ownership: *out receives a new store handle owned by the caller; release it with
+/// inboxlog_store_free. Each session opened from it holds a connection of its own.
+/// Threads: any thread, any number at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_open_postgres(
+    url: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut inboxlog_store,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract (header overview, Safety).
+        let url = unsafe { str_arg(url, "url") }?;
+        let options = unsafe { opt_json_arg(options_json, "options_json") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let pg = match options {
+            None => PgOptions::default(),
+            Some(json) => PgOptions::from_json(&json)?,
+        };
+        let store = PgStore::connect(url, pg)?;
         out.write(Box::into_raw(Box::new(inboxlog_store {
             store: Box::new(store),
         })));

@@ -1,4 +1,4 @@
-"""Operator commands for inboxlog's JSONL logs (``inboxlog`` or ``python -m inboxlog``).
+"""Operator commands for inboxlog's stored logs (``inboxlog`` or ``python -m inboxlog``).
 
     python -m inboxlog list    ROOT              one line per session (from headers only)
     python -m inboxlog inspect ROOT ID [--json]  the log as stored (no lock, no repair)
@@ -21,6 +21,9 @@
     python -m inboxlog post    ROOT ID MESSAGE [--target T]
                                                  post a message (JSON, or - for stdin) to
                                                  a session, open or not; prints the post id
+
+ROOT is a JSONL store's directory, or a postgresql:// (or postgres://) URL for the
+PostgreSQL store, whose tables live in the schema given by --schema (default inboxlog).
 
 verify prints one line per session. A log that opens, on stdout:
     ID: ok, N events, P pending, droppedUnrun=false
@@ -63,8 +66,10 @@ _EXAMPLES = {
 }
 
 
-def _store(where: str) -> Store:
-    """The store a command names: a JSONL directory."""
+def _store(where: str, schema: str = "inboxlog") -> Store:
+    """The store a command names: a PostgreSQL URL, or a JSONL directory."""
+    if where.startswith(("postgresql://", "postgres://")):
+        return Store.postgres(where, schema=schema, durability="sync")
     return Store(where, durability="sync")
 
 
@@ -236,7 +241,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             epilog=_EXAMPLES[name],
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        sub.add_argument("root", help="the store's directory")
+        sub.add_argument("root", help="the store's directory, or a postgresql:// URL")
+        sub.add_argument(
+            "--schema",
+            default="inboxlog",
+            help="the PostgreSQL schema of the tables (with a URL ROOT; default inboxlog)",
+        )
         sub.set_defaults(run=fn)
         if name in ("inspect", "repair", "delete", "tail", "fold", "post"):
             sub.add_argument("id", help="session id")
@@ -263,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_argument("--id", help="session id (default: the log's own)")
     args = parser.parse_args(argv)
     try:
-        return int(args.run(_store(args.root), args))
+        return int(args.run(_store(args.root, args.schema), args))
     except InboxlogError as e:
         print(f"inboxlog: {e.kind}: {e}", file=sys.stderr)
         return 1

@@ -34,6 +34,7 @@ __all__ = [
     "ClosedError",
     "CorruptLogError",
     "DuplicateMessageError",
+    "FencedError",
     "Follower",
     "FormatUnsupportedError",
     "Inbox",
@@ -51,6 +52,7 @@ __all__ = [
     "StorageError",
     "Store",
     "TooLargeError",
+    "UnavailableError",
     "__version__",
     "fold_consumed_work",
     "import_reference",
@@ -88,6 +90,20 @@ class Store:
     def memory() -> Store:
         """A store in process memory (tests, ephemeral agents)."""
 
+    @staticmethod
+    def postgres(
+        url: str,
+        schema: str = "inboxlog",
+        durability: str = "sync",
+        *,
+        record_limit: int | None = None,
+    ) -> Store:
+        """The PostgreSQL store at ``url`` (a ``postgresql://`` URL, libpq syntax with
+        ``sslmode``): tables in ``schema`` (created on first use), ``durability``
+        ``"sync"`` (each call committed before it returns), ``"batched"`` or ``"none"``
+        (asynchronous commit; ``flush()`` is the barrier). Raises ``UnavailableError``
+        when the server cannot be reached; no message shows the password."""
+
     def create(
         self,
         id: str,
@@ -107,9 +123,11 @@ class Store:
         ``agentPreset``.
         """
 
-    def open(self, id: str) -> Session:
+    def open(self, id: str, takeover: bool = False) -> Session:
         """Opens log ``id`` for writing: replays its inbox, drops a torn tail and closes
-        a turn the previous writer left open as ``interrupted``."""
+        a turn the previous writer left open as ``interrupted``. ``takeover=True`` takes
+        the session from a live but stuck owner (PostgreSQL only; the old owner gets
+        ``FencedError`` on its next call)."""
 
     def fork(
         self,
@@ -477,6 +495,14 @@ class ClosedError(InboxlogError):
 
 class ReentrantError(InboxlogError):
     """A mutation of a session from inside one of its observers (``reentrant``, 14)."""
+
+class FencedError(InboxlogError):
+    """This writer lost ownership of its session to another writer (a takeover);
+    nothing of the call was written (``fenced``, 15)."""
+
+class UnavailableError(InboxlogError):
+    """The store's server cannot be reached or went away mid-call; the message says
+    whether the call committed or that its outcome is unknown (``unavailable``, 16)."""
 
 class ObserverWarning(RuntimeWarning):
     """An observer (``on_event``/``on_inbox`` callback) raised: the exception was

@@ -74,6 +74,8 @@ kinds! {
     TooLargeError => TooLarge, "A record or a JSON nesting over the limits (kind `too_large`, code 12).";
     ClosedError => Closed, "Use of a session after `close()` (kind `closed`, code 13).";
     ReentrantError => Reentrant, "A mutation of a session from inside one of its observers (kind `reentrant`, code 14).";
+    FencedError => Fenced, "This writer lost ownership of its session to another writer; nothing was written (kind `fenced`, code 15).";
+    UnavailableError => Unavailable, "The store's server cannot be reached or went away mid-call (kind `unavailable`, code 16).";
 }
 
 /// The location attributes, `None` on the class and set on an instance where known.

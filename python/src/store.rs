@@ -6,7 +6,9 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
+use inboxlog::store::{
+    Durability, JsonlStore, MemoryStore, OpenOptions, PgOptions, PgStore, Store,
+};
 use inboxlog::{Session, SessionMeta, ToJson as _};
 
 use crate::convert::to_py;
@@ -67,6 +69,36 @@ impl PyStore {
         }
     }
 
+    /// The PostgreSQL store at `url` (a `postgresql://` URL, libpq syntax with
+    /// `sslmode`): tables in `schema` (created on first use), `durability` `"sync"`
+    /// (each call committed before it returns), `"batched"` or `"none"` (asynchronous
+    /// commit; `flush()` is the barrier). Raises `UnavailableError` when the server
+    /// cannot be reached; no message shows the password.
+    #[staticmethod]
+    #[pyo3(signature = (url, schema = "inboxlog", durability = "sync", *, record_limit = None))]
+    fn postgres(
+        py: Python<'_>,
+        url: &str,
+        schema: &str,
+        durability: &str,
+        record_limit: Option<u64>,
+    ) -> PyResult<PyStore> {
+        let options = PgOptions {
+            schema: schema.to_owned(),
+            durability: Durability::parse(durability).py()?,
+            record_limit: record_limit.unwrap_or(PgStore::DEFAULT_RECORD_LIMIT),
+        };
+        let store = py.detach(|| PgStore::connect(url, options)).py()?;
+        let label = format!(
+            "Store.postgres({:?}, schema={schema:?}, durability={durability:?})",
+            store.url().to_string()
+        );
+        Ok(PyStore {
+            inner: Arc::new(store),
+            label,
+        })
+    }
+
     /// Starts a new log `id`; `seed` (event dicts) copies events from another log.
     /// Meta keywords are snake case (`delegation_depth` is the header's `delegationDepth`).
     #[pyo3(signature = (
@@ -108,9 +140,14 @@ impl PyStore {
     }
 
     /// Opens log `id` for writing: replays its inbox and repairs an interrupted turn.
-    fn open(&self, py: Python<'_>, id: &str) -> PyResult<PySession> {
+    /// `takeover=True` takes the session from a live but stuck owner (PostgreSQL only;
+    /// the old owner gets `FencedError` on its next call).
+    #[pyo3(signature = (id, takeover = false))]
+    fn open(&self, py: Python<'_>, id: &str, takeover: bool) -> PyResult<PySession> {
         let store = &*self.inner;
-        let session = py.detach(|| Session::open(store, id)).py()?;
+        let session = py
+            .detach(|| Session::open_with(store, id, OpenOptions::takeover(takeover)))
+            .py()?;
         PySession::new(py, session)
     }
 

@@ -1,7 +1,11 @@
-"""Shared fixtures: stores of both kinds and small message helpers."""
+"""Shared fixtures: stores of every kind and small message helpers."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,12 +30,53 @@ def next_seq(session: inboxlog.Session) -> int:
     return 0 if last is None else last + 1
 
 
-@pytest.fixture(params=["memory", "jsonl"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> inboxlog.Store:
-    """A memory store and a JSONL store (durability `none`: the tests need no fsync)."""
+PG_URL = os.environ.get("INBOXLOG_TEST_PG") or "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def pg_store(durability: str = "none") -> Iterator[inboxlog.Store]:
+    """A PostgreSQL store in a schema of its own, dropped afterwards. Skipped when no
+    server answers at INBOXLOG_TEST_PG, except under CI=true, where that fails."""
+    schema = f"py_{os.getpid()}_{uuid.uuid4().hex[:12]}"
+    try:
+        store = inboxlog.Store.postgres(PG_URL, schema=schema, durability=durability)
+    except inboxlog.UnavailableError as e:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
+    yield store
+    del store
+    sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def sql(command: str) -> str:
+    """Runs `command` on the test server with psql; returns its unaligned output."""
+    psql = shutil.which("psql")
+    assert psql, "psql is needed for the PostgreSQL tests"
+    done = subprocess.run(
+        [psql, PG_URL, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", command],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.fixture(params=["memory", "jsonl", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[inboxlog.Store]:
+    """A memory store, a JSONL store and a PostgreSQL store (durability `none`: the
+    tests need no fsync)."""
     if request.param == "memory":
-        return inboxlog.Store.memory()
-    return inboxlog.Store(tmp_path / "logs", durability="none")
+        yield inboxlog.Store.memory()
+    elif request.param == "jsonl":
+        yield inboxlog.Store(tmp_path / "logs", durability="none")
+    else:
+        yield from pg_store()
+
+
+@pytest.fixture
+def postgres() -> Iterator[inboxlog.Store]:
+    """A PostgreSQL store alone (see `pg_store`), durability `sync`."""
+    yield from pg_store("sync")
 
 
 @pytest.fixture

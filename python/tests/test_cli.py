@@ -305,3 +305,43 @@ def test_the_console_script_is_the_module(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "s1: ok" in done.stdout
+def test_every_command_takes_a_postgresql_url(
+    postgres: inboxlog.Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import PG_URL, sql
+
+    schema = repr(postgres).split('schema="', 1)[1].split('"', 1)[0]
+
+    def pg(command: str, *rest: str) -> int:
+        return main([command, PG_URL, *rest, "--schema", schema])
+
+    s = postgres.create("s1")
+    s.inbox.append("next-turn", {"id": "a"})
+    s.open_turn()
+    s.close()
+    postgres.create("s2").close()
+    assert pg("list") == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == ["s1", "s2"]
+    assert pg("inspect", "s1", "--json") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert json.loads(lines[0])["id"] == "s1" and len(lines) == 3
+    assert pg("verify") == 0
+    out = capsys.readouterr().out
+    assert "s1: ok, 2 events, 1 pending" in out and "close interrupted turn 1" in out
+    assert pg("repair", "s1") == 0
+    assert capsys.readouterr().out == "s1: dropped 0 torn byte(s), closed interrupted turn 1\n"
+    # A row edited by hand is refused, located by session and seq.
+    sql(f"UPDATE \"{schema}\".events SET line = 'x' WHERE session = 's1' AND seq = 1")
+    assert pg("verify", "s1") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("s1: REFUSED (corrupt) at session s1 seq 1: corrupt session"), err
+    held = postgres.open("s2")
+    assert pg("delete", "s2") == 1
+    assert "inboxlog: locked:" in capsys.readouterr().err
+    held.close()
+    assert pg("delete", "s2") == 0
+    assert capsys.readouterr().out == "s2: deleted\n"
+    # A server that is not there: one line, no password, exit 1.
+    assert main(["list", "postgresql://u:hunter2@127.0.0.1:9/db?connect_timeout=2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("inboxlog: unavailable:") and "hunter2" not in err

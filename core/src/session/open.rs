@@ -9,7 +9,7 @@ use crate::id::validate_session_id;
 use crate::inbox::Inbox;
 use crate::log::LogState;
 use crate::splice::Target;
-use crate::store::Store;
+use crate::store::{OpenOptions, Store};
 use crate::txn::{Ledger, Txn};
 
 use super::{OpenReport, Session, VerifyReport, now_ms};
@@ -28,7 +28,9 @@ struct Rebuilt {
 impl Rebuilt {
     /// The store's visitor: checks and applies one stored event.
     fn visit(&mut self, header: &Header, event: &Event) -> Result<()> {
-        self.log.advance(event)?;
+        // The store checked seq contiguity itself (a PostgreSQL store may skip host
+        // events it need not read); the turn/step rules are checked here.
+        self.log.advance_after(event)?;
         self.posts.note(event);
         self.inbox.replay(event, header.replay_from())
     }
@@ -139,9 +141,17 @@ impl Session {
     /// the previous writer left open as `interrupted` (§7.4), then takes posted
     /// messages in (§11.1).
     pub fn open(store: &dyn Store, id: &str) -> Result<Session> {
+        Session::open_with(store, id, OpenOptions::default())
+    }
+
+    /// [`Session::open`] with options: `takeover` takes the session from a live but
+    /// stuck owner (PostgreSQL store, §10.3); other stores refuse it.
+    pub fn open_with(store: &dyn Store, id: &str, options: OpenOptions) -> Result<Session> {
         validate_session_id(id)?;
         let mut rebuilt = Rebuilt::default();
-        let opened = store.open(id, &mut |header, event| rebuilt.visit(header, event))?;
+        let opened = store.open_with(id, &options, &mut |header, event| {
+            rebuilt.visit(header, event)
+        })?;
         let Rebuilt { log, inbox, posts } = rebuilt;
         let mut report = OpenReport {
             torn_bytes: opened.torn_bytes,

@@ -1,5 +1,6 @@
 //! Where logs live. The session logic (§1–§6) talks to a [`Store`] and a [`LogWriter`]
-//! only, so the memory store and the durable JSONL store are interchangeable.
+//! only, so the memory store, the durable JSONL store and the PostgreSQL store are
+//! interchangeable.
 
 mod memory;
 
@@ -7,7 +8,7 @@ pub use memory::MemoryStore;
 
 use std::time::Duration;
 
-use crate::error::{Error, Result, invalid};
+use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::fleet::Follower;
 use crate::header::Header;
@@ -22,15 +23,40 @@ pub trait Store: Send + Sync {
     fn create(&self, header: &Header, seed: &[Event]) -> Result<Box<dyn LogWriter>>;
 
     /// Opens a log for writing: takes the exclusive writer lock (`locked` when another
-    /// writer holds it), drops a torn tail, and passes every stored event to `visit` in
-    /// order together with the log's header. An error from `visit` aborts the open and
-    /// is reported as corruption at that event's location; a refused open changes
-    /// nothing stored.
+    /// writer holds it), drops a torn tail, and passes the stored events to `visit` in
+    /// seq order together with the log's header: every event, or (the PostgreSQL store)
+    /// every reserved event and the last one, after the store checked by itself that
+    /// the seqs it skips are contiguous. An error from `visit` aborts the open and is
+    /// reported as corruption at that event's location; a refused open changes nothing
+    /// stored.
     fn open(
         &self,
         id: &str,
         visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
     ) -> Result<Opened>;
+
+    /// [`Store::open`] with options. Stores whose writers all live in one machine's
+    /// reach (memory, JSONL) refuse `takeover` as `invalid_input`: their locks die with
+    /// their owner.
+    fn open_with(
+        &self,
+        id: &str,
+        options: &OpenOptions,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Opened> {
+        if options.takeover {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "cannot open session {} with takeover: takeover is for stores whose owner \
+                     may be alive on another machine (PostgreSQL)",
+                    crate::json::quote(id)
+                ),
+            )
+            .with_session(id));
+        }
+        self.open(id, visit)
+    }
 
     /// Reads a log exactly as [`Store::open`] does (the same checks, the same `visit`,
     /// the same errors at the same locations) but without locking, repairing or
@@ -146,6 +172,23 @@ pub trait Feed: Send {
     fn poll(&mut self, from: u64, timeout: Duration) -> Result<Vec<Event>>;
 }
 
+/// How [`Store::open_with`] opens a log.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OpenOptions {
+    /// Take the session from its current owner even when that owner is alive (stuck,
+    /// paused, partitioned): the new owner proceeds at once and the old one is fenced
+    /// (§10.3). Only for stores whose owners may live on other machines.
+    pub takeover: bool,
+}
+
+impl OpenOptions {
+    /// The options with `takeover` set as given.
+    pub fn takeover(takeover: bool) -> OpenOptions {
+        OpenOptions { takeover }
+    }
+}
+
 /// What [`Store::open`] hands back.
 pub struct Opened {
     /// The log's header.
@@ -189,6 +232,11 @@ pub trait LogWriter: Send {
 }
 
 mod jsonl;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+
+#[cfg(feature = "postgres")]
+pub use self::postgres::{PgOptions, PgStore};
 
 /// Fault injection for the crash and failure tests (not for hosts), built only with
 /// the `testing` feature that the core's own test targets enable: see

@@ -225,6 +225,35 @@ struct EnvelopeWire<'a> {
     source_event_seqs: Option<Vec<u64>>,
 }
 
+/// The options of the PostgreSQL store as the C ABI takes them: every key optional,
+/// `{"schema":"inboxlog","durability":"sync","recordLimit":N}`; others are refused.
+#[cfg(feature = "postgres")]
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PgOptionsWire {
+    schema: Option<String>,
+    durability: Option<String>,
+    record_limit: Option<u64>,
+}
+
+#[cfg(feature = "postgres")]
+impl FromJson for crate::store::PgOptions {
+    fn from_json(text: &str) -> Result<Self> {
+        let given: PgOptionsWire = json::parse(text, "PostgreSQL store options")?;
+        let mut options = crate::store::PgOptions::default();
+        if let Some(schema) = given.schema {
+            options.schema = schema;
+        }
+        if let Some(durability) = given.durability {
+            options.durability = crate::store::Durability::parse(&durability)?;
+        }
+        if let Some(limit) = given.record_limit {
+            options.record_limit = limit;
+        }
+        Ok(options)
+    }
+}
+
 impl FromJson for Envelope {
     /// Parses `{"ignorable":bool,"surfaceOp":…,"sourceEventSeqs":[…]}`, every key
     /// optional, no other allowed (the event's type checks the values on append).

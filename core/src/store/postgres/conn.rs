@@ -1,0 +1,305 @@
+//! Connections to the server: TLS per `sslmode`, the per-connection settings that bound
+//! how long a dead owner keeps its lock, and the one mapping of client errors onto
+//! inboxlog errors (which names host and port and never the password).
+//!
+//! Each connection is a `postgres::Client`, which drives tokio-postgres on a small
+//! current-thread runtime of its own: the synchronous core calls it like a function.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use postgres::{Client, NoTls};
+use rustls::ClientConfig;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::url::{Host, PgUrl, SslMode};
+use crate::error::{Error, ErrorKind, Result};
+use crate::store::Durability;
+
+/// How long the server waits on a silent client before it probes, between probes, and
+/// how many unanswered probes end the connection; and how long data it sent may stay
+/// unacknowledged. Together they bound how long a dead machine's session stays locked:
+/// about 2 s once its connection is idle, 2 s after it stopped acknowledging otherwise.
+const SERVER_KEEPALIVE: &str = "SELECT set_config('tcp_keepalives_idle', '1', false), \
+     set_config('tcp_keepalives_interval', '1', false), \
+     set_config('tcp_keepalives_count', '1', false)";
+const SERVER_USER_TIMEOUT: &str = "SELECT set_config('tcp_user_timeout', '2000', false)";
+
+/// Whether a failed statement may have changed anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stmt {
+    /// A read, or a write known not to have been sent: nothing changed.
+    Read,
+    /// A write that was sent: if the connection died, it may or may not have committed.
+    Write,
+}
+
+/// Opens connections to one URL's servers, with the store's durability settings.
+pub(super) struct Connector {
+    url: PgUrl,
+    tls: Option<MakeRustlsConnect>,
+    durability: Durability,
+}
+
+impl fmt::Debug for Connector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connector")
+            .field("url", &self.url)
+            .field("durability", &self.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connector {
+    /// A connector for `url`; reads `sslrootcert` now, so a bad file fails here.
+    pub fn new(url: PgUrl, durability: Durability) -> Result<Connector> {
+        let tls = match url.sslmode {
+            SslMode::Disable => None,
+            _ => Some(MakeRustlsConnect::new(tls_config(&url)?)),
+        };
+        Ok(Connector {
+            url,
+            tls,
+            durability,
+        })
+    }
+
+    /// The URL (its `Display` shows no password).
+    pub fn url(&self) -> &PgUrl {
+        &self.url
+    }
+
+    fn config(&self) -> postgres::Config {
+        let url = &self.url;
+        let mut config = postgres::Config::new();
+        config
+            .user(&url.user)
+            .dbname(&url.dbname)
+            .application_name(&url.application_name)
+            .connect_timeout(url.connect_timeout)
+            // The client's side of noticing a dead server.
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(5))
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(3);
+        if let Some(password) = &url.password {
+            config.password(password);
+        }
+        if let Some(options) = &url.options {
+            config.options(options);
+        }
+        for host in &url.hosts {
+            match host {
+                Host::Tcp(name, port) => config.host(name).port(*port),
+                Host::Socket(dir, port) => config.host_path(dir).port(*port),
+            };
+        }
+        config
+    }
+
+    /// A new connection, set up for the store: keepalives that bound a dead owner's
+    /// lock, and asynchronous commit in the `batched` and `none` modes.
+    pub fn connect(&self) -> Result<Client> {
+        let mut config = self.config();
+        let connected = match (&self.tls, self.url.sslmode) {
+            (None, _) => config
+                .ssl_mode(postgres::config::SslMode::Disable)
+                .connect(NoTls),
+            (Some(tls), SslMode::Prefer) => {
+                match config
+                    .ssl_mode(postgres::config::SslMode::Prefer)
+                    .connect(tls.clone())
+                {
+                    // As libpq's `prefer` would, go on in plain text; unlike it, never
+                    // over a TLS channel whose certificate did not verify.
+                    Err(e) if is_tls(&e) => config
+                        .ssl_mode(postgres::config::SslMode::Disable)
+                        .connect(NoTls),
+                    other => other,
+                }
+            }
+            (Some(tls), _) => config
+                .ssl_mode(postgres::config::SslMode::Require)
+                .connect(tls.clone()),
+        };
+        let mut client = connected.map_err(|e| self.fail("cannot connect", &e, Stmt::Read))?;
+        client
+            .batch_execute(SERVER_KEEPALIVE)
+            .map_err(|e| self.fail("cannot set up the connection", &e, Stmt::Read))?;
+        // tcp_user_timeout is PostgreSQL 12+; older servers keep the keepalives alone.
+        let _ = client.batch_execute(SERVER_USER_TIMEOUT);
+        if self.durability != Durability::Sync {
+            client
+                .batch_execute("SET synchronous_commit = off")
+                .map_err(|e| self.fail("cannot set up the connection", &e, Stmt::Read))?;
+        }
+        Ok(client)
+    }
+
+    /// The inboxlog error for a failed call: `doing` says what was being done (to which
+    /// session). A connection that failed or died is `unavailable` (for a sent write,
+    /// with its outcome unknown); a statement the server refused is `io`. The message
+    /// names the server and never the password.
+    pub fn fail(&self, doing: impl fmt::Display, e: &postgres::Error, stmt: Stmt) -> Error {
+        let cause = chain(e);
+        let (kind, text) = match e.as_db_error() {
+            Some(db) if !connection_level(db.code().code()) => (
+                ErrorKind::Io,
+                format!(
+                    "{doing}: {} refused it: {cause} (SQLSTATE {})",
+                    self.url.describe(),
+                    db.code().code()
+                ),
+            ),
+            _ => match stmt {
+                Stmt::Read => (
+                    ErrorKind::Unavailable,
+                    format!("{doing}: cannot reach {}: {cause}", self.url.describe()),
+                ),
+                Stmt::Write => (
+                    ErrorKind::Unavailable,
+                    format!(
+                        "{doing}: the connection to {} failed while the call was in flight \
+                         ({cause}): its outcome is unknown (it may or may not have committed); \
+                         reopen the session to see whether it did",
+                        self.url.describe()
+                    ),
+                ),
+            },
+        };
+        Error::new(kind, self.url.redact(&text))
+    }
+
+    /// The `unavailable` error of a call made on a connection already known to be
+    /// closed: nothing was sent.
+    pub fn closed(&self, doing: impl fmt::Display) -> Error {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "{doing}: the connection to {} is closed; nothing was sent",
+                self.url.describe()
+            ),
+        )
+    }
+}
+
+/// SQLSTATEs that mean the connection (not the statement) failed: connection
+/// exceptions, operator intervention (shutdown, terminated backend), refused
+/// authentication, a missing database, too many connections.
+fn connection_level(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("57P")
+        || code.starts_with("28")
+        || code == "3D000"
+        || code == "53300"
+}
+
+/// The error and its causes, `: `-separated (the client's top level says only "db
+/// error" or "error connecting to server").
+fn chain(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Whether a connect failed in the TLS handshake (rather than reaching the server).
+fn is_tls(e: &postgres::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if cause.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && io
+                .get_ref()
+                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    e.to_string() == "error performing TLS handshake"
+}
+
+/// The rustls client configuration: the ring provider; the Mozilla roots, or only the
+/// certificates of `sslrootcert`.
+fn tls_config(url: &PgUrl) -> Result<ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    match &url.sslrootcert {
+        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        Some(path) => {
+            use rustls_pki_types::CertificateDer;
+            use rustls_pki_types::pem::PemObject;
+            let bad = |why: String| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("sslrootcert {}: {why}", path.display()),
+                )
+            };
+            let certs = CertificateDer::pem_file_iter(path)
+                .map_err(|e| bad(e.to_string()))?
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| bad(e.to_string()))?;
+            if certs.is_empty() {
+                return Err(bad("holds no PEM certificate".to_owned()));
+            }
+            for cert in certs {
+                roots
+                    .add(cert)
+                    .map_err(|e| bad(format!("not a usable CA certificate: {e}")))?;
+            }
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("TLS setup: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_level_codes() {
+        for code in [
+            "08006", "57P01", "57P02", "28P01", "28000", "3D000", "53300",
+        ] {
+            assert!(connection_level(code), "{code}");
+        }
+        for code in ["23505", "42P01", "40001", "XX000"] {
+            assert!(!connection_level(code), "{code}");
+        }
+    }
+
+    #[test]
+    fn a_missing_or_empty_root_file_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "").unwrap();
+        for (file, needle) in [
+            (dir.path().join("missing.pem"), "missing.pem"),
+            (empty, "holds no PEM certificate"),
+        ] {
+            let url = PgUrl::parse(&format!(
+                "postgresql://u:pw@h/db?sslmode=verify-full&sslrootcert={}",
+                file.display()
+            ))
+            .unwrap();
+            let err = Connector::new(url, Durability::Sync).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput);
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+    }
+}

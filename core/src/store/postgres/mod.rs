@@ -1,0 +1,580 @@
+//! The PostgreSQL store (SPEC §10): one database shared by a fleet of workers, any of
+//! which can open any session, exactly one writing it at a time.
+//!
+//! Same contract as the JSONL store, different bytes: a session is a row of
+//! `sessions` (its header) and its events are rows of `events`, each the compact JSON
+//! line the JSONL store would write (`schema.rs`). Ownership is an advisory lock per
+//! ownership epoch plus an epoch fence on every append (`owner.rs`, which explains why
+//! that meets §10.3). Each append is one statement, so all rows of a call commit
+//! together or not at all (`writer.rs`). Opening reads the reserved events alone,
+//! through a partial index, after checking the log's extent by count, min and max
+//! (`read.rs`); `verify`, `inspect` and `events(since)` read and check every row.
+//!
+//! The client is the synchronous `postgres` crate (it fits the synchronous core: each
+//! connection drives tokio-postgres on a small runtime of its own), with TLS by rustls
+//! (`conn.rs`); URLs are parsed here (`url.rs`) so no message ever shows a password.
+//! Each open session holds a connection of its own (its lock lives there); other calls
+//! borrow one from a small pool.
+
+mod conn;
+mod owner;
+mod read;
+mod schema;
+mod url;
+mod writer;
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use postgres::{Client, IsolationLevel, Transaction};
+
+use self::conn::{Connector, Stmt};
+use self::read::{At, SessionRow, read_all, read_for_open, reading, seed_gap, session_row};
+use self::schema::Sql;
+use self::writer::{PgWriter, Rows};
+use super::{Durability, LogWriter, OpenOptions, Opened, Store, Verified};
+use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
+use crate::header::Header;
+use crate::id::validate_session_id;
+use crate::json;
+
+pub use self::schema::{DEFAULT_SCHEMA, REPLAYED, SCHEMA_VERSION, validate_schema};
+pub use self::url::{Host, PgUrl, SslMode, redact_url};
+
+/// How a [`PgStore`] stores: the schema holding its tables, when appends are durable,
+/// and the largest event line it writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgOptions {
+    /// The schema of the tables (a plain identifier `[a-z_][a-z0-9_]*`, at most 63
+    /// bytes); default `inboxlog`.
+    pub schema: String,
+    /// `Sync`: each call commits before it returns (`synchronous_commit` as the server
+    /// sets it). `Batched` and `None`: asynchronous commit; `flush()` is the barrier.
+    pub durability: Durability,
+    /// The largest event line (compact JSON) in bytes; default 64 MiB.
+    pub record_limit: u64,
+}
+
+impl Default for PgOptions {
+    fn default() -> PgOptions {
+        PgOptions {
+            schema: DEFAULT_SCHEMA.to_owned(),
+            durability: Durability::Sync,
+            record_limit: PgStore::DEFAULT_RECORD_LIMIT,
+        }
+    }
+}
+
+/// Idle connections kept for calls that own no session.
+const MAX_IDLE: usize = 4;
+
+/// A pooled connection idle longer than this is checked before it is used again (the
+/// server may have restarted meanwhile).
+const CHECK_AFTER: Duration = Duration::from_secs(1);
+
+/// What the store and its writers share.
+pub(super) struct Inner {
+    connector: Connector,
+    sql: Sql,
+    durability: Durability,
+    limit: usize,
+    pool: Mutex<Vec<(Client, Instant)>>,
+}
+
+impl Inner {
+    fn pool(&self) -> std::sync::MutexGuard<'_, Vec<(Client, Instant)>> {
+        // The pool is a plain list; a panic elsewhere cannot leave it half-changed.
+        self.pool.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A connection: an idle one that still answers, or a new one.
+    fn client(&self) -> Result<Client> {
+        loop {
+            let idle = self.pool().pop();
+            match idle {
+                None => return self.connector.connect(),
+                Some((client, since)) if client.is_closed() => drop((client, since)),
+                Some((mut client, since)) => {
+                    if since.elapsed() < CHECK_AFTER
+                        || client.is_valid(Duration::from_secs(2)).is_ok()
+                    {
+                        return Ok(client);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Gives back a connection that holds no lock and is in no transaction.
+    fn put(&self, client: Client) {
+        if client.is_closed() {
+            return;
+        }
+        let mut pool = self.pool();
+        if pool.len() < MAX_IDLE {
+            pool.push((client, Instant::now()));
+        }
+    }
+
+    /// Lets go of every advisory lock `client` holds and gives it back; a connection
+    /// that cannot is closed, which lets go of them too.
+    fn release(&self, mut client: Client) {
+        if client
+            .batch_execute("SELECT pg_advisory_unlock_all()")
+            .is_ok()
+        {
+            self.put(client);
+        }
+    }
+
+    /// Runs `f` on a borrowed connection; one that failed to reach the server is not
+    /// given back.
+    fn with_client<R>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut Client, &Inner) -> Result<R>,
+    ) -> Result<R> {
+        let mut client = self.client().map_err(|e| e.with_session(id))?;
+        let result = f(&mut client, self);
+        match &result {
+            Err(e) if e.kind() == ErrorKind::Unavailable => drop(client),
+            _ => self.release(client),
+        }
+        result
+    }
+
+    /// A read-only, repeatable-read transaction: one consistent view of a session.
+    fn snapshot<'c>(&self, client: &'c mut Client, id: &str) -> Result<Transaction<'c>> {
+        client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(|e| self.connector.fail(reading(id), &e, Stmt::Read))
+    }
+
+    fn at<'a>(&'a self, id: &'a str) -> At<'a> {
+        At {
+            schema: &self.sql.schema,
+            id,
+        }
+    }
+
+    fn not_found(&self, id: &str) -> Error {
+        Error::new(
+            ErrorKind::NotFound,
+            format!(
+                "no session {} in PostgreSQL schema {}",
+                json::quote(id),
+                json::quote(&self.sql.schema)
+            ),
+        )
+        .with_session(id)
+    }
+}
+
+/// Session logs in a PostgreSQL database (SPEC §10). Cheap to share between threads;
+/// each open session holds a connection of its own.
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgStore")
+            .field("url", self.inner.connector.url())
+            .field("schema", &self.inner.sql.schema)
+            .field("durability", &self.inner.durability)
+            .field("record_limit", &self.inner.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// The default record limit: 64 MiB.
+    pub const DEFAULT_RECORD_LIMIT: u64 = 64 << 20;
+
+    /// Connects to the database at `url` (libpq URI syntax, `sslmode` included: see
+    /// [`SslMode`]) and makes sure the tables exist in `options.schema` at
+    /// [`SCHEMA_VERSION`], creating them on first use. Errors: `invalid_input` for a bad
+    /// URL or schema name, `unavailable` when the server cannot be reached or refuses
+    /// the login, `format_unsupported` for tables of another version. No message shows
+    /// the password.
+    pub fn connect(url: &str, options: PgOptions) -> Result<PgStore> {
+        let url = PgUrl::parse(url)?;
+        validate_schema(&options.schema)?;
+        let connector = Connector::new(url, options.durability)?;
+        let sql = Sql::new(&options.schema);
+        let mut client = connector.connect()?;
+        schema::ensure(&mut client, &sql, &connector)?;
+        let inner = Inner {
+            connector,
+            sql,
+            durability: options.durability,
+            limit: usize::try_from(options.record_limit)
+                .unwrap_or(usize::MAX)
+                .max(1),
+            pool: Mutex::new(Vec::new()),
+        };
+        inner.put(client);
+        Ok(PgStore {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The URL connected to (its `Display` shows no password).
+    pub fn url(&self) -> &PgUrl {
+        self.inner.connector.url()
+    }
+
+    /// The schema holding the tables.
+    pub fn schema(&self) -> &str {
+        &self.inner.sql.schema
+    }
+
+    /// When appends are durable.
+    pub fn durability(&self) -> Durability {
+        self.inner.durability
+    }
+
+    /// Opening for writing; see [`Store::open_with`].
+    fn open_owned(
+        &self,
+        id: &str,
+        takeover: bool,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Opened> {
+        validate_session_id(id)?;
+        let inner = &*self.inner;
+        let mut client = inner.client().map_err(|e| e.with_session(id))?;
+        let owned = if takeover {
+            take_over(inner, &mut client, id, visit)
+        } else {
+            take_free(inner, &mut client, id, visit)
+        };
+        match owned {
+            Ok((header, epoch, next_seq)) => {
+                let writer = PgWriter::new(Arc::clone(&self.inner), client, id, epoch, next_seq)?;
+                Ok(Opened {
+                    header,
+                    writer: Box::new(writer),
+                    torn_bytes: 0,
+                })
+            }
+            Err(e) => {
+                if e.kind() != ErrorKind::Unavailable {
+                    inner.release(client);
+                }
+                Err(e.with_session(id))
+            }
+        }
+    }
+}
+
+/// Reads and checks `id` for opening in one snapshot: the session row, then the
+/// replayed events (see [`read_for_open`]), each passed to `visit`.
+fn read_owned(
+    inner: &Inner,
+    client: &mut Client,
+    id: &str,
+    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+) -> Result<SessionRow> {
+    let at = inner.at(id);
+    let mut tx = inner.snapshot(client, id)?;
+    let row = session_row(&mut tx, &inner.sql, &at, &inner.connector)?
+        .ok_or_else(|| inner.not_found(id))?;
+    read_for_open(
+        &mut tx,
+        &inner.sql,
+        &at,
+        row.next_seq,
+        &inner.connector,
+        &mut |event| visit(&row.header, &event).map_err(|e| at.wrap(event.seq(), e)),
+    )?;
+    tx.commit()
+        .map_err(|e| inner.connector.fail(reading(id), &e, Stmt::Read))?;
+    Ok(row)
+}
+
+/// An ordinary open: refused with `locked` at once while the owner of the current epoch
+/// lives; otherwise the log is read under the dead owner's lock, then the session moves
+/// to a fresh epoch (see `owner.rs`). A refused open changes nothing.
+fn take_free(
+    inner: &Inner,
+    client: &mut Client,
+    id: &str,
+    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+) -> Result<(Header, i64, u64)> {
+    let (sql, connector) = (&inner.sql, &inner.connector);
+    let (epoch, _) =
+        owner::current(client, sql, id, connector)?.ok_or_else(|| inner.not_found(id))?;
+    if !owner::try_lock(client, sql, id, epoch, connector)? {
+        return Err(owner::locked(id, "its owner is alive"));
+    }
+    let row = read_owned(inner, client, id, visit)?;
+    if row.epoch != epoch {
+        return Err(owner::locked(
+            id,
+            "another writer took it while it was being opened",
+        ));
+    }
+    let fresh = owner::fresh_epoch(client, sql, id, connector)?;
+    if !owner::claim(
+        client,
+        sql,
+        id,
+        (epoch, row.next_seq as i64),
+        fresh,
+        connector,
+    )? {
+        return Err(owner::locked(
+            id,
+            "another writer took it while it was being opened",
+        ));
+    }
+    owner::unlock(client, sql, id, epoch, connector)?;
+    Ok((row.header, fresh, row.next_seq))
+}
+
+/// A takeover: the session moves to a fresh epoch at once, fencing its owner whatever
+/// state it is in, then the log is read (after every append of the old owner that
+/// committed before the move).
+fn take_over(
+    inner: &Inner,
+    client: &mut Client,
+    id: &str,
+    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+) -> Result<(Header, i64, u64)> {
+    let (sql, connector) = (&inner.sql, &inner.connector);
+    let fresh = owner::fresh_epoch(client, sql, id, connector)?;
+    if !owner::take_over(client, sql, id, fresh, connector)? {
+        return Err(inner.not_found(id));
+    }
+    let row = read_owned(inner, client, id, visit)?;
+    if row.epoch != fresh {
+        return Err(owner::locked(id, "another takeover came after this one"));
+    }
+    Ok((row.header, fresh, row.next_seq))
+}
+
+impl Store for PgStore {
+    fn create(&self, header: &Header, seed: &[Event]) -> Result<Box<dyn LogWriter>> {
+        let id = header.id.as_str();
+        validate_session_id(id)?;
+        let inner = &*self.inner;
+        for (index, event) in seed.iter().enumerate() {
+            if event.seq() != index as u64 {
+                return Err(seed_gap(index, event.seq()));
+            }
+        }
+        let rows = Rows::of(seed, inner.limit, id)?;
+        let text = header.to_json();
+        if text.len() > inner.limit {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!(
+                    "the header of session {} is {} bytes, larger than the record limit of {} bytes",
+                    json::quote(id),
+                    text.len(),
+                    inner.limit
+                ),
+            ));
+        }
+        let mut client = inner.client().map_err(|e| e.with_session(id))?;
+        let created = (|| {
+            let epoch = owner::fresh_epoch(&mut client, &inner.sql, id, &inner.connector)?;
+            let doing = format!("cannot create session {}", json::quote(id));
+            let fail = |e: postgres::Error| inner.connector.fail(&doing, &e, Stmt::Write);
+            let mut tx = client.transaction().map_err(fail)?;
+            if inner.durability != Durability::Sync {
+                // A new log is durable when create returns, whatever the mode.
+                tx.batch_execute("SET LOCAL synchronous_commit = on")
+                    .map_err(fail)?;
+            }
+            let n = tx
+                .execute(
+                    inner.sql.insert_session.as_str(),
+                    &[&id, &text, &epoch, &(seed.len() as i64)],
+                )
+                .map_err(fail)?;
+            if n == 0 {
+                return Err(Error::new(
+                    ErrorKind::AlreadyExists,
+                    format!(
+                        "session {} already exists in PostgreSQL schema {}",
+                        json::quote(id),
+                        json::quote(&inner.sql.schema)
+                    ),
+                ));
+            }
+            if !seed.is_empty() {
+                tx.execute(
+                    inner.sql.insert_events.as_str(),
+                    &[&id, &rows.seqs, &rows.types, &rows.lines],
+                )
+                .map_err(fail)?;
+            }
+            tx.commit().map_err(fail)?;
+            Ok(epoch)
+        })();
+        match created {
+            Ok(epoch) => Ok(Box::new(PgWriter::new(
+                Arc::clone(&self.inner),
+                client,
+                id,
+                epoch,
+                seed.len() as u64,
+            )?)),
+            Err(e) => {
+                if e.kind() != ErrorKind::Unavailable {
+                    inner.release(client);
+                }
+                Err(e.with_session(id))
+            }
+        }
+    }
+
+    fn open(
+        &self,
+        id: &str,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Opened> {
+        self.open_owned(id, false, visit)
+    }
+
+    fn open_with(
+        &self,
+        id: &str,
+        options: &OpenOptions,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Opened> {
+        self.open_owned(id, options.takeover, visit)
+    }
+
+    fn verify(
+        &self,
+        id: &str,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Verified> {
+        validate_session_id(id)?;
+        let header = self.read_whole(id, visit)?;
+        Ok(Verified {
+            header,
+            torn_bytes: 0,
+        })
+    }
+
+    fn inspect(&self, id: &str) -> Result<(Header, Vec<Event>)> {
+        validate_session_id(id)?;
+        let mut events = Vec::new();
+        let header = self.read_whole(id, &mut |_, e| {
+            events.push(e.clone());
+            Ok(())
+        })?;
+        Ok((header, events))
+    }
+
+    fn list(&self) -> Result<Vec<Header>> {
+        let inner = &*self.inner;
+        let mut client = inner.client()?;
+        let rows = client.query(inner.sql.list.as_str(), &[]);
+        let rows = match rows {
+            Ok(rows) => {
+                inner.put(client);
+                rows
+            }
+            Err(e) => {
+                return Err(inner.connector.fail(
+                    format_args!(
+                        "cannot list the sessions of PostgreSQL schema {}",
+                        json::quote(&inner.sql.schema)
+                    ),
+                    &e,
+                    Stmt::Read,
+                ));
+            }
+        };
+        rows.iter()
+            .map(|row| {
+                let id: &str = row.get(0);
+                Header::from_json(row.get(1)).map_err(|e| {
+                    inner
+                        .at(id)
+                        .corrupt(None, format_args!("its header: {}", e.message()))
+                })
+            })
+            .collect()
+    }
+
+    fn delete(&self, id: &str) -> Result<()> {
+        validate_session_id(id)?;
+        let inner = &*self.inner;
+        let (sql, connector) = (&inner.sql, &inner.connector);
+        inner.with_client(id, |client, _| {
+            let (epoch, _) =
+                owner::current(client, sql, id, connector)?.ok_or_else(|| inner.not_found(id))?;
+            let held = || {
+                Error::new(
+                    ErrorKind::Locked,
+                    format!(
+                        "session {} is locked by a writer and cannot be deleted",
+                        json::quote(id)
+                    ),
+                )
+                .with_session(id)
+            };
+            if !owner::try_lock(client, sql, id, epoch, connector)? {
+                return Err(held());
+            }
+            let doing = format!("cannot delete session {}", json::quote(id));
+            let fail = |e: postgres::Error| connector.fail(&doing, &e, Stmt::Write);
+            let mut tx = client.transaction().map_err(fail)?;
+            tx.batch_execute("SET LOCAL synchronous_commit = on")
+                .map_err(fail)?;
+            let n = tx
+                .execute(sql.delete.as_str(), &[&id, &epoch])
+                .map_err(fail)?;
+            tx.commit().map_err(fail)?;
+            match n {
+                1 => Ok(()),
+                // Taken over or deleted since its epoch was read.
+                _ => match owner::current(client, sql, id, connector)? {
+                    None => Err(inner.not_found(id)),
+                    Some(_) => Err(held()),
+                },
+            }
+        })
+    }
+}
+
+impl PgStore {
+    /// Reads every row of `id` in one snapshot, each checked and passed to `visit`
+    /// (errors are corruption at that seq); returns the header.
+    fn read_whole(
+        &self,
+        id: &str,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Header> {
+        let inner = &*self.inner;
+        inner.with_client(id, |client, inner| {
+            let at = inner.at(id);
+            let mut tx = inner.snapshot(client, id)?;
+            let row = session_row(&mut tx, &inner.sql, &at, &inner.connector)?
+                .ok_or_else(|| inner.not_found(id))?;
+            read_all(
+                &mut tx,
+                &inner.sql,
+                &at,
+                0,
+                Some(row.next_seq),
+                &inner.connector,
+                &mut |event| visit(&row.header, &event).map_err(|e| at.wrap(event.seq(), e)),
+            )?;
+            tx.commit()
+                .map_err(|e| inner.connector.fail(reading(id), &e, Stmt::Read))?;
+            Ok(row.header)
+        })
+    }
+}

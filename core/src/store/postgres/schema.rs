@@ -1,0 +1,301 @@
+//! The tables (SPEC §10.1), created on first use and versioned, and the SQL text of
+//! every statement the store runs, with the schema's name put in once.
+//!
+//! ```sql
+//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 1
+//! CREATE SEQUENCE <schema>.epochs;             -- ownership epochs, never reused
+//! CREATE TABLE <schema>.sessions (
+//!     id text PRIMARY KEY, header text NOT NULL,   -- the §1.4 header, compact JSON
+//!     epoch bigint NOT NULL,                       -- the owner's epoch (see owner.rs)
+//!     next_seq bigint NOT NULL);                   -- the seq the next event gets
+//! CREATE TABLE <schema>.events (
+//!     session text NOT NULL REFERENCES <schema>.sessions (id) ON DELETE CASCADE,
+//!     seq bigint NOT NULL, type text NOT NULL,
+//!     line text NOT NULL,                          -- the §1.1 event, compact JSON text
+//!     PRIMARY KEY (session, seq));
+//! CREATE INDEX events_reserved ON <schema>.events (session, seq)
+//!     WHERE type IN ('turn/start', 'turn/end', 'step/start', 'step/end',
+//!                    'agent/inbox/spliced', 'session/end-seed');
+//! ```
+//!
+//! `line` is text, never `jsonb`: it is byte for byte the line the JSONL store would
+//! write (key order and big integers survive), so `SELECT line FROM
+//! inboxlog.events WHERE session = 's' ORDER BY seq` is the log. The partial index lets
+//! opening read the events that rebuild the inbox and the protocol state without
+//! touching host events.
+
+use postgres::Client;
+
+use super::conn::{Connector, Stmt};
+use crate::error::{Error, ErrorKind, Result, invalid};
+use crate::event::{END_SEED, INBOX_SPLICED, STEP_END, STEP_START, TURN_END, TURN_START};
+use crate::json;
+
+/// The version of the tables this library reads and writes.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// The default schema.
+pub const DEFAULT_SCHEMA: &str = "inboxlog";
+
+/// Held (per transaction) while the tables are created: workers starting at once
+/// create them one after the other, and all but the first find them made.
+const CREATE_LOCK: i64 = 0x696e_626f_786c_6f67; // "inboxlog"
+
+/// The reserved types opening reads (those that change the log state or the inbox).
+pub const REPLAYED: [&str; 6] = [
+    TURN_START,
+    TURN_END,
+    STEP_START,
+    STEP_END,
+    INBOX_SPLICED,
+    END_SEED,
+];
+
+/// Checks a schema name: a plain SQL identifier `[a-z_][a-z0-9_]*`, at most 63 bytes.
+pub fn validate_schema(name: &str) -> Result<()> {
+    let plain = name
+        .bytes()
+        .enumerate()
+        .all(|(i, b)| b == b'_' || b.is_ascii_lowercase() || (i > 0 && b.is_ascii_digit()));
+    if name.is_empty() || name.len() > 63 || !plain {
+        return Err(invalid(format!(
+            "schema name {} is not a plain SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes)",
+            json::quote(name)
+        )));
+    }
+    Ok(())
+}
+
+/// The `IN (…)` list of [`REPLAYED`], as SQL.
+fn replayed_list() -> String {
+    let quoted: Vec<String> = REPLAYED.iter().map(|t| format!("'{t}'")).collect();
+    quoted.join(", ")
+}
+
+/// Every statement, for one schema.
+#[derive(Debug)]
+pub(super) struct Sql {
+    pub schema: String,
+    pub version: String,
+    pub create: String,
+    pub next_epoch: String,
+    pub session: String,
+    pub insert_session: String,
+    pub insert_events: String,
+    pub append: String,
+    pub owner: String,
+    pub bump: String,
+    pub bump_any: String,
+    pub extent: String,
+    pub replayed: String,
+    pub last: String,
+    pub first_gap: String,
+    pub events_from: String,
+    pub list: String,
+    pub delete: String,
+}
+
+impl Sql {
+    pub fn new(schema: &str) -> Sql {
+        let s = format!("\"{schema}\"");
+        let events_cols = "seq, type, line";
+        Sql {
+            schema: schema.to_owned(),
+            version: format!("SELECT version FROM {s}.schema_version"),
+            create: format!(
+                "CREATE SCHEMA IF NOT EXISTS {s};
+                 CREATE TABLE IF NOT EXISTS {s}.schema_version (version integer NOT NULL);
+                 CREATE SEQUENCE IF NOT EXISTS {s}.epochs;
+                 CREATE TABLE IF NOT EXISTS {s}.sessions (
+                     id text PRIMARY KEY,
+                     header text NOT NULL,
+                     epoch bigint NOT NULL,
+                     next_seq bigint NOT NULL);
+                 CREATE TABLE IF NOT EXISTS {s}.events (
+                     session text NOT NULL REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+                     seq bigint NOT NULL,
+                     type text NOT NULL,
+                     line text NOT NULL,
+                     PRIMARY KEY (session, seq));
+                 CREATE INDEX IF NOT EXISTS events_reserved ON {s}.events (session, seq)
+                     WHERE type IN ({});",
+                replayed_list()
+            ),
+            next_epoch: format!("SELECT nextval('{s}.epochs')"),
+            session: format!("SELECT header, epoch, next_seq FROM {s}.sessions WHERE id = $1"),
+            insert_session: format!(
+                "INSERT INTO {s}.sessions (id, header, epoch, next_seq) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (id) DO NOTHING"
+            ),
+            insert_events: format!(
+                "INSERT INTO {s}.events (session, seq, type, line)
+                 SELECT $1, x.s, x.t, x.l FROM unnest($2::bigint[], $3::text[], $4::text[]) AS x(s, t, l)"
+            ),
+            // One statement, so one transaction: the fence (this writer's epoch), the
+            // tail check (its next seq) and the rows commit together or not at all.
+            append: format!(
+                "WITH owner AS (
+                     UPDATE {s}.sessions SET next_seq = $4
+                     WHERE id = $1 AND epoch = $2 AND next_seq = $3 RETURNING 1)
+                 INSERT INTO {s}.events (session, seq, type, line)
+                 SELECT $1, x.s, x.t, x.l FROM unnest($5::bigint[], $6::text[], $7::text[]) AS x(s, t, l)
+                 WHERE EXISTS (SELECT 1 FROM owner)"
+            ),
+            owner: format!("SELECT epoch, next_seq FROM {s}.sessions WHERE id = $1"),
+            bump: format!(
+                "UPDATE {s}.sessions SET epoch = $2 WHERE id = $1 AND epoch = $3 AND next_seq = $4"
+            ),
+            bump_any: format!("UPDATE {s}.sessions SET epoch = $2 WHERE id = $1"),
+            extent: format!(
+                "SELECT count(*), coalesce(min(seq), 0), coalesce(max(seq), -1)
+                 FROM {s}.events WHERE session = $1"
+            ),
+            replayed: format!(
+                "SELECT {events_cols} FROM {s}.events
+                 WHERE session = $1 AND type IN ({}) ORDER BY seq",
+                replayed_list()
+            ),
+            last: format!(
+                "SELECT {events_cols} FROM {s}.events WHERE session = $1 ORDER BY seq DESC LIMIT 1"
+            ),
+            first_gap: format!(
+                "SELECT e.seq FROM {s}.events e WHERE e.session = $1 AND e.seq <> 0
+                   AND NOT EXISTS (SELECT 1 FROM {s}.events p
+                                   WHERE p.session = $1 AND p.seq = e.seq - 1)
+                 ORDER BY e.seq LIMIT 1"
+            ),
+            events_from: format!(
+                "SELECT {events_cols} FROM {s}.events WHERE session = $1 AND seq >= $2 ORDER BY seq"
+            ),
+            list: format!("SELECT id, header FROM {s}.sessions ORDER BY id COLLATE \"C\""),
+            delete: format!("DELETE FROM {s}.sessions WHERE id = $1 AND epoch = $2"),
+        }
+    }
+}
+
+/// Makes sure the tables exist in the store's schema at [`SCHEMA_VERSION`]: a quick read
+/// when they do; otherwise one transaction that takes [`CREATE_LOCK`] first, so that
+/// workers starting at once all succeed. A newer version is refused.
+pub(super) fn ensure(client: &mut Client, sql: &Sql, connector: &Connector) -> Result<()> {
+    let found = match client.query_opt(sql.version.as_str(), &[]) {
+        Ok(row) => Some(row.map(|r| r.get::<_, i32>(0))),
+        // No schema or no table yet (42P01 undefined table, 3F000 undefined schema).
+        Err(e) if matches!(e.code().map(|c| c.code()), Some("42P01" | "3F000")) => None,
+        Err(e) => return Err(connector.fail(what(sql), &e, Stmt::Read)),
+    };
+    let version = match found {
+        Some(Some(v)) => v,
+        _ => create(client, sql, connector)?,
+    };
+    check_version(version, &sql.schema)
+}
+
+fn what(sql: &Sql) -> String {
+    format!(
+        "cannot set up the inboxlog tables in schema {}",
+        json::quote(&sql.schema)
+    )
+}
+
+fn create(client: &mut Client, sql: &Sql, connector: &Connector) -> Result<i32> {
+    let fail = |e: postgres::Error| connector.fail(what(sql), &e, Stmt::Read);
+    let mut tx = client.transaction().map_err(fail)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CREATE_LOCK])
+        .map_err(fail)?;
+    tx.batch_execute(&sql.create).map_err(fail)?;
+    let version = match tx.query_opt(sql.version.as_str(), &[]).map_err(fail)? {
+        Some(row) => row.get(0),
+        None => {
+            tx.execute(
+                &format!(
+                    "INSERT INTO \"{}\".schema_version (version) VALUES ($1)",
+                    sql.schema
+                ),
+                &[&SCHEMA_VERSION],
+            )
+            .map_err(fail)?;
+            SCHEMA_VERSION
+        }
+    };
+    tx.commit().map_err(fail)?;
+    Ok(version)
+}
+
+/// Refuses tables of another version, naming both and the direction.
+pub(super) fn check_version(found: i32, schema: &str) -> Result<()> {
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let direction = if found > SCHEMA_VERSION {
+        "written by a newer inboxlog"
+    } else {
+        "older format, no upgrade path"
+    };
+    Err(Error::new(
+        ErrorKind::FormatUnsupported,
+        format!(
+            "PostgreSQL schema {} holds inboxlog tables of version {found} ({direction}); \
+             this inboxlog reads version {SCHEMA_VERSION}",
+            json::quote(schema)
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        for good in ["inboxlog", "_x", "a1_b2", &"a".repeat(63)] {
+            validate_schema(good).unwrap();
+        }
+        for bad in [
+            "",
+            "1a",
+            "Inboxlog",
+            "a-b",
+            "a b",
+            "a\"b",
+            "x;drop",
+            "é",
+            &"a".repeat(64),
+        ] {
+            let err = validate_schema(bad).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}");
+            assert!(
+                err.to_string().contains("not a plain SQL identifier"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn versions_other_than_ours_are_refused_naming_both() {
+        check_version(SCHEMA_VERSION, "s").unwrap();
+        let newer = check_version(2, "s").unwrap_err();
+        assert_eq!(newer.kind(), ErrorKind::FormatUnsupported);
+        assert_eq!(
+            newer.to_string(),
+            "PostgreSQL schema \"s\" holds inboxlog tables of version 2 (written by a newer \
+             inboxlog); this inboxlog reads version 1"
+        );
+        let older = check_version(0, "s").unwrap_err();
+        assert!(
+            older.to_string().contains("version 0 (older format"),
+            "{older}"
+        );
+    }
+
+    #[test]
+    fn the_index_and_the_query_name_the_same_types() {
+        let sql = Sql::new("s");
+        let list = replayed_list();
+        assert!(sql.create.contains(&list) && sql.replayed.contains(&list));
+        assert_eq!(
+            list,
+            "'turn/start', 'turn/end', 'step/start', 'step/end', 'agent/inbox/spliced', \
+             'session/end-seed'"
+        );
+    }
+}

@@ -1,0 +1,173 @@
+//! The PostgreSQL store through the C ABI: `inboxlog_store_open_postgres` and its
+//! options, `inboxlog_session_open_ex` with takeover, and the `FENCED` and
+//! `UNAVAILABLE` statuses. Needs the server at `INBOXLOG_TEST_PG` (default
+//! `postgresql://postgres@127.0.0.1:5432/test`); skipped without it, except under
+//! `CI=true`.
+
+#[macro_use]
+mod common;
+
+use std::ptr::{null, null_mut};
+
+use common::*;
+
+fn url() -> String {
+    std::env::var("INBOXLOG_TEST_PG")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "postgresql://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A schema of the test's own, dropped at the end.
+struct Schema(String);
+
+impl Schema {
+    fn new(tag: &str) -> Option<Schema> {
+        match postgres::Client::connect(&url(), postgres::NoTls) {
+            Ok(_) => Some(Schema(format!("ffi_{tag}_{}", std::process::id()))),
+            Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+                panic!("CI=true and no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
+            }
+            Err(e) => {
+                eprintln!("SKIPPED: no PostgreSQL server at INBOXLOG_TEST_PG ({e})");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        if let Ok(mut c) = postgres::Client::connect(&url(), postgres::NoTls) {
+            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.0));
+        }
+    }
+}
+
+fn pg_store(url: &str, options: Option<&str>) -> Result<*mut inboxlog_store, Failure> {
+    let mut store = null_mut();
+    let url = c(url);
+    let options = options.map(c);
+    call!(inboxlog_store_open_postgres(
+        url.as_ptr(),
+        options.as_ref().map_or(null(), |o| o.as_ptr()),
+        &mut store
+    ))?;
+    Ok(store)
+}
+
+fn open_ex(
+    store: *mut inboxlog_store,
+    id: &str,
+    takeover: bool,
+) -> Result<*mut inboxlog_session, Failure> {
+    let mut session = null_mut();
+    let id = c(id);
+    call!(inboxlog_session_open_ex(
+        store,
+        id.as_ptr(),
+        takeover,
+        &mut session
+    ))?;
+    Ok(session)
+}
+
+fn note(s: *mut inboxlog_session) -> Result<(), Failure> {
+    let (ty, data) = (c("host/note"), c("{}"));
+    let mut out = null_mut();
+    call!(inboxlog_session_append(
+        s,
+        ty.as_ptr(),
+        data.as_ptr(),
+        null(),
+        &mut out
+    ))?;
+    take(out);
+    Ok(())
+}
+
+#[test]
+fn a_takeover_fences_the_old_owner_through_the_abi() {
+    let Some(schema) = Schema::new("takeover") else {
+        return;
+    };
+    let options = format!(r#"{{"schema":"{}","durability":"batched"}}"#, schema.0);
+    let store = pg_store(&url(), Some(&options)).unwrap();
+    let first = create(store, "s");
+    note(first).unwrap();
+    let locked = open_ex(store, "s", false).unwrap_err();
+    assert_eq!((locked.kind.as_str(), locked.code), ("locked", 3));
+    let second = open_ex(store, "s", true).unwrap();
+    note(second).unwrap();
+    let fenced = expect_fail(note(first), 15, "taken over by another writer");
+    assert_eq!(fenced.kind, "fenced");
+    assert_eq!(fenced.json["session"], "s");
+    call!(inboxlog_session_flush(second)).unwrap();
+    assert_eq!(json(&events(second, 0)).as_array().unwrap().len(), 2);
+    // SAFETY: live handles, freed once.
+    unsafe {
+        inboxlog_session_free(first);
+        inboxlog_session_free(second);
+        inboxlog_store_free(store);
+    }
+}
+
+#[test]
+fn options_urls_and_unreachable_servers_are_refused_with_their_status() {
+    let bad_options = [
+        (
+            r#"{"schema":"x","colour":"red"}"#,
+            10,
+            "unknown field `colour`",
+        ),
+        (
+            r#"{"schema":"Not-Plain"}"#,
+            10,
+            "not a plain SQL identifier",
+        ),
+        (r#"{"durability":"sometimes"}"#, 10, "sometimes"),
+        (r#"{"schema":"#, 102, "not valid JSON"),
+        (r#"[]"#, 10, "an object"),
+    ];
+    for (options, code, needle) in bad_options {
+        expect_fail(pg_store(&url(), Some(options)).map(drop), code, needle);
+    }
+    expect_fail(
+        pg_store("mysql://x", None).map(drop),
+        10,
+        "must start with postgresql://",
+    );
+    let f = expect_fail(
+        pg_store(
+            "postgresql://u:hunter2@127.0.0.1:9/db?connect_timeout=2",
+            None,
+        )
+        .map(drop),
+        16,
+        "127.0.0.1:9",
+    );
+    assert_eq!(f.kind, "unavailable");
+    assert!(!f.json.to_string().contains("hunter2"), "{}", f.json);
+    let mut store = null_mut();
+    expect_fail(
+        call!(inboxlog_store_open_postgres(null(), null(), &mut store)),
+        100,
+        "url",
+    );
+    // Takeover on a store whose locks die with their owner.
+    let memory = memory_store();
+    let s = create(memory, "m");
+    // SAFETY: a live handle, freed once.
+    unsafe { inboxlog_session_free(s) };
+    expect_fail(
+        open_ex(memory, "m", true).map(drop),
+        10,
+        "takeover is for stores",
+    );
+    let s = open_ex(memory, "m", false).unwrap();
+    // SAFETY: live handles, freed once.
+    unsafe {
+        inboxlog_session_free(s);
+        inboxlog_store_free(memory);
+    }
+}
