@@ -305,6 +305,8 @@ def test_the_console_script_is_the_module(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "s1: ok" in done.stdout
+
+
 def test_every_command_takes_a_postgresql_url(
     postgres: inboxlog.Store, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -239,6 +239,13 @@ struct PgOptionsWire {
 #[cfg(feature = "postgres")]
 impl FromJson for crate::store::PgOptions {
     fn from_json(text: &str) -> Result<Self> {
+        // serde would also build the struct from an array.
+        if !text.trim_start().starts_with('{') {
+            return Err(invalid(
+                "PostgreSQL store options must be an object with optional schema, durability \
+                 and recordLimit",
+            ));
+        }
         let given: PgOptionsWire = json::parse(text, "PostgreSQL store options")?;
         let mut options = crate::store::PgOptions::default();
         if let Some(schema) = given.schema {

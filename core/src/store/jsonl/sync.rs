@@ -150,8 +150,34 @@ impl SyncCell {
     }
 }
 
-/// Where writers queue dirty logs for the flusher.
-pub(crate) type Queue = Sender<Arc<SyncCell>>;
+/// Where writers queue dirty logs for the flusher: shared by the store and its writers.
+/// The last handle to go closes the channel and joins the thread, so no flusher thread
+/// outlives the store and its writers (a host that exits right after freeing them
+/// leaves no thread behind).
+pub(crate) type Queue = Arc<FlushQueue>;
+
+/// The sending end of the flusher's channel and the flusher thread itself.
+pub(crate) struct FlushQueue {
+    tx: Option<Sender<Arc<SyncCell>>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl FlushQueue {
+    /// Hands a dirty log to the flusher; false when the flusher is gone.
+    pub(crate) fn send(&self, cell: Arc<SyncCell>) -> bool {
+        self.tx.as_ref().is_some_and(|tx| tx.send(cell).is_ok())
+    }
+}
+
+impl Drop for FlushQueue {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop once it has synced what it holds.
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
 
 /// The group-commit flusher of a store: one thread, started on first use, ending when
 /// the store and all its writers are gone.
@@ -183,12 +209,16 @@ impl Flusher {
         }
         let (tx, rx) = mpsc::channel();
         let window = self.window;
-        thread::Builder::new()
+        let thread = thread::Builder::new()
             .name("inboxlog-flush".into())
             .spawn(move || run(&rx, window))
             .map_err(|e| Error::io("cannot start the batched-durability flusher thread", e))?;
-        *slot = Some(tx.clone());
-        Ok(tx)
+        let queue = Arc::new(FlushQueue {
+            tx: Some(tx),
+            thread: Some(thread),
+        });
+        *slot = Some(queue.clone());
+        Ok(queue)
     }
 }
 

@@ -229,7 +229,7 @@ impl LogWriter for JsonlWriter {
                     let queued = self
                         .queue
                         .as_ref()
-                        .is_some_and(|q| q.send(self.cell.clone()).is_ok());
+                        .is_some_and(|q| q.send(self.cell.clone()));
                     if !queued {
                         // No flusher thread: be durable now rather than never.
                         self.cell.sync()?;
