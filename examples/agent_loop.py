@@ -30,7 +30,7 @@ def msg(content: str, role: str = "user") -> Message:
     return {"id": f"m{counter}", "role": role, "content": content}
 
 
-# -- plugins: pre-step middleware (§9.3) -------------------------------------------
+# -- plugins: pre-step middleware (ARCHITECTURE.md#pre-step-composer) -------------------------------------------
 
 
 def guard(proposal: Proposal, next: Callable[[], Decision]) -> Decision:

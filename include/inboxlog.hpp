@@ -226,7 +226,7 @@ public:
         return detail::str(inboxlog_session_baseline, h_.get(), upto);
     }
 
-    // Inbox (SPEC §3).
+    // Inbox (ARCHITECTURE.md#inbox).
     std::string splice(const std::string &target, double start, double delete_count,
                        const std::string &inserted) {
         return detail::str(inboxlog_inbox_splice, h_.get(), target.c_str(), start, delete_count,
@@ -247,7 +247,7 @@ public:
     std::string next_step() const { return detail::str(inboxlog_inbox_next_step, h_.get()); }
     bool has_pending() const { return detail::value<bool>(inboxlog_inbox_has_pending, h_.get()); }
 
-    // Step-boundary protocol (SPEC §4). `extra` is a JSON object of host keys for the
+    // Step-boundary protocol (ARCHITECTURE.md#protocol). `extra` is a JSON object of host keys for the
     // event the call writes (empty: none), e.g. open_turn(R"({"trigger":{"kind":"user"}})").
     std::uint64_t open_turn(const std::string &extra = {}) {
         return detail::value<std::uint64_t>(inboxlog_session_open_turn, h_.get(), detail::opt(extra));

@@ -1,4 +1,4 @@
-//! Benchmarks of the JSONL directory store (SPEC §7):
+//! Benchmarks of the JSONL directory store (ARCHITECTURE.md#stores):
 //! - `open_1m`: replay-once of a generated 1,000,000-event (~260 MB) log — the store's
 //!   open, and a full `Session::open` — against a bare serde_json parse of the same lines
 //!   into an envelope struct with `RawValue` data. The peak RSS of each is printed once.
@@ -107,7 +107,7 @@ fn generate(path: &Path) -> u64 {
     std::fs::metadata(path).unwrap().len()
 }
 
-/// The baseline's envelope: the §1.1 keys, data kept raw.
+/// The baseline's envelope: the ARCHITECTURE.md#events keys, data kept raw.
 #[derive(Deserialize)]
 #[allow(dead_code)]
 struct Bare {

@@ -1,4 +1,4 @@
-//! Benchmarks of the PostgreSQL store (SPEC §10) against the server at
+//! Benchmarks of the PostgreSQL store (ARCHITECTURE.md#postgresql) against the server at
 //! `INBOXLOG_TEST_PG` (default `postgresql://postgres@127.0.0.1:5432/test`), in a
 //! schema of their own that is dropped at the end:
 //! - `pg_sync`: acknowledged appends/s on one session in `sync` mode, beside a bare

@@ -1,4 +1,4 @@
-//! The one error model shared by every layer (SPEC §8).
+//! The one error model shared by every layer (ARCHITECTURE.md#errors).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -21,26 +21,26 @@ pub enum ErrorKind {
     NotFound = 5,
     /// A session with that id already exists.
     AlreadyExists = 6,
-    /// Splice coordinates out of range (§3.4).
+    /// Splice coordinates out of range (ARCHITECTURE.md#inbox-validation).
     InvalidSplice = 7,
-    /// A message id already pending (§3.4).
+    /// A message id already pending (ARCHITECTURE.md#inbox-validation).
     DuplicateMessage = 8,
-    /// A step-boundary call out of order (§4).
+    /// A step-boundary call out of order (ARCHITECTURE.md#protocol).
     Protocol = 9,
     /// A bad message, event, id, reason or argument value.
     InvalidInput = 10,
-    /// A log written in another on-disk format version (§1.4).
+    /// A log written in another on-disk format version (ARCHITECTURE.md#header).
     FormatUnsupported = 11,
-    /// A record or a JSON nesting over the limits (§7.5).
+    /// A record or a JSON nesting over the limits (ARCHITECTURE.md#limits).
     TooLarge = 12,
     /// Use of a session after `close` (stores have no close).
     Closed = 13,
-    /// A mutation from inside an observer (§1.5).
+    /// A mutation from inside an observer (ARCHITECTURE.md#observers).
     Reentrant = 14,
-    /// This writer lost ownership of its session: another writer took it over (§10.3).
+    /// This writer lost ownership of its session: another writer took it over (ARCHITECTURE.md#postgresql).
     /// Nothing of the refused call was written.
     Fenced = 15,
-    /// The store's server cannot be reached or went away mid-call (§10.4); the message
+    /// The store's server cannot be reached or went away mid-call (ARCHITECTURE.md#postgresql); the message
     /// says whether the call committed, or that its outcome is unknown.
     Unavailable = 16,
 }
@@ -101,7 +101,7 @@ impl fmt::Display for ErrorKind {
 }
 
 /// An inboxlog error: a kind, a message that names what and where, and that context
-/// as data (SPEC §8): the session, file, line, byte offset and seq, each where known.
+/// as data (ARCHITECTURE.md#errors): the session, file, line, byte offset and seq, each where known.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Error {

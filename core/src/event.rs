@@ -1,4 +1,4 @@
-//! Events: the §1.1 envelope, the reserved vocabulary (§1.2) and their validation.
+//! Events: the ARCHITECTURE.md#events envelope, the reserved vocabulary (ARCHITECTURE.md#reserved-events) and their validation.
 
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};
@@ -26,7 +26,7 @@ pub const USER_MESSAGE: &str = "user/message";
 pub const INBOX_SPLICED: &str = "agent/inbox/spliced";
 /// `session/end-seed`
 pub const END_SEED: &str = "session/end-seed";
-/// `agent/inbox/rejected`: a posted message that could not be taken in (§11.1).
+/// `agent/inbox/rejected`: a posted message that could not be taken in (ARCHITECTURE.md#posting).
 pub const INBOX_REJECTED: &str = "agent/inbox/rejected";
 
 /// The event types that may carry `surfaceOp` and `sourceEventSeqs`.
@@ -96,7 +96,7 @@ pub struct Event {
     inner: Arc<Inner>,
 }
 
-/// What §5.1 needs to know about an event.
+/// What ARCHITECTURE.md#consumed-work-fold needs to know about an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FoldTag {
     /// Ignored by the fold.
@@ -228,7 +228,7 @@ fn safe(name: &str, n: u64) -> Result<u64> {
     Ok(n)
 }
 
-/// Whether `ty` is written only by the library (§1.2); `user/message` is not, a host
+/// Whether `ty` is written only by the library (ARCHITECTURE.md#reserved-events); `user/message` is not, a host
 /// may append it with any JSON object as data.
 pub fn is_reserved(ty: &str) -> bool {
     matches!(
@@ -282,7 +282,7 @@ impl Body {
                 }
             }
             // Any object: an inbox message entered by `decide` has an `id`, but host
-            // runtime context appended as `user/message` need not (§1.2).
+            // runtime context appended as `user/message` need not (ARCHITECTURE.md#reserved-events).
             USER_MESSAGE => Body::UserMessage,
             INBOX_SPLICED => Body::Spliced(SpliceRecord::from_json(text)?),
             END_SEED => {
@@ -387,7 +387,7 @@ impl Event {
         self.fold
     }
 
-    /// Parses one event from its JSON text and validates it (§1.1, §1.2).
+    /// Parses one event from its JSON text and validates it (ARCHITECTURE.md#events, ARCHITECTURE.md#reserved-events).
     pub fn from_json(text: &str) -> Result<Event> {
         let compacted = json::compact_within(text, json::MAX_RECORD_DEPTH)?;
         let wire: Wire<'_> =
@@ -440,7 +440,7 @@ impl Event {
         &self.inner.body
     }
 
-    /// Appends the compact JSON of the event (keys in §1.1 order, no newline) to `out`.
+    /// Appends the compact JSON of the event (keys in ARCHITECTURE.md#events order, no newline) to `out`.
     pub fn write_json(&self, out: &mut String) {
         let e = &*self.inner;
         out.push_str("{\"type\":");
@@ -471,7 +471,7 @@ impl Event {
         out.push('}');
     }
 
-    /// The event as compact JSON, keys in §1.1 order.
+    /// The event as compact JSON, keys in ARCHITECTURE.md#events order.
     pub fn to_json(&self) -> String {
         let mut out = String::with_capacity(48 + self.inner.data.len());
         self.write_json(&mut out);

@@ -1,4 +1,4 @@
-//! Host extras on reserved events (SPEC §1.2): keys a host attaches to the data of the
+//! Host extras on reserved events (ARCHITECTURE.md#reserved-events): keys a host attaches to the data of the
 //! turn and step events the protocol writes (`turn/start {"turn":1,"trigger":{…}}`).
 //!
 //! The library's keys come first, then the extras verbatim and in the host's order.
@@ -61,7 +61,7 @@ impl Extra {
 
     /// Parses a JSON object of host keys. Refused as `invalid_input`: anything but an
     /// object, a key the library writes (`turn`, `step`, `reason`), a key given twice,
-    /// and JSON that event data may not hold (§7.5: depth, non-finite numbers).
+    /// and JSON that event data may not hold (ARCHITECTURE.md#limits: depth, non-finite numbers).
     pub fn from_json(text: &str) -> Result<Extra> {
         let raw = json::raw_value(text, "extra")?;
         let Members(members) = json::from_str::<Members<'_>>(raw.get())

@@ -1,4 +1,4 @@
-//! The consumed-work fold (SPEC §5.1): which turn last accounted for pending work,
+//! The consumed-work fold (ARCHITECTURE.md#consumed-work-fold): which turn last accounted for pending work,
 //! and whether work was dropped unrun after it.
 
 use crate::event::{Event, FoldTag};

@@ -1,4 +1,4 @@
-//! The header beside each log: identity and lineage, not an event (SPEC §1.4).
+//! The header beside each log: identity and lineage, not an event (ARCHITECTURE.md#header).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! The inbox: two ordered lists of pending messages and the id index over both
-//! (SPEC §3.1, §3.4).
+//! (ARCHITECTURE.md#inbox, ARCHITECTURE.md#inbox-validation).
 //!
 //! Every change arrives as a [`SpliceRecord`] that was first validated with
 //! [`Inbox::check`], then made durable, then applied with [`Inbox::apply`]. Each list is a
@@ -117,7 +117,7 @@ impl Inbox {
         self.next_turn.work() + self.next_step.work()
     }
 
-    /// Normalizes a splice (§3.2 steps 1–4) into a record, validated against the
+    /// Normalizes a splice (ARCHITECTURE.md#inbox-mutations steps 1–4) into a record, validated against the
     /// current lists; `None` when it changes nothing.
     pub(crate) fn plan(
         &self,
@@ -142,7 +142,7 @@ impl Inbox {
         Ok(Some(record))
     }
 
-    /// Validates a record against the current lists (§3.4) without changing anything.
+    /// Validates a record against the current lists (ARCHITECTURE.md#inbox-validation) without changing anything.
     ///
     /// Cost is O(k log n) for k inserted messages: an inserted id may only already be
     /// pending if it sits in the range this record removes.
@@ -195,7 +195,7 @@ impl Inbox {
         Ok(self.apply(record))
     }
 
-    /// Re-applies one stored event during replay-once (§3.5): a splice at or after
+    /// Re-applies one stored event during replay-once (ARCHITECTURE.md#replay): a splice at or after
     /// `replay_from` (the header's seed length), checked first; an invalid one is
     /// `corrupt` at its seq. Other events leave the inbox alone.
     pub(crate) fn replay(&mut self, event: &Event, replay_from: u64) -> Result<()> {

@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 
 use crate::error::{Error, ErrorKind, Result, invalid};
 
-/// Deepest JSON nesting accepted anywhere (§7.5).
+/// Deepest JSON nesting accepted anywhere (ARCHITECTURE.md#limits).
 pub const MAX_DEPTH: usize = 512;
 
 /// Deepest nesting of a whole stored record: an event wraps its data in one level, and

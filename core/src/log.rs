@@ -1,4 +1,4 @@
-//! The log invariants (SPEC §1.3), checked on every append and on every load.
+//! The log invariants (ARCHITECTURE.md#log-invariants), checked on every append and on every load.
 
 use crate::error::{Result, invalid};
 use crate::event::{Body, Event};
@@ -31,7 +31,7 @@ impl LogState {
 
     /// [`LogState::advance`] for a reader that skips events: `event` may jump forward
     /// over events the store has checked for contiguity itself and that change no state
-    /// here (host events: §1.3 constrains reserved types only). A seq that does not move
+    /// here (host events: ARCHITECTURE.md#log-invariants constrains reserved types only). A seq that does not move
     /// forward is refused as `advance` refuses it.
     pub fn advance_after(&mut self, event: &Event) -> Result<()> {
         if event.seq() < self.next_seq {

@@ -1,4 +1,4 @@
-//! Messages: JSON objects identified by a non-empty string `id` (SPEC §2).
+//! Messages: JSON objects identified by a non-empty string `id` (ARCHITECTURE.md#messages).
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! Observers: synchronous subscribers to committed events and inbox notifications
-//! (SPEC §1.5, §3.6).
+//! (ARCHITECTURE.md#observers, ARCHITECTURE.md#notifications).
 //!
 //! Publication runs after a call's effects are applied and with no session lock held.
 //! A thread-local marker records which sessions this thread is publishing for, so a

@@ -1,4 +1,4 @@
-//! The queue projection (SPEC §5.2): a consumer's copy of the inbox, kept equal to the
+//! The queue projection (ARCHITECTURE.md#queue-projection): a consumer's copy of the inbox, kept equal to the
 //! live one by applying later `agent/inbox/spliced` events.
 
 use crate::error::{Error, ErrorKind, Result, invalid};
@@ -96,7 +96,7 @@ impl QueueProjection {
         Ok(projection)
     }
 
-    /// Applies the next event: a splice changes the lists (validated as in §3.4);
+    /// Applies the next event: a splice changes the lists (validated as in ARCHITECTURE.md#inbox-validation);
     /// other events only advance the seq. Events must come in order.
     pub fn apply(&mut self, event: &Event) -> Result<()> {
         let expected = self.seq.map_or(0, |s| s + 1);

@@ -1,4 +1,4 @@
-//! The step-boundary protocol (SPEC §4) as a pure state machine.
+//! The step-boundary protocol (ARCHITECTURE.md#protocol) as a pure state machine.
 //!
 //! Each call is a function of the protocol state and the call's inputs that returns a
 //! [`Transition`]: the events to write, in order, the state once they are durable and
@@ -109,7 +109,7 @@ impl Phase {
 pub(crate) enum Write {
     /// `turn/start`.
     TurnStart { turn: u64 },
-    /// The claim of a step boundary for `turn` (§3.2): all of `next-step`, then, when
+    /// The claim of a step boundary for `turn` (ARCHITECTURE.md#inbox-mutations): all of `next-step`, then, when
     /// `next_turn` (the turn's first proposal), the first message of `next-turn`; pure
     /// deletions that notify `claimed`.
     Claim { turn: u64, next_turn: bool },
@@ -130,7 +130,7 @@ pub(crate) enum Write {
 pub(crate) struct Transition<R> {
     /// What to write, in order, in one durable append.
     pub writes: Vec<Write>,
-    /// The index in `writes` of the event that carries the host's extras (§1.2).
+    /// The index in `writes` of the event that carries the host's extras (ARCHITECTURE.md#reserved-events).
     pub extra_at: Option<usize>,
     /// The state once the writes are durable.
     pub next: Phase,
@@ -212,7 +212,7 @@ pub(crate) fn open_turn(phase: &Phase, last_turn: u64) -> Result<Transition<u64>
     })
 }
 
-/// `propose_step`: claims input for the next step (§3.2 claim); answers the turn and
+/// `propose_step`: claims input for the next step (ARCHITECTURE.md#inbox-mutations claim); answers the turn and
 /// the number the step would get.
 pub(crate) fn propose_step(phase: &Phase) -> Result<Transition<(u64, u64)>> {
     let mut t = phase.turn("propose_step")?;
@@ -281,7 +281,7 @@ pub(crate) fn end_step(
     t.max_tokens |= outcome == StepOutcome::MaxTokens;
     // `max-tokens` is sticky: once a step stopped at the token limit, the turn stays
     // concluded as `max-tokens` whatever later steps report, `continue` included, so
-    // the loop goes on only while steering waits in `next-step` (§4).
+    // the loop goes on only while steering waits in `next-step` (ARCHITECTURE.md#protocol).
     t.concluded = match outcome {
         _ if t.max_tokens => Some(Concluded::MaxTokens),
         StepOutcome::Continue => None,
@@ -363,7 +363,7 @@ fn abort(phase: &Phase, mut writes: Vec<Write>, reason: TurnEndReason) -> Transi
     }
 }
 
-/// Closes `turn`, which the previous writer left open (§7.4): `step/end` for its open
+/// Closes `turn`, which the previous writer left open (ARCHITECTURE.md#opening-a-stored-log): `step/end` for its open
 /// step, if any, then `turn/end {"kind":"interrupted"}`; no extras. The phase of a
 /// session just rebuilt from its log is idle, so the log, not the phase, names them.
 pub(crate) fn interrupt(turn: u64, open_step: Option<u64>) -> Transition<()> {
@@ -684,7 +684,7 @@ mod tests {
         }
     }
 
-    /// Every call in every state: allowed where §4 allows it, otherwise refused with
+    /// Every call in every state: allowed where ARCHITECTURE.md#protocol allows it, otherwise refused with
     /// the state named.
     #[test]
     fn every_call_is_refused_outside_its_states() {

@@ -1,4 +1,4 @@
-//! Why a turn ended, and why it was canceled (SPEC §1.2).
+//! Why a turn ended, and why it was canceled (ARCHITECTURE.md#reserved-events).
 
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -1,4 +1,4 @@
-//! Splice records: the durable form of every inbox mutation (SPEC §3.2–§3.4).
+//! Splice records: the durable form of every inbox mutation (ARCHITECTURE.md#inbox-mutations–ARCHITECTURE.md#inbox-validation).
 
 use serde::Deserialize;
 use serde_json::Number;
@@ -53,7 +53,7 @@ pub struct SpliceRecord {
     pub canceled: bool,
 }
 
-/// Keys beyond §3.3 are host extras (§1.2): kept in the stored text, not checked.
+/// Keys beyond ARCHITECTURE.md#splice-records are host extras (ARCHITECTURE.md#reserved-events): kept in the stored text, not checked.
 #[derive(Deserialize)]
 struct Wire {
     target: String,
@@ -85,7 +85,7 @@ impl SpliceRecord {
     /// Parses a stored record; coordinates are checked to be safe non-negative integers
     /// (their range against the lists is checked when the record is applied).
     pub fn from_json(text: &str) -> Result<SpliceRecord> {
-        // Shape errors keep the §3.4 wording too, so replay names them alike.
+        // Shape errors keep the ARCHITECTURE.md#inbox-validation wording too, so replay names them alike.
         let wire: Wire = json::from_str(text).map_err(invalid_splice)?;
         let target = Target::parse(&wire.target).map_err(|e| invalid_splice(e.message()))?;
         let start = coordinate("start", &wire.start)?;
@@ -112,7 +112,7 @@ impl SpliceRecord {
         })
     }
 
-    /// The record as compact JSON, keys in §3.3 order.
+    /// The record as compact JSON, keys in ARCHITECTURE.md#splice-records order.
     pub fn to_json(&self) -> String {
         let mut out = String::with_capacity(
             64 + self
@@ -144,7 +144,7 @@ impl SpliceRecord {
         out
     }
 
-    /// Checks the coordinates against a list of `len` messages (§3.4).
+    /// Checks the coordinates against a list of `len` messages (ARCHITECTURE.md#inbox-validation).
     pub(crate) fn check_range(&self, len: usize) -> Result<()> {
         let len = len as u64;
         if self.start > len {
@@ -166,7 +166,7 @@ impl SpliceRecord {
     }
 }
 
-/// JavaScript `Array.prototype.splice` arithmetic (§3.2): any float, NaN and ±Infinity
+/// JavaScript `Array.prototype.splice` arithmetic (ARCHITECTURE.md#inbox-mutations): any float, NaN and ±Infinity
 /// included, to an in-range `(start, delete)` pair for a list of `len`.
 pub fn normalize(len: usize, start: f64, delete_count: f64) -> (usize, usize) {
     let len_f = len as f64;

@@ -1,10 +1,10 @@
 //! One transaction: the events of one public call, staged and checked against copies of
-//! the state, handed to the log writer in one append, then applied in memory (SPEC §1.5,
-//! §3.2, §7.2).
+//! the state, handed to the log writer in one append, then applied in memory (ARCHITECTURE.md#observers,
+//! ARCHITECTURE.md#inbox-mutations, ARCHITECTURE.md#durability).
 //!
 //! The protocol (`protocol`) decides what a protocol call writes; a [`Txn`] turns those
 //! writes into events and inbox splices, checking every event against the log invariants
-//! (§1.3) and every splice against the inbox as it was before the call. Only after the
+//! (ARCHITECTURE.md#log-invariants) and every splice against the inbox as it was before the call. Only after the
 //! one append succeeded does [`Ledger::transact`] change the state and queue the
 //! notices observers are to see; a refused call or a failed write changes nothing.
 
@@ -37,7 +37,7 @@ pub(crate) enum Effect {
 /// What transactions change: the log's invariants so far, the inbox and the protocol
 /// state, with the buffers every transaction reuses.
 pub(crate) struct Ledger {
-    /// The log invariants (§1.3) after the last committed event.
+    /// The log invariants (ARCHITECTURE.md#log-invariants) after the last committed event.
     pub log: LogState,
     /// The inbox after the last committed splice.
     pub inbox: Inbox,
@@ -227,9 +227,9 @@ impl<'a> Txn<'a> {
         Ok(removed)
     }
 
-    /// Stages the insertion that takes post `post` in (SPEC §11.1): an ordinary splice
+    /// Stages the insertion that takes post `post` in (ARCHITECTURE.md#posting): an ordinary splice
     /// whose data carries the post's id after the record's keys, as a host extra would
-    /// (`"post":"<id>"`, §1.2), so replay knows which posts the log holds.
+    /// (`"post":"<id>"`, ARCHITECTURE.md#reserved-events), so replay knows which posts the log holds.
     pub fn take_post(&mut self, record: SpliceRecord, post: &str) -> Result<()> {
         debug_assert_eq!(record.removed_count, 0, "a post only inserts");
         let slot = &mut self.touched[record.target as usize];
@@ -250,7 +250,7 @@ impl<'a> Txn<'a> {
         Ok(())
     }
 
-    /// Stages `agent/inbox/rejected` (SPEC §11.1) with `data`, built by the caller as
+    /// Stages `agent/inbox/rejected` (ARCHITECTURE.md#posting) with `data`, built by the caller as
     /// `{"message":m,"reason":{"code","kind","message"},"post":id}`; ignorable.
     pub fn reject(&mut self, data: String) -> Result<()> {
         let envelope = Envelope {
@@ -298,13 +298,13 @@ impl<'a> Txn<'a> {
         self.inbox.len(Target::NextStep)
     }
 
-    /// `open_turn` (§4), the host's extras on `turn/start`.
+    /// `open_turn` (ARCHITECTURE.md#protocol), the host's extras on `turn/start`.
     pub fn open_turn(&mut self, extra: &Extra) -> Result<u64> {
         let t = protocol::open_turn(&self.phase, self.log.last_turn)?;
         self.run(t, extra).map(|(turn, _)| turn)
     }
 
-    /// `propose_step` (§4): the claimed messages with the step they would enter.
+    /// `propose_step` (ARCHITECTURE.md#protocol): the claimed messages with the step they would enter.
     pub fn propose_step(&mut self) -> Result<Proposal> {
         let t = protocol::propose_step(&self.phase)?;
         let ((turn, step), messages) = self.run(t, &Extra::none())?;
@@ -315,37 +315,37 @@ impl<'a> Txn<'a> {
         })
     }
 
-    /// `decide` (§4).
+    /// `decide` (ARCHITECTURE.md#protocol).
     pub fn decide(&mut self, decision: Decision, extra: &Extra) -> Result<Decided> {
         let t = protocol::decide(&self.phase, decision)?;
         self.run(t, extra).map(|(decided, _)| decided)
     }
 
-    /// `end_step` (§4): whether another step must be proposed.
+    /// `end_step` (ARCHITECTURE.md#protocol): whether another step must be proposed.
     pub fn end_step(&mut self, outcome: StepOutcome, extra: &Extra) -> Result<bool> {
         let t = protocol::end_step(&self.phase, outcome, self.steering())?;
         self.run(t, extra).map(|(again, _)| again)
     }
 
-    /// `close_turn` (§4).
+    /// `close_turn` (ARCHITECTURE.md#protocol).
     pub fn close_turn(&mut self, extra: &Extra) -> Result<Decided> {
         let t = protocol::close_turn(&self.phase, self.steering())?;
         self.run(t, extra).map(|(decided, _)| decided)
     }
 
-    /// `cancel` (§4).
+    /// `cancel` (ARCHITECTURE.md#protocol).
     pub fn cancel(&mut self, cause: CancelCause, keep_inbox: bool, extra: &Extra) -> Result<()> {
         let t = protocol::cancel(&self.phase, cause, keep_inbox);
         self.run(t, extra).map(drop)
     }
 
-    /// `fail` (§4).
+    /// `fail` (ARCHITECTURE.md#protocol).
     pub fn fail(&mut self, error: TurnError, extra: &Extra) -> Result<()> {
         let t = protocol::fail(&self.phase, error)?;
         self.run(t, extra).map(drop)
     }
 
-    /// Closes `turn`, which the previous writer left open (§7.4), and its open step.
+    /// Closes `turn`, which the previous writer left open (ARCHITECTURE.md#opening-a-stored-log), and its open step.
     pub fn interrupt(&mut self, turn: u64) -> Result<()> {
         let t = protocol::interrupt(turn, self.log.open_step);
         self.run(t, &Extra::none()).map(drop)

@@ -1,4 +1,4 @@
-//! Cost must not grow with queue length (SPEC §3.4): with n messages pending, appending
+//! Cost must not grow with queue length (ARCHITECTURE.md#inbox-validation): with n messages pending, appending
 //! at the tail, claiming from the front, removing or replacing by id and splicing in
 //! the list each touch O(log n) tree nodes.
 //!

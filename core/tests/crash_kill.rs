@@ -1,4 +1,4 @@
-//! Real crashes (SPEC §7.2–§7.4). A child process — this test binary re-executed with
+//! Real crashes (ARCHITECTURE.md#durability–ARCHITECTURE.md#opening-a-stored-log). A child process — this test binary re-executed with
 //! `INBOXLOG_CRASH_ROLE` set, running only `crash_child` — appends in `sync` mode (turns,
 //! steps, inbox splices, host events) and prints every acknowledged event. The parent
 //! SIGKILLs it at random moments, or lets a failpoint abort it between a write and its

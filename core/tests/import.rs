@@ -1,8 +1,8 @@
-//! Importing the reference harness's logs (SPEC §7.6): packed runs expand to exactly
+//! Importing the reference harness's logs (ARCHITECTURE.md#import): packed runs expand to exactly
 //! the events they stand for, the result is a log `open` accepts, and a broken source
 //! is refused naming its line with nothing created.
 //!
-//! The fixtures in `fixtures/reference/` are written by hand from §7.6.
+//! The fixtures in `fixtures/reference/` are written by hand from ARCHITECTURE.md#import.
 
 use std::fs;
 use std::path::{Path, PathBuf};

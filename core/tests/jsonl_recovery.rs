@@ -1,4 +1,4 @@
-//! Opening stored JSONL logs (SPEC §7.4, §7.5): torn tails, corruption, foreign and
+//! Opening stored JSONL logs (ARCHITECTURE.md#opening-a-stored-log, ARCHITECTURE.md#limits): torn tails, corruption, foreign and
 //! future formats, limits and hostile input. Every refused open must leave the file
 //! byte-identical.
 
@@ -210,7 +210,7 @@ fn corruption_before_the_tail_is_refused_by_location_and_changes_nothing() {
         "invalid event",
     );
 
-    // A log invariant break (§1.3), found by the session's replay.
+    // A log invariant break (ARCHITECTURE.md#log-invariants), found by the session's replay.
     let broken = text.replace(
         r#""data":{"turn":1,"reason":{"kind":"completed"}}"#,
         r#""data":{"turn":2,"reason":{"kind":"completed"}}"#,
@@ -225,7 +225,7 @@ fn corruption_before_the_tail_is_refused_by_location_and_changes_nothing() {
         "turn/end 2 does not name the open turn",
     );
 
-    // An inbox splice that does not apply (§3.5).
+    // An inbox splice that does not apply (ARCHITECTURE.md#replay).
     let splice = text.replacen(
         r#""target":"next-turn","start":1,"#,
         r#""target":"next-turn","start":5,"#,

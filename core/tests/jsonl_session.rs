@@ -1,4 +1,4 @@
-//! Sessions on the JSONL store (SPEC §3.5, §6, §7.4): forks on disk, the repair of an
+//! Sessions on the JSONL store (ARCHITECTURE.md#replay, ARCHITECTURE.md#seeds-and-forks, ARCHITECTURE.md#opening-a-stored-log): forks on disk, the repair of an
 //! interrupted turn, and replay-once of the inbox from the file.
 
 mod jsonl_common;

@@ -1,4 +1,4 @@
-//! The JSONL store's writer (SPEC §7.1–§7.3): file layout, exclusive lock, tail
+//! The JSONL store's writer (ARCHITECTURE.md#stores–ARCHITECTURE.md#exclusive-writer): file layout, exclusive lock, tail
 //! checks, durability modes, and failure handling under injected ENOSPC/EIO.
 
 mod jsonl_common;
@@ -277,7 +277,7 @@ fn a_failed_rollback_poisons_until_reopened() {
         2,
         "a poisoned writer writes nothing"
     );
-    // The writer's errors name the session and the file as data (§8).
+    // The writer's errors name the session and the file as data (ARCHITECTURE.md#errors).
     let err = s.flush().unwrap_err();
     assert_eq!(
         (err.session(), err.path()),

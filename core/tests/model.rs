@@ -1,10 +1,10 @@
-//! Model-based property test (SPEC §3, §4, §5.1, §5.2).
+//! Model-based property test (ARCHITECTURE.md#inbox, ARCHITECTURE.md#protocol, ARCHITECTURE.md#consumed-work-fold, ARCHITECTURE.md#queue-projection).
 //!
 //! Random sequences of every inbox operation and every protocol call run against a
 //! session on the memory store and against a deliberately simple reference model
 //! written from the SPEC, not from the core: two `Vec` lists, JavaScript splice
 //! arithmetic done in saturating integers, duplicate ids found by scanning both lists,
-//! and the §4 state machine. After every operation the two must agree on the lists,
+//! and the ARCHITECTURE.md#protocol state machine. After every operation the two must agree on the lists,
 //! the returned value (or the refused call's error kind), the new events (type, seq,
 //! data, `surfaceOp`) and the notifications delivered to observers. At the end the log
 //! is reopened and must replay to the same inbox (a turn left open is repaired as
@@ -81,7 +81,7 @@ fn cause(i: u8) -> CancelCause {
     }
 }
 
-/// The cause as §1.2 JSON, written out here rather than taken from the core.
+/// The cause as ARCHITECTURE.md#reserved-events JSON, written out here rather than taken from the core.
 fn cause_json(i: u8) -> &'static str {
     match i % 4 {
         0 => r#"{"kind":"user"}"#,
@@ -169,7 +169,7 @@ fn jsons(ms: &[Message]) -> Vec<String> {
     ms.iter().map(|m| m.json().to_owned()).collect()
 }
 
-/// What the fold (§5.1) needs to know about a model event.
+/// What the fold (ARCHITECTURE.md#consumed-work-fold) needs to know about a model event.
 #[derive(Clone, Copy, Debug)]
 enum Fold {
     TurnStart,
@@ -286,7 +286,7 @@ impl Model {
         None
     }
 
-    /// §3.2 `mutate`; `claim_turn` is `Some(turn)` for a claim (`discardRemoved=false`).
+    /// ARCHITECTURE.md#inbox-mutations `mutate`; `claim_turn` is `Some(turn)` for a claim (`discardRemoved=false`).
     fn mutate(
         &mut self,
         t: Target,
@@ -582,7 +582,7 @@ impl Model {
         }
     }
 
-    /// §5.1, over the model's own events: `(seq of the accounting turn/end, droppedUnrun)`.
+    /// ARCHITECTURE.md#consumed-work-fold, over the model's own events: `(seq of the accounting turn/end, droppedUnrun)`.
     fn fold(&self) -> (Option<usize>, bool) {
         let (mut open, mut end, mut dropped) = (None::<(bool, bool)>, None, false);
         for (seq, e) in self.log.iter().enumerate() {
@@ -718,7 +718,7 @@ fn check_sequence_on(store: &dyn Store, id: &str, ops: &[Op]) -> Result<(), Test
         Ok(())
     });
     let mut model = Model::default();
-    // (last seq, next-turn, next-step) after each op, for the §5.2 baselines.
+    // (last seq, next-turn, next-step) after each op, for the ARCHITECTURE.md#queue-projection baselines.
     let mut history: Vec<(u64, Vec<String>, Vec<String>)> = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let op = &model.resolve(op.clone());
@@ -775,7 +775,7 @@ fn check_sequence_on(store: &dyn Store, id: &str, ops: &[Op]) -> Result<(), Test
     prop_assert_eq!(jsons(&inbox.next_step().unwrap()), jsons(&model.lists[1]));
     prop_assert_eq!(reopened.turn_open().unwrap(), None);
 
-    // The queue projection over the whole log (§5.2) lands on the same lists.
+    // The queue projection over the whole log (ARCHITECTURE.md#queue-projection) lands on the same lists.
     let projection = QueueProjection::replay(&events, 0, None).unwrap();
     let baseline = projection.baseline();
     prop_assert_eq!(baseline.seq, events.last().map(|e| e.seq()));
@@ -802,7 +802,7 @@ fn check_sequence_on(store: &dyn Store, id: &str, ops: &[Op]) -> Result<(), Test
         prop_assert_eq!(jsons(&now.next_step), jsons(&model.lists[1]));
     }
 
-    // The consumed-work fold (§5.1) agrees with the model's fold of its own events.
+    // The consumed-work fold (ARCHITECTURE.md#consumed-work-fold) agrees with the model's fold of its own events.
     let folded = fold_consumed_work(&events);
     let (end, dropped) = model.fold();
     prop_assert_eq!(folded.end.map(|e| e.seq() as usize), end);

@@ -1,6 +1,6 @@
-//! The step-boundary protocol (SPEC §4): every transition with its exact events, and
+//! The step-boundary protocol (ARCHITECTURE.md#protocol): every transition with its exact events, and
 //! every refusal (a `protocol` error naming the state, nothing written). Also the
-//! interrupted-turn repair when a log is reopened (§7.4).
+//! interrupted-turn repair when a log is reopened (ARCHITECTURE.md#opening-a-stored-log).
 
 use inboxlog::store::MemoryStore;
 use inboxlog::{
@@ -760,7 +760,7 @@ fn turn_numbers_continue_across_reopen() {
 }
 
 // ---------------------------------------------------------------------------------
-// §7.4: a turn the previous writer left open is repaired when the log is reopened.
+// ARCHITECTURE.md#opening-a-stored-log: a turn the previous writer left open is repaired when the log is reopened.
 
 #[test]
 fn an_interrupted_step_is_repaired_on_reopen() {

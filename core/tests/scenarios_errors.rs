@@ -1,4 +1,4 @@
-//! Every error kind the core raises with the memory store (SPEC §8), each with
+//! Every error kind the core raises with the memory store (ARCHITECTURE.md#errors), each with
 //! what it names and the proof that nothing was written.
 
 mod scenarios_common;
@@ -24,7 +24,7 @@ fn error_invalid_splice() {
     )
     .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidSplice);
-    // §7.5: a -0 or 1.0 in a reserved integer field is refused.
+    // ARCHITECTURE.md#limits: a -0 or 1.0 in a reserved integer field is refused.
     for bad in ["-0", "1.0", "0.0", "-1", "1e0"] {
         for (key, rest) in [
             ("start", r#""inserted":[]"#),
@@ -37,7 +37,7 @@ fn error_invalid_splice() {
             assert_eq!(err.kind(), ErrorKind::InvalidSplice, "{text}");
         }
     }
-    // Coordinates out of range for the lists: the projection validates as §3.4.
+    // Coordinates out of range for the lists: the projection validates as ARCHITECTURE.md#inbox-validation.
     let events = log(&[(
         SPLICED,
         r#"{"target":"next-step","start":0,"removedCount":1,"inserted":[]}"#,
@@ -150,7 +150,7 @@ fn error_invalid_input() {
     let err = s.append("", "{}", Default::default()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert_eq!(next_seq(&s), 0);
-    // Runtime context without an id is a valid user/message (§1.2); it is not an
+    // Runtime context without an id is a valid user/message (ARCHITECTURE.md#reserved-events); it is not an
     // inbox message, so nothing is pending.
     let e = s
         .append("user/message", r#"{"text":"no id"}"#, Default::default())

@@ -1,4 +1,4 @@
-//! The consumed-work fold (SPEC §5.1) over hand-made logs and a live session's log.
+//! The consumed-work fold (ARCHITECTURE.md#consumed-work-fold) over hand-made logs and a live session's log.
 
 mod scenarios_common;
 

@@ -1,6 +1,6 @@
 //! Inbox scenarios with exact expectations: the reference implementation's examples
-//! (SPEC §3.3), the public operations (§3.2) and replay of a stored log whose splice
-//! does not apply (§3.5).
+//! (ARCHITECTURE.md#splice-records), the public operations (ARCHITECTURE.md#inbox-mutations) and replay of a stored log whose splice
+//! does not apply (ARCHITECTURE.md#replay).
 
 mod scenarios_common;
 
@@ -10,7 +10,7 @@ use inboxlog::{CancelCause, ErrorKind, Message, Session, Target};
 use scenarios_common::*;
 
 // ---------------------------------------------------------------------------------
-// §3.3: the seed example, one prompt's life.
+// ARCHITECTURE.md#splice-records: the seed example, one prompt's life.
 
 #[test]
 fn send_to_next_turn_writes_an_insert() {
@@ -78,7 +78,7 @@ fn a_cancel_instead_writes_a_canceled_deletion() {
 }
 
 // ---------------------------------------------------------------------------------
-// §3.2 operations.
+// ARCHITECTURE.md#inbox-mutations operations.
 
 #[test]
 fn replace_works_across_both_lists() {
@@ -244,7 +244,7 @@ fn clear_cancels_next_step_before_next_turn_and_a_second_clear_writes_nothing() 
 }
 
 // ---------------------------------------------------------------------------------
-// §3.5: a stored log whose splice does not apply.
+// ARCHITECTURE.md#replay: a stored log whose splice does not apply.
 
 #[test]
 fn a_persisted_splice_past_the_end_fails_replay_naming_its_seq() {

@@ -1,4 +1,4 @@
-//! Event and inbox observers (SPEC §1.5): order, timing, containment, re-entrancy.
+//! Event and inbox observers (ARCHITECTURE.md#observers): order, timing, containment, re-entrancy.
 
 mod scenarios_common;
 

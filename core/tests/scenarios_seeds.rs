@@ -1,4 +1,4 @@
-//! Sessions created from a seed, and forks (SPEC §6).
+//! Sessions created from a seed, and forks (ARCHITECTURE.md#seeds-and-forks).
 
 mod scenarios_common;
 

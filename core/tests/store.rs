@@ -1,4 +1,4 @@
-//! Behaviour every store shares, run over each of them: deleting a session (SPEC §6)
+//! Behaviour every store shares, run over each of them: deleting a session (ARCHITECTURE.md#seeds-and-forks)
 //! against writers, readers, bad ids and absent sessions.
 
 mod jsonl_common;

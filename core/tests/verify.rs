@@ -1,4 +1,4 @@
-//! `Session::verify` agrees with `Session::open` (SPEC §1.3, §1.4, §3.4, §3.5, §7.4):
+//! `Session::verify` agrees with `Session::open` (ARCHITECTURE.md#log-invariants, ARCHITECTURE.md#header, ARCHITECTURE.md#inbox-validation, ARCHITECTURE.md#replay, ARCHITECTURE.md#opening-a-stored-log):
 //! for every rule a stored log can break, both refuse with the same error at the same
 //! file, line, byte offset and seq; a log that opens verifies, with the repairs open
 //! makes reported as such. Run over the JSONL store and the memory store; verify never
@@ -251,7 +251,7 @@ const S1: (&str, &str) = ("step/start", r#"{"turn":1,"step":1}"#);
 const E1: (&str, &str) = ("turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#);
 
 // ---------------------------------------------------------------------------------
-// §1.3, rule by rule.
+// ARCHITECTURE.md#log-invariants, rule by rule.
 
 #[test]
 fn a_seq_gap_and_a_duplicate_seq() {
@@ -366,7 +366,7 @@ fn host_turn_and_step_keys_are_not_checked() {
 }
 
 // ---------------------------------------------------------------------------------
-// §3.4 / §3.5: the inbox replay.
+// ARCHITECTURE.md#inbox-validation / ARCHITECTURE.md#replay: the inbox replay.
 
 #[test]
 fn a_splice_past_the_end() {
@@ -445,7 +445,7 @@ fn an_invalid_message() {
 
 #[test]
 fn splices_before_seed_length_are_not_replayed() {
-    // The seed's splices are the parent's business (§3.5): out of range here, ignored.
+    // The seed's splices are the parent's business (ARCHITECTURE.md#replay): out of range here, ignored.
     let header = HEADER.replace(r#""createdAt":0"#, r#""createdAt":0,"seedLength":2"#);
     let events = lines(&[
         (SPLICED, r#"{"target":"next-turn","start":5,"inserted":[]}"#),
@@ -459,7 +459,7 @@ fn splices_before_seed_length_are_not_replayed() {
 }
 
 // ---------------------------------------------------------------------------------
-// §1.4 / §7.4: the header, the format version, what is missing.
+// ARCHITECTURE.md#header / ARCHITECTURE.md#opening-a-stored-log: the header, the format version, what is missing.
 
 #[test]
 fn the_header_and_its_version() {

@@ -10,7 +10,7 @@ use inboxlog_core::wire::{ErrorFields, ToJson};
 use crate::status::inboxlog_status;
 
 /// An error on its way to C: a core error (its kind is its status, its location the
-/// optional keys of the error JSON, SPEC §8) or one of the C layer's own statuses.
+/// optional keys of the error JSON, ARCHITECTURE.md#errors) or one of the C layer's own statuses.
 #[derive(Debug)]
 pub(crate) enum FfiError {
     Core(inboxlog_core::Error),

@@ -1,4 +1,4 @@
-//! Fleet features (SPEC §11): posting to a session from anywhere, taking posts in,
+//! Fleet features (ARCHITECTURE.md#posting): posting to a session from anywhere, taking posts in,
 //! and following a session from elsewhere with a polled follower handle. Imports the
 //! store and session handles, nothing else of the C objects.
 

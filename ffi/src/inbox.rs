@@ -1,4 +1,4 @@
-//! The inbox of a session: two ordered lists of pending messages (SPEC §3).
+//! The inbox of a session: two ordered lists of pending messages (ARCHITECTURE.md#inbox).
 //!
 //! Targets cross as the strings `"next-turn"` and `"next-step"`; messages as JSON
 //! objects with a non-empty string `id`. Imports the session handle, nothing else of

@@ -1,4 +1,4 @@
-//! The C ABI of inboxlog (SPEC §9.1): a thin `extern "C"` layer over the `inboxlog`
+//! The C ABI of inboxlog (ARCHITECTURE.md#c-abi): a thin `extern "C"` layer over the `inboxlog`
 //! core crate; the header `include/inboxlog.h` is generated from it by cbindgen.
 //!
 //! The conventions every exported function follows are written once, for C readers,

@@ -1,4 +1,4 @@
-//! Notifications a C host polls instead of registering callbacks (SPEC §9.1), and the
+//! Notifications a C host polls instead of registering callbacks (ARCHITECTURE.md#c-abi), and the
 //! failures of the session's observers: the last section of the header.
 
 use std::ffi::{c_char, c_int};

@@ -1,4 +1,4 @@
-//! Read-side projections (SPEC §5): the consumed-work fold and the queue projection
+//! Read-side projections (ARCHITECTURE.md#consumed-work-fold): the consumed-work fold and the queue projection
 //! that keeps a consumer's copy of the inbox equal to the live one. Imports the session
 //! handle (for a session's baseline), nothing else of the C objects.
 

@@ -1,4 +1,4 @@
-//! The step-boundary protocol (SPEC §4): open a turn, propose a step (claim input),
+//! The step-boundary protocol (ARCHITECTURE.md#protocol): open a turn, propose a step (claim input),
 //! decide once, end the step, close the turn; cancel and fail. Imports the session
 //! handle, nothing else of the C objects.
 

@@ -1,5 +1,5 @@
 //! Sessions: the handle, its lifecycle (create, open, fork, flush, close, free), what
-//! it reads back (id, header, open report, events), and append (SPEC §1, §6, §9.1).
+//! it reads back (id, header, open report, events), and append (ARCHITECTURE.md#events, ARCHITECTURE.md#seeds-and-forks, ARCHITECTURE.md#c-abi).
 //!
 //! Also the shared preamble of the functions on a session handle elsewhere (inbox,
 //! protocol, projection, notifications): run in the boundary, check `session`

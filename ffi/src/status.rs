@@ -1,4 +1,4 @@
-//! The status codes every exported function returns (SPEC §8, §9.1), their names, and
+//! The status codes every exported function returns (ARCHITECTURE.md#errors, ARCHITECTURE.md#c-abi), their names, and
 //! the library version: the first section of the header.
 
 use std::ffi::{CStr, c_char, c_int};

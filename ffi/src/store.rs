@@ -1,4 +1,4 @@
-//! Stores: where session logs live (SPEC §7.1). Imports no other C object.
+//! Stores: where session logs live (ARCHITECTURE.md#stores). Imports no other C object.
 
 use std::ffi::{c_char, c_int};
 

@@ -1,4 +1,4 @@
-//! The conventions the header states once at its top (SPEC §9.1), checked through the
+//! The conventions the header states once at its top (ARCHITECTURE.md#c-abi), checked through the
 //! functions they govern: flags are bool, an absent number is INBOXLOG_ABSENT, an
 //! out-of-range argument is refused naming it (never clamped), and NULL is an error
 //! everywhere but the _free functions.

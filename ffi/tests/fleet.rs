@@ -1,4 +1,4 @@
-//! The fleet functions (SPEC §11) called as a C host would: post, receive, follow.
+//! The fleet functions (ARCHITECTURE.md#posting) called as a C host would: post, receive, follow.
 
 #[macro_use]
 mod common;

@@ -1,6 +1,6 @@
 //! `include/inboxlog.h` is generated from `ffi/src` by cbindgen and checked in: the
 //! first test fails when the checked-in header is stale, the others when it breaks the
-//! conventions SPEC §9.1 asks of it (C text, a contents list in declaration order,
+//! conventions ARCHITECTURE.md#c-abi asks of it (C text, a contents list in declaration order,
 //! ownership and threads for every function, bool flags, one spelling of absent).
 //!
 //! Regenerate it with `INBOXLOG_BLESS=1 cargo test -p inboxlog-ffi --test header`.

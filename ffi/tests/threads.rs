@@ -138,7 +138,7 @@ fn eight_threads_mutating_one_session_serialize() {
     // SAFETY: every thread has joined; released once.
     unsafe { inboxlog_session_free(s.0) };
 
-    // Reopening validates every line against §1.3 and §3.4 and replays the inbox.
+    // Reopening validates every line against ARCHITECTURE.md#log-invariants and ARCHITECTURE.md#inbox-validation and replays the inbox.
     let reopened = open(store, "busy").unwrap();
     assert_eq!(
         call_str!(inboxlog_session_open_report(reopened)).unwrap(),

@@ -1,4 +1,4 @@
-//! `inboxlog_store_verify` and the location keys of the error JSON (SPEC §8): verify
+//! `inboxlog_store_verify` and the location keys of the error JSON (ARCHITECTURE.md#errors): verify
 //! refuses what open refuses with the same error JSON, reports repairs as such, and
 //! the keys `session`, `path`, `line`, `offset`, `seq` appear where known, not else.
 

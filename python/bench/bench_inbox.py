@@ -65,7 +65,7 @@ def normalize(length: int, start: float, delete: float) -> tuple[int, int]:
 
 
 class PyInbox:
-    """The inbox of §3 in plain Python, persisted through a PyLog."""
+    """The inbox of ARCHITECTURE.md#inbox in plain Python, persisted through a PyLog."""
 
     def __init__(self, log: PyLog) -> None:
         self.log = log

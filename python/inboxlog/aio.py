@@ -1,4 +1,4 @@
-"""inboxlog as coroutines, for asyncio agent frameworks (SPEC §9.2).
+"""inboxlog as coroutines, for asyncio agent frameworks (ARCHITECTURE.md#python).
 
 The same surface as :mod:`inboxlog`, with every call that touches a log a coroutine
 that runs the blocking native call off the event loop, on an executor thread (the

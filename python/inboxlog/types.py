@@ -24,7 +24,7 @@ class _EventRequired(TypedDict):
 
 
 class Event(_EventRequired, total=False):
-    """One log event (§1.1)."""
+    """One log event (ARCHITECTURE.md#events)."""
 
     ignorable: bool
     surfaceOp: Any
@@ -39,7 +39,7 @@ class _HeaderRequired(TypedDict):
 
 
 class Header(_HeaderRequired, total=False):
-    """The metadata beside a log (§1.4)."""
+    """The metadata beside a log (ARCHITECTURE.md#header)."""
 
     cwd: str
     parentSession: str

@@ -15,7 +15,7 @@ use inboxlog::json;
 
 use crate::errors::{InvalidInputError, TooLargeError};
 
-/// Deepest nesting accepted: the core's limit (§7.5). The walk below counts its own
+/// Deepest nesting accepted: the core's limit (ARCHITECTURE.md#limits). The walk below counts its own
 /// open containers rather than leaving the depth to the core's check of the text it
 /// writes, because a Python value may contain itself: the bound is what makes that
 /// walk finite, and it names the path to the value, which text no longer knows.

@@ -1,10 +1,10 @@
-//! The §8 error model as Python exceptions: `InboxlogError` with one subclass per kind.
+//! The ARCHITECTURE.md#errors error model as Python exceptions: `InboxlogError` with one subclass per kind.
 //!
 //! Each subclass carries its kind's `kind` (str) and `code` (int) as class attributes;
 //! a kind this module does not know yet is raised as `InboxlogError` with both set on
 //! the instance. The message is the core's, unchanged. Where the core knows where the
 //! error happened, the instance carries it as `session`, `path`, `line`, `offset` and
-//! `seq` (SPEC §8); the root class has them as `None`.
+//! `seq` (ARCHITECTURE.md#errors); the root class has them as `None`.
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeWarning};

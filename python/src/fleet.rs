@@ -1,4 +1,4 @@
-//! Fleet features (SPEC §11) for Python: `Store.post`, `Store.follow` and the
+//! Fleet features (ARCHITECTURE.md#posting) for Python: `Store.post`, `Store.follow` and the
 //! `Follower` iterator it returns.
 
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -1,4 +1,4 @@
-//! `import_reference`: a reference harness log as a new session (SPEC §7.6).
+//! `import_reference`: a reference harness log as a new session (ARCHITECTURE.md#import).
 
 use std::path::PathBuf;
 

@@ -1,7 +1,7 @@
 //! The native half of the `inboxlog` Python package (`inboxlog._native`).
 //!
 //! A thin PyO3 layer over the `inboxlog` core crate: values cross as plain dicts and
-//! lists (converted in Rust, key order and big integers kept), errors as the §8
+//! lists (converted in Rust, key order and big integers kept), errors as the ARCHITECTURE.md#errors
 //! exception classes, and every core call runs with the GIL released. The public
 //! package `inboxlog` re-exports these names and adds the pre-step composer.
 

@@ -1,4 +1,4 @@
-//! Projections that read a log: the consumed-work fold and the queue projection (§5).
+//! Projections that read a log: the consumed-work fold and the queue projection (ARCHITECTURE.md#consumed-work-fold).
 
 use std::sync::Mutex;
 

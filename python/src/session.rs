@@ -87,7 +87,7 @@ fn present<'a, 'py>(v: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, P
     v.filter(|v| !v.is_none())
 }
 
-/// Keyword extras of a protocol call as host keys for the event it writes (§1.2).
+/// Keyword extras of a protocol call as host keys for the event it writes (ARCHITECTURE.md#reserved-events).
 fn extra_of(extra: Option<&Bound<'_, PyDict>>) -> PyResult<Extra> {
     match extra.filter(|d| !d.is_empty()) {
         None => Ok(Extra::none()),
@@ -462,7 +462,7 @@ impl PyInbox {
         py.detach(|| s.inbox().clear()).py()
     }
 
-    /// Takes in the messages posted to this session (`Store.post`, §11.1); returns how
+    /// Takes in the messages posted to this session (`Store.post`, ARCHITECTURE.md#posting); returns how
     /// many posts it wrote (each a splice, or an `agent/inbox/rejected` event).
     fn receive(&self, py: Python<'_>) -> PyResult<usize> {
         let s = &self.inner;

@@ -220,7 +220,7 @@ impl PyStore {
     }
 
     /// Posts `message` to the `target` list of session `id` from anywhere, open or not
-    /// (§11.1); returns the post id once the post is durable. Its owner takes it in
+    /// (ARCHITECTURE.md#posting); returns the post id once the post is durable. Its owner takes it in
     /// exactly once (at open, before each `propose_step`, on `inbox.receive()`).
     fn post(
         &self,
@@ -232,7 +232,7 @@ impl PyStore {
         crate::fleet::post(py, &self.inner, id, target, message)
     }
 
-    /// Follows session `id` from seq `since` (§11.2): an iterator of its events as they
+    /// Follows session `id` from seq `since` (ARCHITECTURE.md#following): an iterator of its events as they
     /// are committed, read without owning the session.
     #[pyo3(signature = (id, since = 0))]
     fn follow(&self, py: Python<'_>, id: &str, since: u64) -> PyResult<crate::fleet::PyFollower> {

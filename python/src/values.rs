@@ -12,7 +12,7 @@ use inboxlog::{Event, InboxNotice, Message, Proposal};
 use crate::convert::{dict_to_json, to_py};
 use crate::errors::OrRaise;
 
-/// An event as a dict, from its one JSON spelling (keys in §1.1 order).
+/// An event as a dict, from its one JSON spelling (keys in ARCHITECTURE.md#events order).
 pub(crate) fn event<'py>(py: Python<'py>, e: &Event) -> PyResult<Bound<'py, PyDict>> {
     Ok(to_py(py, &e.to_json())?.cast_into::<PyDict>()?)
 }

@@ -1,4 +1,4 @@
-"""Every call of the §9.2 surface, on both stores."""
+"""Every call of the ARCHITECTURE.md#python surface, on both stores."""
 
 from __future__ import annotations
 

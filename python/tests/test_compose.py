@@ -1,4 +1,4 @@
-"""The pre-step composer (§9.3), sync and async."""
+"""The pre-step composer (ARCHITECTURE.md#pre-step-composer), sync and async."""
 
 from __future__ import annotations
 

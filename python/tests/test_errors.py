@@ -1,4 +1,4 @@
-"""Every §8 error class, raised from Python with the core's message unchanged."""
+"""Every ARCHITECTURE.md#errors error class, raised from Python with the core's message unchanged."""
 
 from __future__ import annotations
 
@@ -232,7 +232,7 @@ def test_wrong_types_are_type_errors(session: inboxlog.Session) -> None:
 
 
 # ---------------------------------------------------------------------------------
-# Where an error happened, as attributes (SPEC §8): set where known, None otherwise.
+# Where an error happened, as attributes (ARCHITECTURE.md#errors): set where known, None otherwise.
 
 LOCATION = ("session", "path", "line", "offset", "seq")
 

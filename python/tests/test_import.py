@@ -1,4 +1,4 @@
-"""Importing the reference harness's logs (SPEC §7.6): `inboxlog.import_reference`
+"""Importing the reference harness's logs (ARCHITECTURE.md#import): `inboxlog.import_reference`
 and `python -m inboxlog import`."""
 
 from __future__ import annotations

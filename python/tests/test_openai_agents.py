@@ -298,7 +298,7 @@ async def test_input_entered_earlier_in_a_run_stays_in_place_for_later_model_cal
         return call_weather("Rome", "call_2")
 
     model = ScriptedModel(call_weather("Paris"), second_call, say("Both sunny."))
-    # Queued before the run: step 1 claims it with the run's input (next-step first, §3.2).
+    # Queued before the run: step 1 claims it with the run's input (next-step first, ARCHITECTURE.md#inbox-mutations).
     chat.session.inbox.append("next-step", {"id": "s0", "content": "Also Rome."})
     await run(agent_with(model), "Weather in Paris?", session=chat)
 

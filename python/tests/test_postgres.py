@@ -1,4 +1,4 @@
-"""The PostgreSQL store from Python (SPEC §10): what is stored, ownership and
+"""The PostgreSQL store from Python (ARCHITECTURE.md#postgresql): what is stored, ownership and
 takeover, and the errors of bad URLs and unreachable servers. The behaviour tests
 shared by every store run on it through the `store` fixture."""
 

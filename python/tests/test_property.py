@@ -1,5 +1,5 @@
 """Random inbox operations against a pure-Python model with JavaScript splice
-semantics (§3.2), checked call by call, then by replay."""
+semantics (ARCHITECTURE.md#inbox-mutations), checked call by call, then by replay."""
 
 from __future__ import annotations
 

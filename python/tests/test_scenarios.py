@@ -1,4 +1,4 @@
-"""The reference scenarios of SPEC §3–§5, restated in Python on both stores."""
+"""The reference scenarios of ARCHITECTURE.md#inbox–ARCHITECTURE.md#consumed-work-fold, restated in Python on both stores."""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ pub(crate) fn parse(text: &str, id: Option<&str>) -> Result<Header> {
 
 /// The inboxlog session id for a reference session id.
 ///
-/// A valid id (SPEC §1.4) is kept. Any other is derived deterministically, so a
+/// A valid id (ARCHITECTURE.md#header) is kept. Any other is derived deterministically, so a
 /// parent and its forks keep pointing at each other when imported one by one:
 /// every character outside `[A-Za-z0-9._-]` becomes `_`, leading dots are dropped
 /// (`session` when nothing is left), the result is cut to 119 characters and `-`

@@ -1,10 +1,10 @@
-//! Importing the reference harness's session logs (SPEC §7.6).
+//! Importing the reference harness's session logs (ARCHITECTURE.md#import).
 //!
 //! The TypeScript reference harness writes one JSONL file per session (optionally
 //! zstd-compressed): a `{"type":"session","version":0,…}` header, then one event per
 //! line, except that runs of token deltas are packed into one record each. An import
 //! reads such a file, expands the runs, checks the result exactly as opening a stored
-//! log would (§1.3 on every event, the inbox replayed from `seedLength` as in §3.5) and
+//! log would (ARCHITECTURE.md#log-invariants on every event, the inbox replayed from `seedLength` as in ARCHITECTURE.md#replay) and
 //! only then creates the new session with all the events at their source seqs.
 //!
 //! Every problem of the source is refused before anything is created, naming the
@@ -12,7 +12,7 @@
 //! `invalid_input` (a header from another format or version is
 //! `format_unsupported`), an unreadable file is `io`, a taken id `already_exists`.
 //! A log whose last turn never ended (the harness stopped mid-turn) is imported and
-//! that turn closed as `interrupted`, as opening it would (§7.4); the session's
+//! that turn closed as `interrupted`, as opening it would (ARCHITECTURE.md#opening-a-stored-log); the session's
 //! [`Session::open_report`] says so.
 
 mod header;

@@ -1,5 +1,5 @@
 //! Packed runs of token deltas, expanded back into one `assistant/chunk` event per
-//! member (SPEC §7.6).
+//! member (ARCHITECTURE.md#import).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;

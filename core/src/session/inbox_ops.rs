@@ -1,4 +1,4 @@
-//! The inbox operations of a session (SPEC §3.2): [`Session::inbox`] and the view it
+//! The inbox operations of a session (ARCHITECTURE.md#inbox-mutations): [`Session::inbox`] and the view it
 //! returns, each operation one durable transaction.
 
 use crate::error::Result;
@@ -9,13 +9,13 @@ use crate::txn::Effect;
 use super::Session;
 
 impl Session {
-    /// The inbox operations of this session (§3.2).
+    /// The inbox operations of this session (ARCHITECTURE.md#inbox-mutations).
     pub fn inbox(&self) -> InboxOps<'_> {
         InboxOps { session: self }
     }
 }
 
-/// The inbox operations of one session (§3.2), each one durable transaction.
+/// The inbox operations of one session (ARCHITECTURE.md#inbox-mutations), each one durable transaction.
 #[derive(Clone, Copy)]
 pub struct InboxOps<'a> {
     session: &'a Session,

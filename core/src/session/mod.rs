@@ -2,8 +2,8 @@
 //!
 //! Every public mutation runs as a transaction (`txn`): validate and stage events
 //! against copies of the state, write them in one durable append, then apply them in
-//! memory; this module then publishes them to observers with no lock held (SPEC §1.5,
-//! §3.2, §7.2). The handle's locking, observers and publication live here; creating,
+//! memory; this module then publishes them to observers with no lock held (ARCHITECTURE.md#observers,
+//! ARCHITECTURE.md#inbox-mutations, ARCHITECTURE.md#durability). The handle's locking, observers and publication live here; creating,
 //! opening, forking and checking a stored log in `open`; the inbox operations
 //! ([`InboxOps`]) in `inbox_ops`.
 
@@ -94,7 +94,7 @@ struct State {
     ledger: Ledger,
     /// Committed notices not yet published.
     outbox: Vec<Notice>,
-    /// The session's mailbox, when its store takes posts (§11.1).
+    /// The session's mailbox, when its store takes posts (ARCHITECTURE.md#posting).
     intake: Option<Intake>,
 }
 
@@ -190,7 +190,7 @@ impl Session {
         Ok(f(&self.state()?.ledger.inbox))
     }
 
-    /// Registers an event observer (§1.5).
+    /// Registers an event observer (ARCHITECTURE.md#observers).
     pub fn on_event(
         &self,
         observer: impl Fn(&Event) -> std::result::Result<(), String> + Send + Sync + 'static,
@@ -200,7 +200,7 @@ impl Session {
             .push(Arc::new(observer) as Arc<EventObserver>);
     }
 
-    /// Registers an inbox observer (§3.6).
+    /// Registers an inbox observer (ARCHITECTURE.md#notifications).
     pub fn on_inbox(
         &self,
         observer: impl Fn(&InboxNotice) -> std::result::Result<(), String> + Send + Sync + 'static,
@@ -251,69 +251,69 @@ impl Session {
         }
     }
 
-    /// `open_turn` (§4).
+    /// `open_turn` (ARCHITECTURE.md#protocol).
     pub fn open_turn(&self) -> Result<u64> {
         self.open_turn_with(&Extra::none())
     }
 
-    /// `open_turn` (§4) with host extras on its `turn/start` (§1.2).
+    /// `open_turn` (ARCHITECTURE.md#protocol) with host extras on its `turn/start` (ARCHITECTURE.md#reserved-events).
     pub fn open_turn_with(&self, extra: &Extra) -> Result<u64> {
         self.transact(|txn| txn.open_turn(extra))
     }
 
-    /// `propose_step` (§4), after taking posted messages in (§11.1, [`Session::receive`]).
+    /// `propose_step` (ARCHITECTURE.md#protocol), after taking posted messages in (ARCHITECTURE.md#posting, [`Session::receive`]).
     pub fn propose_step(&self) -> Result<Proposal> {
         self.receive()?;
         self.transact(|txn| txn.propose_step())
     }
 
-    /// `decide` (§4).
+    /// `decide` (ARCHITECTURE.md#protocol).
     pub fn decide(&self, decision: Decision) -> Result<Decided> {
         self.decide_with(decision, &Extra::none())
     }
 
-    /// `decide` (§4) with host extras on the event it writes first (`step/start`, or
+    /// `decide` (ARCHITECTURE.md#protocol) with host extras on the event it writes first (`step/start`, or
     /// `turn/end` when the decision ends the turn).
     pub fn decide_with(&self, decision: Decision, extra: &Extra) -> Result<Decided> {
         self.transact(|txn| txn.decide(decision, extra))
     }
 
-    /// `end_step` (§4): returns whether another step must be proposed.
+    /// `end_step` (ARCHITECTURE.md#protocol): returns whether another step must be proposed.
     pub fn end_step(&self, outcome: StepOutcome) -> Result<bool> {
         self.end_step_with(outcome, &Extra::none())
     }
 
-    /// `end_step` (§4) with host extras on its `step/end`.
+    /// `end_step` (ARCHITECTURE.md#protocol) with host extras on its `step/end`.
     pub fn end_step_with(&self, outcome: StepOutcome, extra: &Extra) -> Result<bool> {
         self.transact(|txn| txn.end_step(outcome, extra))
     }
 
-    /// `close_turn` (§4).
+    /// `close_turn` (ARCHITECTURE.md#protocol).
     pub fn close_turn(&self) -> Result<Decided> {
         self.close_turn_with(&Extra::none())
     }
 
-    /// `close_turn` (§4) with host extras on its `turn/end`.
+    /// `close_turn` (ARCHITECTURE.md#protocol) with host extras on its `turn/end`.
     pub fn close_turn_with(&self, extra: &Extra) -> Result<Decided> {
         self.transact(|txn| txn.close_turn(extra))
     }
 
-    /// `cancel` (§4).
+    /// `cancel` (ARCHITECTURE.md#protocol).
     pub fn cancel(&self, cause: CancelCause, keep_inbox: bool) -> Result<()> {
         self.cancel_with(cause, keep_inbox, &Extra::none())
     }
 
-    /// `cancel` (§4) with host extras on the `turn/end` of the aborted turn.
+    /// `cancel` (ARCHITECTURE.md#protocol) with host extras on the `turn/end` of the aborted turn.
     pub fn cancel_with(&self, cause: CancelCause, keep_inbox: bool, extra: &Extra) -> Result<()> {
         self.transact(|txn| txn.cancel(cause, keep_inbox, extra))
     }
 
-    /// `fail` (§4).
+    /// `fail` (ARCHITECTURE.md#protocol).
     pub fn fail(&self, error: TurnError) -> Result<()> {
         self.fail_with(error, &Extra::none())
     }
 
-    /// `fail` (§4) with host extras on the `turn/end` of the failed turn.
+    /// `fail` (ARCHITECTURE.md#protocol) with host extras on the `turn/end` of the failed turn.
     pub fn fail_with(&self, error: TurnError, extra: &Extra) -> Result<()> {
         self.transact(|txn| txn.fail(error, extra))
     }

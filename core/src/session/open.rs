@@ -14,14 +14,14 @@ use crate::txn::{Ledger, Txn};
 
 use super::{OpenReport, Session, VerifyReport, now_ms};
 
-/// What reading a stored log back rebuilds: the invariants (§1.3) and the inbox
-/// (§3.5). [`Session::open`] and [`Session::verify`] feed it through the same store
+/// What reading a stored log back rebuilds: the invariants (ARCHITECTURE.md#log-invariants) and the inbox
+/// (ARCHITECTURE.md#replay). [`Session::open`] and [`Session::verify`] feed it through the same store
 /// reader, so they refuse the same logs at the same places.
 #[derive(Default)]
 struct Rebuilt {
     log: LogState,
     inbox: Inbox,
-    /// The posts the log holds (§11.1).
+    /// The posts the log holds (ARCHITECTURE.md#posting).
     posts: PostIds,
 }
 
@@ -43,7 +43,7 @@ impl Session {
     }
 
     /// Starts a new log whose first events are `seed` (from another log or a fork):
-    /// every seed event is validated (§1.3), seqs must run from 0, `session/end-seed`
+    /// every seed event is validated (ARCHITECTURE.md#log-invariants), seqs must run from 0, `session/end-seed`
     /// is appended unless the seed ends with one, and `seed_length` is recorded in the
     /// header when given (the inbox replays from there).
     pub fn create_seeded(
@@ -108,10 +108,10 @@ impl Session {
         .with_mailbox(store, &id, posts)
     }
 
-    /// Creates a log holding `events` at their own seqs (an import, §7.6). The caller
+    /// Creates a log holding `events` at their own seqs (an import, ARCHITECTURE.md#import). The caller
     /// has checked every event as opening would (`log` advanced and `inbox` replayed
     /// over all of them); a last turn left open is closed as `interrupted` in the same
-    /// write, as opening would close it (§7.4).
+    /// write, as opening would close it (ARCHITECTURE.md#opening-a-stored-log).
     pub(crate) fn create_imported(
         store: &dyn Store,
         header: Header,
@@ -137,15 +137,15 @@ impl Session {
             .with_mailbox(store, &id, posts)
     }
 
-    /// Opens a stored log for writing: replays the inbox once (§3.5), closes a turn
-    /// the previous writer left open as `interrupted` (§7.4), then takes posted
-    /// messages in (§11.1).
+    /// Opens a stored log for writing: replays the inbox once (ARCHITECTURE.md#replay), closes a turn
+    /// the previous writer left open as `interrupted` (ARCHITECTURE.md#opening-a-stored-log), then takes posted
+    /// messages in (ARCHITECTURE.md#posting).
     pub fn open(store: &dyn Store, id: &str) -> Result<Session> {
         Session::open_with(store, id, OpenOptions::default())
     }
 
     /// [`Session::open`] with options: `takeover` takes the session from a live but
-    /// stuck owner (PostgreSQL store, §10.3); other stores refuse it.
+    /// stuck owner (PostgreSQL store, ARCHITECTURE.md#postgresql); other stores refuse it.
     pub fn open_with(store: &dyn Store, id: &str, options: OpenOptions) -> Result<Session> {
         validate_session_id(id)?;
         let mut rebuilt = Rebuilt::default();
@@ -226,7 +226,7 @@ impl Session {
     }
 
     /// Checks a stored log exactly as [`Session::open`] does (header and format
-    /// version, every complete record, §1.3, the inbox replay of §3.5), with the same
+    /// version, every complete record, ARCHITECTURE.md#log-invariants, the inbox replay of ARCHITECTURE.md#replay), with the same
     /// errors at the same locations, but without locking, repairing or writing. What
     /// opening would repair (a torn tail, an interrupted turn) is reported, not refused.
     /// Whether another writer holds the session is not checked.
@@ -251,7 +251,7 @@ impl Session {
         store.inspect(id)
     }
 
-    /// Removes stored log `id` for good (SPEC §6): `locked` while a writer holds it,
+    /// Removes stored log `id` for good (ARCHITECTURE.md#seeds-and-forks): `locked` while a writer holds it,
     /// `not_found` when absent; durable when it returns. A concurrent reader
     /// ([`Session::inspect`], a fork) that started first reads the whole log as it was.
     pub fn delete(store: &dyn Store, id: &str) -> Result<()> {

@@ -21,7 +21,7 @@ struct Log {
     writer_open: bool,
     /// Removed from the store: an open that fetched it just before must not write to it.
     deleted: bool,
-    /// Posts not yet taken in (§11.1), in post order: (post id, target, message).
+    /// Posts not yet taken in (ARCHITECTURE.md#posting), in post order: (post id, target, message).
     mailbox: VecDeque<(String, Target, Message)>,
 }
 

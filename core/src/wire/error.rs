@@ -1,11 +1,11 @@
-//! The error object of SPEC §8, as every face reports it.
+//! The error object of ARCHITECTURE.md#errors, as every face reports it.
 
 use std::borrow::Cow;
 
 use super::{Object, ToJson};
 use crate::error::Error;
 
-/// An error as every face reports it (SPEC §8): `code`, `kind`, `message`, then the
+/// An error as every face reports it (ARCHITECTURE.md#errors): `code`, `kind`, `message`, then the
 /// location keys `session`, `path`, `line`, `offset`, `seq` where known. The C ABI
 /// prints it as its error JSON; the Python exception carries the same fields as
 /// attributes.

@@ -5,7 +5,7 @@
 //! Printed here: the open and verify reports, proposals, decided results, baselines,
 //! inspect results, fold results, inbox notifications, observer failures, the C
 //! notification queue's items, lists of events, messages and headers, and the error
-//! object of SPEC §8 ([`ErrorFields`]). Parsed here: baselines, decisions, envelopes,
+//! object of ARCHITECTURE.md#errors ([`ErrorFields`]). Parsed here: baselines, decisions, envelopes,
 //! lists of events and messages, cancel causes named by kind. The log's own record
 //! formats (an event, a header, a splice record, a turn-end reason) stay with their
 //! types, because the stores write them too; this module embeds them verbatim.
@@ -115,7 +115,7 @@ pub fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     out
 }
 
-/// `[e1,e2,…]`: events in their log spelling (SPEC §1.1 key order).
+/// `[e1,e2,…]`: events in their log spelling (ARCHITECTURE.md#events key order).
 pub fn events(events: &[Event]) -> String {
     let mut out = String::with_capacity(64 * events.len() + 2);
     out.push('[');

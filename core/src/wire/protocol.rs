@@ -1,4 +1,4 @@
-//! The step-boundary protocol's shapes (SPEC §4): proposals and decided results
+//! The step-boundary protocol's shapes (ARCHITECTURE.md#protocol): proposals and decided results
 //! printed, decisions and cancel causes parsed.
 
 use serde::Deserialize;

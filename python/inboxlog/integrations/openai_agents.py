@@ -301,7 +301,7 @@ async def run(
 
     ``input`` (a str, or a list of SDK input items) enters the turn through the inbox;
     ``None`` runs on what the inbox holds, or, when it is empty, continues from the
-    stored history (e.g. after a crash). ``plugins`` are pre-step listeners (§9.3, plain
+    stored history (e.g. after a crash). ``plugins`` are pre-step listeners (ARCHITECTURE.md#pre-step-composer, plain
     or ``async``) asked at every model call. ``run_config`` is the SDK's (its own
     ``call_model_input_filter`` runs after the step's input was added);
     ``runner_kwargs`` go to ``Runner.run`` (``context``, ``max_turns``, ``hooks``, …).

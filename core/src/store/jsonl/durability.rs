@@ -1,4 +1,4 @@
-//! When appended records are fdatasynced (SPEC §7.2).
+//! When appended records are fdatasynced (ARCHITECTURE.md#durability).
 
 use std::fmt;
 use std::str::FromStr;

@@ -29,7 +29,7 @@ pub enum Point {
     Length,
     /// Removing a log file: a delete.
     Unlink,
-    /// Removing a post from a session's spool once the log holds it (SPEC §11.1).
+    /// Removing a post from a session's spool once the log holds it (ARCHITECTURE.md#posting).
     Settle,
 }
 

@@ -1,4 +1,4 @@
-//! Following a JSONL log from another process (SPEC §11.2): read the file's complete
+//! Following a JSONL log from another process (ARCHITECTURE.md#following): read the file's complete
 //! lines from where the last look stopped, without any lock.
 //!
 //! The feed polls the file's length (one `fstat`) rather than watching it with inotify

@@ -1,4 +1,4 @@
-//! Splitting a log's bytes into complete lines and a torn tail (SPEC §7.4).
+//! Splitting a log's bytes into complete lines and a torn tail (ARCHITECTURE.md#opening-a-stored-log).
 //!
 //! A line is complete when its `\n` is stored; the bytes after the last `\n` are the
 //! torn tail a crash can leave (a partial record, a run of NULs). Memory stays bounded

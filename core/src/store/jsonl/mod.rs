@@ -1,4 +1,4 @@
-//! The JSONL directory store (SPEC §7): one file per session, `<root>/<id>.jsonl`,
+//! The JSONL directory store (ARCHITECTURE.md#stores): one file per session, `<root>/<id>.jsonl`,
 //! line 1 the header, then one compact event per `\n`-terminated line. The format and
 //! the recovery rules are described byte by byte in `core/FORMAT.md`.
 //!
@@ -67,7 +67,7 @@ pub struct JsonlStore {
     /// The test hook every file operation goes through, if any.
     #[cfg(feature = "testing")]
     faults: Option<FaultPlan>,
-    /// This handle as a poster to sessions' spools (§11.1).
+    /// This handle as a poster to sessions' spools (ARCHITECTURE.md#posting).
     poster: spool::Poster,
 }
 
@@ -241,7 +241,7 @@ impl JsonlStore {
     }
 }
 
-/// A writer whose every error names its session and file (SPEC §8), whichever part of
+/// A writer whose every error names its session and file (ARCHITECTURE.md#errors), whichever part of
 /// the writer made it (a poisoned handle, a foreign write, a failed fsync).
 struct Named {
     writer: JsonlWriter,

@@ -1,4 +1,4 @@
-//! Reading a stored log back (SPEC §7.4): the header, then every complete line as a
+//! Reading a stored log back (ARCHITECTURE.md#opening-a-stored-log): the header, then every complete line as a
 //! validated event, each failure named by file, line, byte offset and seq. Pure: works
 //! on any [`BufRead`], never repairs; the caller decides what to do with the torn tail.
 
@@ -70,7 +70,7 @@ impl At<'_> {
         self.locate(err.context(self).with_kind(ErrorKind::Corrupt))
     }
 
-    /// `err` with this location as data (SPEC §8), the same the message names.
+    /// `err` with this location as data (ARCHITECTURE.md#errors), the same the message names.
     fn locate(&self, err: Error) -> Error {
         let err = err.with_path(self.path).with_line(self.number, self.offset);
         match self.seq {

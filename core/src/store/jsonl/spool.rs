@@ -1,4 +1,4 @@
-//! Posting to a JSONL session (SPEC §11.1): a spool directory per session,
+//! Posting to a JSONL session (ARCHITECTURE.md#posting): a spool directory per session,
 //! `<root>/<id>.posts/`, one file per post (`list` ignores it: it is no `.jsonl` file).
 //!
 //! A post is written to a hidden temp name, fsynced, renamed to `<post id>.json` and the

@@ -1,4 +1,4 @@
-//! Making written bytes durable (SPEC §7.2): the sync state of one log, shared by its
+//! Making written bytes durable (ARCHITECTURE.md#durability): the sync state of one log, shared by its
 //! writer and the group-commit flusher of the `batched` mode.
 //!
 //! Invariants: `durable <= written`; at most one fdatasync per log is in flight

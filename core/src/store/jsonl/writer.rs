@@ -1,4 +1,4 @@
-//! The exclusive writer of one JSONL log (SPEC §7.2, §7.3).
+//! The exclusive writer of one JSONL log (ARCHITECTURE.md#durability, ARCHITECTURE.md#exclusive-writer).
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -111,7 +111,7 @@ impl JsonlWriter {
 
     /// Refuses to write when the file no longer has the length this writer left: the OS
     /// lock is advisory, so another program may have written to or truncated the file
-    /// (SPEC §7.3). Writing now would put a second line with the same seq after a
+    /// (ARCHITECTURE.md#exclusive-writer). Writing now would put a second line with the same seq after a
     /// foreign one, or fuse onto a cut record. Nothing is written, the writer is
     /// poisoned, and the file is left for a person to look at (reopening it replays
     /// whatever it now holds, under the usual recovery rules).
