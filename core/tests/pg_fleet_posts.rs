@@ -1,8 +1,10 @@
 //! Posting and following on a real PostgreSQL server (SPEC §11): the mailbox table,
 //! its move into the log in one transaction with the splices, the schema upgrade that
-//! adds it, and followers woken by LISTEN/NOTIFY. Owners and posters are threads here
-//! (a dead owner is a connection terminated by the server), each with a store of its
-//! own, so each holds connections of its own as a separate process would.
+//! adds it, and followers woken by LISTEN/NOTIFY. Posters and followers are threads,
+//! each with a store (and connections) of its own as a separate process would have;
+//! owners die either as processes killed with SIGKILL (this binary re-executed with
+//! `INBOXLOG_PG_POSTS_SCHEMA` set, running only `posts_owner_child`) or as a
+//! connection the server terminates.
 #![cfg(unix)]
 
 mod pg_common;
@@ -478,5 +480,110 @@ fn a_fenced_owner_leaves_the_posts_pending() {
     drop(s);
     let s = Session::open_with(&store, "s", OpenOptions::takeover(true)).unwrap();
     assert_eq!(taken_in(&s.events(0).unwrap()).len(), 1);
+    assert_eq!(pending_rows(&schema), 0);
+}
+
+/// The owner child's entry point (this binary re-executed with `INBOXLOG_PG_POSTS_SCHEMA`
+/// set): opens `s` as soon as it is free, says `open`, then takes posts in forever.
+#[test]
+#[ignore = "the owner process of owners_killed_by_sigkill_deliver_each_post_once"]
+fn posts_owner_child() {
+    let Ok(schema) = std::env::var("INBOXLOG_PG_POSTS_SCHEMA") else {
+        return;
+    };
+    let store = PgStore::connect(
+        &pg_common::url(),
+        inboxlog::store::PgOptions {
+            schema,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let s = loop {
+        match Session::open(&store, "s") {
+            Ok(s) => break s,
+            Err(e) if e.kind() == ErrorKind::Locked => thread::sleep(Duration::from_millis(5)),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    println!("open");
+    loop {
+        s.receive().unwrap();
+    }
+}
+
+/// Owner processes killed with SIGKILL at random points while four posters post:
+/// every acknowledged post is in the log exactly once, in each poster's order.
+#[test]
+fn owners_killed_by_sigkill_deliver_each_post_once() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let Some((schema, store)) = pg_common::store(Durability::Sync) else {
+        return;
+    };
+    Session::create(&store, "s", SessionMeta::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    let posters: Vec<_> = (0..4)
+        .map(|w| {
+            let options = schema.options(Durability::Sync);
+            thread::spawn(move || {
+                let store = PgStore::connect(&pg_common::url(), options).unwrap();
+                (0..50)
+                    .map(|i| {
+                        let id = format!("w{w}-{i:03}");
+                        store.post("s", Target::NextTurn, &msg(&id)).unwrap();
+                        thread::sleep(Duration::from_millis(2));
+                        id
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut kills = 0;
+    let mut pause = 7u64;
+    while posters.iter().any(|p| !p.is_finished()) || kills < 3 {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "posts_owner_child", "--nocapture"])
+            .env("INBOXLOG_PG_POSTS_SCHEMA", &schema.name)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert!(
+            lines.any(|l| l.unwrap() == "open"),
+            "the owner child never opened the session"
+        );
+        pause = (pause * 7 + 3) % 40;
+        thread::sleep(Duration::from_millis(pause));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        kills += 1;
+    }
+    let acked: Vec<String> = posters
+        .into_iter()
+        .flat_map(|p| p.join().unwrap())
+        .collect();
+    let s = Session::open(&store, "s").unwrap();
+    let taken = taken_in(&s.events(0).unwrap());
+    let ids: Vec<&str> = taken.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(ids.len(), 200, "{kills} kills");
+    assert_eq!(
+        ids.iter().collect::<HashSet<_>>().len(),
+        200,
+        "a post twice"
+    );
+    for id in &acked {
+        assert!(ids.contains(&id.as_str()), "{id} lost");
+    }
+    let mut by_poster: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for id in &ids {
+        by_poster.entry(&id[..2]).or_default().push(id);
+    }
+    for (poster, order) in by_poster {
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{poster}: {order:?}");
+    }
     assert_eq!(pending_rows(&schema), 0);
 }
