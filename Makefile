@@ -160,13 +160,17 @@ test-e2e: c-lib $(VENV)/.installed
 	INBOXLOG_LIB=$(C_LIBDIR)/libinboxlog.so $(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/e2e
 
 # Restarts the test server under load: alone, after every other suite (see the test).
-.PHONY: test-suites test-pg-restart demo-postgres
+.PHONY: test-suites test-pg-restart demo-postgres demo-fleet
 test-pg-restart:
 	$(CARGO) test -p inboxlog --test pg_restart -- --ignored --test-threads=1
 
 # The README's PostgreSQL example against INBOXLOG_TEST_PG (or a throwaway server).
 demo-postgres: $(VENV)/.installed
 	tests/pg/with-server.sh $(VPY) examples/postgres.py
+
+# The fleet example: a producer posts, three workers (one killed) answer, a follower watches.
+demo-fleet: $(VENV)/.installed
+	tests/pg/with-server.sh $(VPY) examples/fleet.py
 
 demo: $(VENV)/.installed
 	rm -rf demo-sessions

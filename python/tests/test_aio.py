@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import m
+from conftest import m, pg_store
 
 import inboxlog
 import inboxlog.aio
@@ -19,11 +20,15 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-@pytest.fixture(params=["memory", "jsonl"])
-def astore(request: pytest.FixtureRequest, tmp_path: Path) -> inboxlog.aio.Store:
+@pytest.fixture(params=["memory", "jsonl", "postgres"])
+def astore(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[inboxlog.aio.Store]:
     if request.param == "memory":
-        return inboxlog.aio.Store.memory()
-    return inboxlog.aio.Store(tmp_path / "logs", durability="none")
+        yield inboxlog.aio.Store.memory()
+    elif request.param == "jsonl":
+        yield inboxlog.aio.Store(tmp_path / "logs", durability="none")
+    else:
+        for store in pg_store():
+            yield inboxlog.aio.Store.wrap(store)
 
 
 async def one_turn(store: inboxlog.aio.Store, id: str) -> list[dict[str, Any]]:

@@ -15,14 +15,6 @@ from conftest import m
 import inboxlog
 
 
-@pytest.fixture(params=["memory", "jsonl"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> inboxlog.Store:
-    """The stores that post and follow today (the PostgreSQL store does not yet)."""
-    if request.param == "memory":
-        return inboxlog.Store.memory()
-    return inboxlog.Store(tmp_path / "logs", durability="none")
-
-
 def test_a_post_is_taken_in_once_with_its_post_id(store: inboxlog.Store) -> None:
     store.create("s").close()
     post = store.post("s", "next-turn", m("a", content="hi"))

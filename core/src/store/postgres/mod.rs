@@ -15,8 +15,13 @@
 //! (`conn.rs`); URLs are parsed here (`url.rs`) so no message ever shows a password.
 //! Each open session holds a connection of its own (its lock lives there); other calls
 //! borrow one from a small pool.
+//!
+//! Posts wait in a `posts` table and move into the log in the same transaction as the
+//! splices that take them in; followers LISTEN for the NOTIFY of every append
+//! (`fleet.rs`, which gives the exactly-once argument).
 
 mod conn;
+mod fleet;
 mod owner;
 mod read;
 mod schema;
@@ -33,12 +38,15 @@ use self::conn::{Connector, Stmt};
 use self::read::{At, SessionRow, read_all, read_for_open, reading, seed_gap, session_row};
 use self::schema::Sql;
 use self::writer::{PgWriter, Rows};
-use super::{Durability, LogWriter, OpenOptions, Opened, Store, Verified};
+use super::{Durability, LogWriter, Mailbox, OpenOptions, Opened, Store, Verified};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
+use crate::fleet::Follower;
 use crate::header::Header;
 use crate::id::validate_session_id;
 use crate::json;
+use crate::message::Message;
+use crate::splice::Target;
 
 pub use self::schema::{DEFAULT_SCHEMA, REPLAYED, SCHEMA_VERSION, validate_schema};
 pub use self::url::{Host, PgUrl, SslMode, redact_url};
@@ -506,6 +514,28 @@ impl Store for PgStore {
                 })
             })
             .collect()
+    }
+
+    /// One row of `posts`, committed before it returns (see `fleet.rs`).
+    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String> {
+        validate_session_id(id)?;
+        fleet::post(&self.inner, id, target, message)
+    }
+
+    fn mailbox(&self, id: &str) -> Result<Option<Box<dyn Mailbox>>> {
+        validate_session_id(id)?;
+        Ok(Some(Box::new(fleet::PgMailbox {
+            inner: Arc::clone(&self.inner),
+            id: id.to_owned(),
+        })))
+    }
+
+    /// Reads with a connection of its own that LISTENs for the appends' NOTIFY.
+    fn follow(&self, id: &str, since: u64) -> Result<Follower> {
+        validate_session_id(id)?;
+        let feed =
+            fleet::PgFeed::new(Arc::clone(&self.inner), id).map_err(|e| e.with_session(id))?;
+        Ok(Follower::new(id, Box::new(feed), since))
     }
 
     fn delete(&self, id: &str) -> Result<()> {

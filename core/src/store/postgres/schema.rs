@@ -2,7 +2,7 @@
 //! every statement the store runs, with the schema's name put in once.
 //!
 //! ```sql
-//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 1
+//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 2
 //! CREATE SEQUENCE <schema>.epochs;             -- ownership epochs, never reused
 //! CREATE TABLE <schema>.sessions (
 //!     id text PRIMARY KEY, header text NOT NULL,   -- the §1.4 header, compact JSON
@@ -16,7 +16,19 @@
 //! CREATE INDEX events_reserved ON <schema>.events (session, seq)
 //!     WHERE type IN ('turn/start', 'turn/end', 'step/start', 'step/end',
 //!                    'agent/inbox/spliced', 'session/end-seed');
+//! CREATE SEQUENCE <schema>.post_numbers;       -- the global post order (version 2)
+//! CREATE TABLE <schema>.posts (                -- the mailboxes (SPEC §11.1)
+//!     session text NOT NULL REFERENCES <schema>.sessions (id) ON DELETE CASCADE,
+//!     post text PRIMARY KEY,                       -- "pg-<n>", carried into the log
+//!     n bigint NOT NULL,                           -- post order (per poster too)
+//!     target text NOT NULL, message text NOT NULL, -- the §3 message, compact JSON
+//!     posted_at timestamptz NOT NULL DEFAULT now());
+//! CREATE INDEX posts_pending ON <schema>.posts (session, n);
 //! ```
+//!
+//! Version 1 had no mailbox: a store meeting version-1 tables adds `post_numbers` and
+//! `posts` and sets the version to 2, in the same transaction under the same lock as
+//! creation (every statement is `IF NOT EXISTS`, so workers upgrading at once agree).
 //!
 //! `line` is text, never `jsonb`: it is byte for byte the line the JSONL store would
 //! write (key order and big integers survive), so `SELECT line FROM
@@ -32,7 +44,10 @@ use crate::event::{END_SEED, INBOX_SPLICED, STEP_END, STEP_START, TURN_END, TURN
 use crate::json;
 
 /// The version of the tables this library reads and writes.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
+
+/// The version before the mailbox; upgraded in place to [`SCHEMA_VERSION`].
+const VERSION_WITHOUT_POSTS: i32 = 1;
 
 /// The default schema.
 pub const DEFAULT_SCHEMA: &str = "inboxlog";
@@ -93,6 +108,13 @@ pub(super) struct Sql {
     pub events_from: String,
     pub list: String,
     pub delete: String,
+    pub append_posted: String,
+    pub post: String,
+    pub pending: String,
+    pub settle: String,
+    pub exists: String,
+    /// The LISTEN/NOTIFY channel of the schema's appends (payload: the session id).
+    pub channel: String,
 }
 
 impl Sql {
@@ -118,7 +140,16 @@ impl Sql {
                      line text NOT NULL,
                      PRIMARY KEY (session, seq));
                  CREATE INDEX IF NOT EXISTS events_reserved ON {s}.events (session, seq)
-                     WHERE type IN ({});",
+                     WHERE type IN ({});
+                 CREATE SEQUENCE IF NOT EXISTS {s}.post_numbers;
+                 CREATE TABLE IF NOT EXISTS {s}.posts (
+                     session text NOT NULL REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+                     post text PRIMARY KEY,
+                     n bigint NOT NULL,
+                     target text NOT NULL,
+                     message text NOT NULL,
+                     posted_at timestamptz NOT NULL DEFAULT now());
+                 CREATE INDEX IF NOT EXISTS posts_pending ON {s}.posts (session, n);",
                 replayed_list()
             ),
             next_epoch: format!("SELECT nextval('{s}.epochs')"),
@@ -133,14 +164,44 @@ impl Sql {
             ),
             // One statement, so one transaction: the fence (this writer's epoch), the
             // tail check (its next seq) and the rows commit together or not at all.
+            // The NOTIFY of followers (delivered on commit) is the RETURNING of the
+            // fence, so it runs exactly when the append does.
             append: format!(
                 "WITH owner AS (
                      UPDATE {s}.sessions SET next_seq = $4
-                     WHERE id = $1 AND epoch = $2 AND next_seq = $3 RETURNING 1)
+                     WHERE id = $1 AND epoch = $2 AND next_seq = $3
+                     RETURNING pg_notify('{schema}', $1))
                  INSERT INTO {s}.events (session, seq, type, line)
                  SELECT $1, x.s, x.t, x.l FROM unnest($5::bigint[], $6::text[], $7::text[]) AS x(s, t, l)
                  WHERE EXISTS (SELECT 1 FROM owner)"
             ),
+            // The append that takes posts in ($8, their ids) also removes them from the
+            // mailbox: one statement, so the events and the removal commit together.
+            append_posted: format!(
+                "WITH owner AS (
+                     UPDATE {s}.sessions SET next_seq = $4
+                     WHERE id = $1 AND epoch = $2 AND next_seq = $3
+                     RETURNING pg_notify('{schema}', $1)),
+                 gone AS (
+                     DELETE FROM {s}.posts
+                     WHERE session = $1 AND post = ANY($8::text[]) AND EXISTS (SELECT 1 FROM owner))
+                 INSERT INTO {s}.events (session, seq, type, line)
+                 SELECT $1, x.s, x.t, x.l FROM unnest($5::bigint[], $6::text[], $7::text[]) AS x(s, t, l)
+                 WHERE EXISTS (SELECT 1 FROM owner)"
+            ),
+            post: format!(
+                "WITH k AS (SELECT nextval('{s}.post_numbers') AS n)
+                 INSERT INTO {s}.posts (session, post, n, target, message)
+                 SELECT $1, 'pg-' || lpad(k.n::text, 16, '0'), k.n, $2, $3 FROM k
+                 WHERE EXISTS (SELECT 1 FROM {s}.sessions WHERE id = $1)
+                 RETURNING post"
+            ),
+            pending: format!(
+                "SELECT post, target, message FROM {s}.posts WHERE session = $1 ORDER BY n"
+            ),
+            settle: format!("DELETE FROM {s}.posts WHERE session = $1 AND post = ANY($2::text[])"),
+            exists: format!("SELECT 1 FROM {s}.sessions WHERE id = $1"),
+            channel: format!("\"{schema}\""),
             owner: format!("SELECT epoch, next_seq FROM {s}.sessions WHERE id = $1"),
             bump: format!(
                 "UPDATE {s}.sessions SET epoch = $2 WHERE id = $1 AND epoch = $3 AND next_seq = $4"
@@ -184,7 +245,7 @@ pub(super) fn ensure(client: &mut Client, sql: &Sql, connector: &Connector) -> R
         Err(e) => return Err(connector.fail(what(sql), &e, Stmt::Read)),
     };
     let version = match found {
-        Some(Some(v)) => v,
+        Some(Some(v)) if v != VERSION_WITHOUT_POSTS => v,
         _ => create(client, sql, connector)?,
     };
     check_version(version, &sql.schema)
@@ -203,14 +264,24 @@ fn create(client: &mut Client, sql: &Sql, connector: &Connector) -> Result<i32> 
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CREATE_LOCK])
         .map_err(fail)?;
     tx.batch_execute(&sql.create).map_err(fail)?;
-    let version = match tx.query_opt(sql.version.as_str(), &[]).map_err(fail)? {
-        Some(row) => row.get(0),
+    let stored = tx.query_opt(sql.version.as_str(), &[]).map_err(fail)?;
+    let version = match stored.map(|row| row.get::<_, i32>(0)) {
+        Some(v) if v != VERSION_WITHOUT_POSTS => v,
         None => {
             tx.execute(
                 &format!(
                     "INSERT INTO \"{}\".schema_version (version) VALUES ($1)",
                     sql.schema
                 ),
+                &[&SCHEMA_VERSION],
+            )
+            .map_err(fail)?;
+            SCHEMA_VERSION
+        }
+        Some(_) => {
+            // Version 1: the mailbox was created just above: the upgrade is complete.
+            tx.execute(
+                &format!("UPDATE \"{}\".schema_version SET version = $1", sql.schema),
                 &[&SCHEMA_VERSION],
             )
             .map_err(fail)?;
@@ -273,12 +344,12 @@ mod tests {
     #[test]
     fn versions_other_than_ours_are_refused_naming_both() {
         check_version(SCHEMA_VERSION, "s").unwrap();
-        let newer = check_version(2, "s").unwrap_err();
+        let newer = check_version(3, "s").unwrap_err();
         assert_eq!(newer.kind(), ErrorKind::FormatUnsupported);
         assert_eq!(
             newer.to_string(),
-            "PostgreSQL schema \"s\" holds inboxlog tables of version 2 (written by a newer \
-             inboxlog); this inboxlog reads version 1"
+            "PostgreSQL schema \"s\" holds inboxlog tables of version 3 (written by a newer \
+             inboxlog); this inboxlog reads version 2"
         );
         let older = check_version(0, "s").unwrap_err();
         assert!(

@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use postgres::types::ToSql;
 use postgres::{Client, Statement};
 
 use super::Inner;
@@ -165,14 +166,9 @@ impl PgWriter {
     }
 }
 
-impl Drop for PgWriter {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
-
-impl LogWriter for PgWriter {
-    fn append(&mut self, events: &[Event]) -> Result<()> {
+impl PgWriter {
+    /// One fenced append of `events`, removing `posts` from the mailbox with it.
+    fn write(&mut self, events: &[Event], posts: &[String]) -> Result<()> {
         self.refuse()?;
         let Some(first) = events.first().map(Event::seq) else {
             return Ok(());
@@ -200,31 +196,34 @@ impl LogWriter for PgWriter {
             if owned.client.is_closed() {
                 Err(self.inner.connector.closed(&doing))
             } else {
-                owned
-                    .client
-                    .execute(
-                        &owned.append,
-                        &[
-                            &self.id,
-                            &self.epoch,
-                            &(first as i64),
-                            &(end as i64),
-                            &rows.seqs,
-                            &rows.types,
-                            &rows.lines,
-                        ],
-                    )
-                    .map_err(|e| match e.code().map(|c| c.code()) {
-                        Some("23505") => Error::new(
-                            ErrorKind::Corrupt,
-                            format!(
-                                "{doing}: rows at those seqs are already stored (a foreign \
+                let (id, first_i, end_i) = (&self.id, first as i64, end as i64);
+                let params: [&(dyn ToSql + Sync); 8] = [
+                    id,
+                    &self.epoch,
+                    &first_i,
+                    &end_i,
+                    &rows.seqs,
+                    &rows.types,
+                    &rows.lines,
+                    &posts,
+                ];
+                if posts.is_empty() {
+                    owned.client.execute(&owned.append, &params[..7])
+                } else {
+                    let sql = self.inner.sql.append_posted.as_str();
+                    owned.client.execute(sql, &params)
+                }
+                .map_err(|e| match e.code().map(|c| c.code()) {
+                    Some("23505") => Error::new(
+                        ErrorKind::Corrupt,
+                        format!(
+                            "{doing}: rows at those seqs are already stored (a foreign \
                                  writer); nothing was written and the session is poisoned"
-                            ),
-                        )
-                        .with_seq(first),
-                        _ => self.inner.connector.fail(&doing, &e, Stmt::Write),
-                    })
+                        ),
+                    )
+                    .with_seq(first),
+                    _ => self.inner.connector.fail(&doing, &e, Stmt::Write),
+                })
             }
         };
         match result {
@@ -250,6 +249,24 @@ impl LogWriter for PgWriter {
                 Err(e.with_session(&self.id))
             }
         }
+    }
+}
+
+impl Drop for PgWriter {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl LogWriter for PgWriter {
+    fn append(&mut self, events: &[Event]) -> Result<()> {
+        self.write(events, &[])
+    }
+
+    /// The events and the removal of `posts` from the mailbox are one statement, so
+    /// one transaction: a post is pending or in the log, never both, never neither.
+    fn append_posted(&mut self, events: &[Event], posts: &[String]) -> Result<()> {
+        self.write(events, posts)
     }
 
     fn read(&self, since: u64) -> Result<Vec<Event>> {

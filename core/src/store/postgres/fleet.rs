@@ -1,0 +1,268 @@
+//! Posting and following on PostgreSQL (SPEC §11).
+//!
+//! **Posting.** A post is one row of `posts` (`schema.rs`), inserted in one statement
+//! that also checks the session exists; it is acknowledged once that statement has
+//! committed (synchronously, whatever the store's durability mode). Its id is
+//! `pg-<n>`, `n` from a sequence: a poster's next post starts after its previous one
+//! committed, so each poster's posts are in `n` order, which is the order
+//! [`Mailbox::pending`] hands them out in.
+//!
+//! **Exactly once.** The owner takes posts in with [`LogWriter::append_posted`]
+//! (`writer.rs`): the fenced INSERT of the splices and the DELETE of their rows from
+//! `posts` are one statement, so one transaction. It commits whole (the post is in the
+//! log and gone from the mailbox) or not at all (it is still pending and not in the
+//! log); a crash of the owner, a lost connection or a takeover can leave nothing in
+//! between. A fenced writer deletes nothing (the DELETE runs only when the fence
+//! matched). The session's later `settle` finds the rows already gone and is a no-op;
+//! and should a pending row ever name a post the log holds, the session skips it by
+//! its id (`fleet/post.rs`).
+//!
+//! **Following.** Every append runs `pg_notify('<schema>', <session id>)` in its own
+//! transaction, delivered on commit. A follower's [`PgFeed`] has its own connection
+//! that LISTENs on the schema's channel; it reads the rows with `seq >= from` (each
+//! line parsed, a gap refused), and when there are none waits for a notification for
+//! at most [`REREAD`], then reads again. A lost notification can only delay an event,
+//! never skip one; a dropped connection is replaced and reading resumes at `from`.
+//!
+//! [`LogWriter::append_posted`]: crate::store::LogWriter::append_posted
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use postgres::Client;
+use postgres::fallible_iterator::FallibleIterator;
+
+use super::Inner;
+use super::conn::Stmt;
+use super::read::{At, read_all, reading};
+use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
+use crate::json;
+use crate::message::Message;
+use crate::splice::Target;
+use crate::store::{Durability, Feed, Mailbox, Posted};
+
+/// The longest a follower waits for a notification before it reads again.
+pub(super) const REREAD: Duration = Duration::from_secs(1);
+
+/// How long a follower waits before it connects again after a failure.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
+
+/// Posts `message` to `target` of session `id`; returns the post id once committed.
+pub(super) fn post(inner: &Inner, id: &str, target: Target, message: &Message) -> Result<String> {
+    let text = message.json();
+    // The splice that takes it in must fit the log's record limit too.
+    if text.len() + 128 > inner.limit {
+        return Err(Error::new(
+            ErrorKind::TooLarge,
+            format!(
+                "the post to session {} is {} bytes, larger than the record limit of {} bytes",
+                json::quote(id),
+                text.len(),
+                inner.limit
+            ),
+        )
+        .with_session(id));
+    }
+    let doing = format!("cannot post to session {}", json::quote(id));
+    let row = inner.with_client(id, |client, inner| {
+        let fail = |e: postgres::Error| match e.code().map(|c| c.code()) {
+            // The session was deleted between the check and the insert.
+            Some("23503") => inner.not_found(id),
+            _ => inner.connector.fail(&doing, &e, Stmt::Write),
+        };
+        let mut tx = client.transaction().map_err(fail)?;
+        if inner.durability != Durability::Sync {
+            // A post is acknowledged durable, whatever the mode.
+            tx.batch_execute("SET LOCAL synchronous_commit = on")
+                .map_err(fail)?;
+        }
+        let row = tx
+            .query_opt(inner.sql.post.as_str(), &[&id, &target.as_str(), &text])
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(row)
+    });
+    match row? {
+        Some(row) => Ok(row.get(0)),
+        None => Err(inner.not_found(id)),
+    }
+}
+
+/// The mailbox of one session: its rows of `posts`.
+pub(super) struct PgMailbox {
+    pub inner: Arc<Inner>,
+    pub id: String,
+}
+
+impl Mailbox for PgMailbox {
+    fn pending(&mut self) -> Result<Vec<Posted>> {
+        let id = self.id.as_str();
+        let rows = self.inner.with_client(id, |client, inner| {
+            client
+                .query(inner.sql.pending.as_str(), &[&id])
+                .map_err(|e| inner.connector.fail(reading(id), &e, Stmt::Read))
+        })?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let (post, target, message): (String, &str, &str) =
+                    (row.get(0), row.get(1), row.get(2));
+                let parsed =
+                    Target::parse(target).and_then(|t| Message::from_json(message).map(|m| (t, m)));
+                match parsed {
+                    Ok((target, message)) => Posted::Message {
+                        post,
+                        target,
+                        message,
+                    },
+                    Err(error) => Posted::Invalid {
+                        post,
+                        message: message.to_owned(),
+                        error,
+                    },
+                }
+            })
+            .collect())
+    }
+
+    fn settle(&mut self, posts: &[String]) -> Result<()> {
+        if posts.is_empty() {
+            return Ok(());
+        }
+        let id = self.id.as_str();
+        self.inner.with_client(id, |client, inner| {
+            client
+                .execute(inner.sql.settle.as_str(), &[&id, &posts])
+                .map(drop)
+                .map_err(|e| {
+                    let doing = format!("cannot settle the posts of session {}", json::quote(id));
+                    inner.connector.fail(doing, &e, Stmt::Write)
+                })
+        })
+    }
+}
+
+/// A follower's view of one session: a listening connection of its own.
+pub(super) struct PgFeed {
+    inner: Arc<Inner>,
+    id: String,
+    /// `None` until connected, and after a failure.
+    client: Option<Client>,
+}
+
+impl PgFeed {
+    /// The feed of `id`, which exists (checked here: `not_found` otherwise).
+    pub fn new(inner: Arc<Inner>, id: &str) -> Result<PgFeed> {
+        let mut feed = PgFeed {
+            inner,
+            id: id.to_owned(),
+            client: None,
+        };
+        feed.connected()?;
+        if !feed.exists()? {
+            return Err(feed.inner.not_found(id));
+        }
+        Ok(feed)
+    }
+
+    /// The connection, LISTENing on the schema's channel.
+    fn connected(&mut self) -> Result<&mut Client> {
+        if self.client.as_ref().is_some_and(Client::is_closed) {
+            self.client = None;
+        }
+        if self.client.is_none() {
+            let mut client = self.inner.connector.connect()?;
+            client
+                .batch_execute(&format!("LISTEN {}", self.inner.sql.channel))
+                .map_err(|e| self.inner.connector.fail(reading(&self.id), &e, Stmt::Read))?;
+            self.client = Some(client);
+        }
+        Ok(self.client.as_mut().expect("connected just above"))
+    }
+
+    fn exists(&mut self) -> Result<bool> {
+        let (inner, id) = (Arc::clone(&self.inner), self.id.clone());
+        let client = self.connected()?;
+        client
+            .query_opt(inner.sql.exists.as_str(), &[&id])
+            .map(|row| row.is_some())
+            .map_err(|e| inner.connector.fail(reading(&id), &e, Stmt::Read))
+    }
+
+    /// The stored events with `seq >= from`; `not_found` once the session is gone.
+    fn read(&mut self, from: u64) -> Result<Vec<Event>> {
+        let (inner, id) = (Arc::clone(&self.inner), self.id.clone());
+        let at = At {
+            schema: &inner.sql.schema,
+            id: &id,
+        };
+        let mut events = Vec::new();
+        let client = self.connected()?;
+        read_all(
+            client,
+            &inner.sql,
+            &at,
+            from,
+            None,
+            &inner.connector,
+            &mut |e| {
+                events.push(e);
+                Ok(())
+            },
+        )?;
+        if events.is_empty() && !self.exists()? {
+            return Err(inner.not_found(&id));
+        }
+        Ok(events)
+    }
+
+    /// Waits until `deadline` (at most [`REREAD`]) for a notification.
+    fn wait(&mut self, deadline: Instant) -> Result<()> {
+        let pause = deadline
+            .saturating_duration_since(Instant::now())
+            .min(REREAD);
+        let (inner, id) = (Arc::clone(&self.inner), self.id.clone());
+        let client = self.connected()?;
+        let mut notes = client.notifications();
+        let fail = |e: postgres::Error| inner.connector.fail(reading(&id), &e, Stmt::Read);
+        // Any notification wakes it (a busy schema only costs extra reads); the rest
+        // queued are drained, one read covers them all.
+        if notes.timeout_iter(pause).next().map_err(fail)?.is_some() {
+            while notes.iter().next().map_err(fail)?.is_some() {}
+        }
+        Ok(())
+    }
+}
+
+impl Feed for PgFeed {
+    fn poll(&mut self, from: u64, timeout: Duration) -> Result<Vec<Event>> {
+        let deadline = Instant::now()
+            .checked_add(timeout)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
+        loop {
+            let step = self.read(from).and_then(|events| {
+                if events.is_empty() {
+                    self.wait(deadline)?;
+                }
+                Ok(events)
+            });
+            match step {
+                Ok(events) if !events.is_empty() => return Ok(events),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Unavailable => {
+                    // Connect again and resume at `from`, until the deadline.
+                    self.client = None;
+                    if Instant::now() >= deadline {
+                        return Err(e.with_session(&self.id));
+                    }
+                    std::thread::sleep(RECONNECT_PAUSE);
+                }
+                Err(e) => return Err(e.with_session(&self.id)),
+            }
+            if Instant::now() >= deadline {
+                return Ok(Vec::new());
+            }
+        }
+    }
+}
