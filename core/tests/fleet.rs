@@ -1,4 +1,4 @@
-//! Fleet features (SPEC §11) through the public API, on the memory and JSONL stores:
+//! Fleet features (ARCHITECTURE.md#posting) through the public API, on the memory and JSONL stores:
 //! posting from anywhere with exactly-once delivery (real killed posters and owners),
 //! `agent/inbox/rejected`, and following a session from another process. Child
 //! processes are this test binary re-executed with `INBOXLOG_FLEET_ROLE` set, running
@@ -359,7 +359,7 @@ fn posts_to_missing_sessions_and_bad_ids_are_refused() {
     }
 }
 
-/// A store that implements none of §11 still compiles and refuses clearly.
+/// A store that implements none of ARCHITECTURE.md#posting still compiles and refuses clearly.
 #[test]
 fn a_store_without_fleet_features_refuses_them() {
     struct Plain(MemoryStore);

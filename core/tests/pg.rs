@@ -1,4 +1,4 @@
-//! The PostgreSQL store against a real server (SPEC §10): the stored shape, ownership
+//! The PostgreSQL store against a real server (ARCHITECTURE.md#postgresql): the stored shape, ownership
 //! and fencing within one process, bad input, connection failures and TLS. The
 //! multi-process ownership and fault tests are in `pg_fleet.rs`; the behaviour suites
 //! shared with the other stores (`store.rs`, `verify.rs`, `model.rs`,

@@ -1,4 +1,4 @@
-//! Ownership and faults with real processes on a real PostgreSQL server (SPEC §10.3).
+//! Ownership and faults with real processes on a real PostgreSQL server (ARCHITECTURE.md#postgresql).
 //! Child processes are this test binary re-executed with `INBOXLOG_PG_ROLE` set,
 //! running only `fleet_child`; they report every acknowledged event on stdout.
 //!

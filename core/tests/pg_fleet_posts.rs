@@ -1,4 +1,4 @@
-//! Posting and following on a real PostgreSQL server (SPEC §11): the mailbox table,
+//! Posting and following on a real PostgreSQL server (ARCHITECTURE.md#posting): the mailbox table,
 //! its move into the log in one transaction with the splices, the schema upgrade that
 //! adds it, and followers woken by LISTEN/NOTIFY. Posters and followers are threads,
 //! each with a store (and connections) of its own as a separate process would have;

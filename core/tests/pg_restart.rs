@@ -1,4 +1,4 @@
-//! A server restart under load (SPEC §10.4). Restarting the shared server breaks every
+//! A server restart under load (ARCHITECTURE.md#postgresql). Restarting the shared server breaks every
 //! other test using it, so this test is ignored in the workspace run and run alone by
 //! `make test-pg-restart` (`cargo test -p inboxlog --test pg_restart -- --ignored
 //! --test-threads=1`) after the other suites.

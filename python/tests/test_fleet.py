@@ -1,4 +1,4 @@
-"""Posting to a session from anywhere and following it (SPEC §11), from Python."""
+"""Posting to a session from anywhere and following it (ARCHITECTURE.md#posting), from Python."""
 
 from __future__ import annotations
 

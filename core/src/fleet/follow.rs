@@ -1,4 +1,4 @@
-//! Following a session from elsewhere (SPEC §11.2): a [`Follower`] yields a log's
+//! Following a session from elsewhere (ARCHITECTURE.md#following): a [`Follower`] yields a log's
 //! events from a seq on, as they are committed, over a store's [`Feed`].
 
 use std::collections::VecDeque;
@@ -9,7 +9,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::store::Feed;
 
-/// The events of one session from a seq on, as they are committed (SPEC §11.2). It
+/// The events of one session from a seq on, as they are committed (ARCHITECTURE.md#following). It
 /// reads the store without owning the session and without slowing its writer.
 ///
 /// Every event is yielded once, in seq order, with no gap: [`Follower::next_seq`] is

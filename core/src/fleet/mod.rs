@@ -1,4 +1,4 @@
-//! Fleet features (SPEC §11), written against the store traits only: posting input to
+//! Fleet features (ARCHITECTURE.md#posting), written against the store traits only: posting input to
 //! a session from any process ([`post`]: what the owner does with posts when it takes
 //! them in) and following a session from elsewhere ([`Follower`]).
 //!

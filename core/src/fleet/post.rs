@@ -1,4 +1,4 @@
-//! Taking posts in (SPEC §11.1): what a session's writer does with the posts waiting
+//! Taking posts in (ARCHITECTURE.md#posting): what a session's writer does with the posts waiting
 //! in its mailbox.
 //!
 //! Each post becomes one transaction: an ordinary inserting `agent/inbox/spliced`

@@ -1,4 +1,4 @@
-//! Taking posted messages in (SPEC §11.1): the session's side of
+//! Taking posted messages in (ARCHITECTURE.md#posting): the session's side of
 //! [`crate::fleet::post`], run under the session lock and published like any call.
 
 use crate::error::{Error, ErrorKind, Result};
@@ -23,7 +23,7 @@ impl Session {
         Ok(self)
     }
 
-    /// Takes in the messages posted to this session (§11.1), each as one durable
+    /// Takes in the messages posted to this session (ARCHITECTURE.md#posting), each as one durable
     /// transaction with the usual notifications: an `agent/inbox/spliced` insertion, or
     /// an `agent/inbox/rejected` event for a message that cannot be taken in. Returns
     /// how many posts it wrote. Runs on its own when the session opens and before each

@@ -1,4 +1,4 @@
-//! Where logs live. The session logic (§1–§6) talks to a [`Store`] and a [`LogWriter`]
+//! Where logs live. The session logic (ARCHITECTURE.md#events–ARCHITECTURE.md#seeds-and-forks) talks to a [`Store`] and a [`LogWriter`]
 //! only, so the memory store, the durable JSONL store and the PostgreSQL store are
 //! interchangeable.
 
@@ -73,14 +73,14 @@ pub trait Store: Send + Sync {
     /// The headers of every stored log, sorted by id.
     fn list(&self) -> Result<Vec<Header>>;
 
-    /// Removes log `id` for good (SPEC §6), durably before it returns. Refused with
+    /// Removes log `id` for good (ARCHITECTURE.md#seeds-and-forks), durably before it returns. Refused with
     /// `locked` while a writer holds the log (the store takes the writer lock itself
     /// first, so a writer opening at the same time either wins, or finds no log) and
     /// with `not_found` when there is none. A reader that already started reading the
     /// log (`inspect`, `fork`) sees it whole as it was; one that starts after sees none.
     fn delete(&self, id: &str) -> Result<()>;
 
-    /// Posts `message` to the `target` list of session `id` from anywhere (SPEC §11.1),
+    /// Posts `message` to the `target` list of session `id` from anywhere (ARCHITECTURE.md#posting),
     /// whether the session is open or not, and returns the post's id once the post is
     /// acknowledged (durable in the store). Its owner takes it in as exactly one
     /// `agent/inbox/spliced` event carrying `"post":"<post id>"`, in post order per
@@ -92,13 +92,13 @@ pub trait Store: Send + Sync {
     }
 
     /// The mailbox of session `id`, for the session's writer to take posts in (SPEC
-    /// §11.1); `None` for a store that takes no posts (the default).
+    /// ARCHITECTURE.md#posting); `None` for a store that takes no posts (the default).
     fn mailbox(&self, id: &str) -> Result<Option<Box<dyn Mailbox>>> {
         let _ = id;
         Ok(None)
     }
 
-    /// Follows session `id` from seq `since` (SPEC §11.2): its events as they are
+    /// Follows session `id` from seq `since` (ARCHITECTURE.md#following): its events as they are
     /// committed, read without owning the session or slowing its writer. `not_found`
     /// when the session does not exist. The default refuses.
     fn follow(&self, id: &str, since: u64) -> Result<Follower> {
@@ -107,7 +107,7 @@ pub trait Store: Send + Sync {
     }
 }
 
-/// The refusal of a fleet feature (§11) by a store that does not offer it.
+/// The refusal of a fleet feature (ARCHITECTURE.md#posting) by a store that does not offer it.
 fn unsupported(id: &str, what: &str) -> Error {
     invalid(format!(
         "this store does not support {what} yet (session \"{id}\")"
@@ -115,7 +115,7 @@ fn unsupported(id: &str, what: &str) -> Error {
     .with_session(id)
 }
 
-/// One post waiting in a session's mailbox (SPEC §11.1).
+/// One post waiting in a session's mailbox (ARCHITECTURE.md#posting).
 #[derive(Debug)]
 pub enum Posted {
     /// A readable post: a message for one of the lists.
@@ -149,7 +149,7 @@ impl Posted {
     }
 }
 
-/// The posts waiting for one session, as its writer sees them (SPEC §11.1).
+/// The posts waiting for one session, as its writer sees them (ARCHITECTURE.md#posting).
 ///
 /// Exactly-once delivery is shared between the mailbox and the session: the session
 /// knows the id of every post its log holds (read back when it opens), skips a pending
@@ -165,7 +165,7 @@ pub trait Mailbox: Send {
     fn settle(&mut self, posts: &[String]) -> Result<()>;
 }
 
-/// Reads a log as it grows, for a [`Follower`] (SPEC §11.2).
+/// Reads a log as it grows, for a [`Follower`] (ARCHITECTURE.md#following).
 pub trait Feed: Send {
     /// The committed events with `seq >= from`, in order, waiting up to `timeout` for
     /// the first of them; empty when none came in time. Never an incomplete record.
@@ -178,7 +178,7 @@ pub trait Feed: Send {
 pub struct OpenOptions {
     /// Take the session from its current owner even when that owner is alive (stuck,
     /// paused, partitioned): the new owner proceeds at once and the old one is fenced
-    /// (§10.3). Only for stores whose owners may live on other machines.
+    /// (ARCHITECTURE.md#postgresql). Only for stores whose owners may live on other machines.
     pub takeover: bool,
 }
 
@@ -221,7 +221,7 @@ pub trait LogWriter: Send {
     /// Makes every appended event durable (the barrier of the `batched` mode).
     fn flush(&mut self) -> Result<()>;
 
-    /// Appends the events that take posts in (SPEC §11.1; `posts` are their ids). A
+    /// Appends the events that take posts in (ARCHITECTURE.md#posting; `posts` are their ids). A
     /// store whose mailbox lives beside its log may remove the posts from the mailbox
     /// in the same atomic step; by default this is [`LogWriter::append`], and the
     /// session settles the mailbox once the events are durable.

@@ -1,4 +1,4 @@
-//! Helpers of the tests that run against a real PostgreSQL server (SPEC §10).
+//! Helpers of the tests that run against a real PostgreSQL server (ARCHITECTURE.md#postgresql).
 //!
 //! The server is `INBOXLOG_TEST_PG` (default `postgresql://postgres@127.0.0.1:5432/test`).
 //! Each test works in a schema of its own, with a random name, dropped when its

@@ -1,4 +1,4 @@
-//! Posting and following on PostgreSQL (SPEC §11).
+//! Posting and following on PostgreSQL (ARCHITECTURE.md#posting).
 //!
 //! **Posting.** A post is one row of `posts` (`schema.rs`), inserted in one statement
 //! that also checks the session exists; it is acknowledged once that statement has

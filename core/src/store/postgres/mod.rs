@@ -1,11 +1,11 @@
-//! The PostgreSQL store (SPEC §10): one database shared by a fleet of workers, any of
+//! The PostgreSQL store (ARCHITECTURE.md#postgresql): one database shared by a fleet of workers, any of
 //! which can open any session, exactly one writing it at a time.
 //!
 //! Same contract as the JSONL store, different bytes: a session is a row of
 //! `sessions` (its header) and its events are rows of `events`, each the compact JSON
 //! line the JSONL store would write (`schema.rs`). Ownership is an advisory lock per
 //! ownership epoch plus an epoch fence on every append (`owner.rs`, which explains why
-//! that meets §10.3). Each append is one statement, so all rows of a call commit
+//! that meets ARCHITECTURE.md#postgresql). Each append is one statement, so all rows of a call commit
 //! together or not at all (`writer.rs`). Opening reads the reserved events alone,
 //! through a partial index, after checking the log's extent by count, min and max
 //! (`read.rs`); `verify`, `inspect` and `events(since)` read and check every row.
@@ -183,7 +183,7 @@ impl Inner {
     }
 }
 
-/// Session logs in a PostgreSQL database (SPEC §10). Cheap to share between threads;
+/// Session logs in a PostgreSQL database (ARCHITECTURE.md#postgresql). Cheap to share between threads;
 /// each open session holds a connection of its own.
 pub struct PgStore {
     inner: Arc<Inner>,

@@ -1,4 +1,4 @@
-//! One writer at a time, across machines (SPEC §10.3): an advisory lock keyed by the
+//! One writer at a time, across machines (ARCHITECTURE.md#postgresql): an advisory lock keyed by the
 //! ownership epoch, plus an epoch fence on every append.
 //!
 //! Every open session has a connection of its own. `sessions.epoch` names the current

@@ -1,6 +1,6 @@
 //! Reading stored rows back: every row parsed and checked against its own columns, the
-//! log's extent checked for gaps, each failure named by session and seq (SPEC §7.4,
-//! §10). Opening reads the replayed events alone ([`read_for_open`]); verify, inspect
+//! log's extent checked for gaps, each failure named by session and seq (ARCHITECTURE.md#opening-a-stored-log,
+//! ARCHITECTURE.md#postgresql). Opening reads the replayed events alone ([`read_for_open`]); verify, inspect
 //! and `events(since)` read every row ([`read_all`]).
 
 use std::fmt;

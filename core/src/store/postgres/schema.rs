@@ -1,27 +1,27 @@
-//! The tables (SPEC §10.1), created on first use and versioned, and the SQL text of
+//! The tables (ARCHITECTURE.md#postgresql), created on first use and versioned, and the SQL text of
 //! every statement the store runs, with the schema's name put in once.
 //!
 //! ```sql
 //! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 2
 //! CREATE SEQUENCE <schema>.epochs;             -- ownership epochs, never reused
 //! CREATE TABLE <schema>.sessions (
-//!     id text PRIMARY KEY, header text NOT NULL,   -- the §1.4 header, compact JSON
+//!     id text PRIMARY KEY, header text NOT NULL,   -- the ARCHITECTURE.md#header header, compact JSON
 //!     epoch bigint NOT NULL,                       -- the owner's epoch (see owner.rs)
 //!     next_seq bigint NOT NULL);                   -- the seq the next event gets
 //! CREATE TABLE <schema>.events (
 //!     session text NOT NULL REFERENCES <schema>.sessions (id) ON DELETE CASCADE,
 //!     seq bigint NOT NULL, type text NOT NULL,
-//!     line text NOT NULL,                          -- the §1.1 event, compact JSON text
+//!     line text NOT NULL,                          -- the ARCHITECTURE.md#events event, compact JSON text
 //!     PRIMARY KEY (session, seq));
 //! CREATE INDEX events_reserved ON <schema>.events (session, seq)
 //!     WHERE type IN ('turn/start', 'turn/end', 'step/start', 'step/end',
 //!                    'agent/inbox/spliced', 'session/end-seed');
 //! CREATE SEQUENCE <schema>.post_numbers;       -- the global post order (version 2)
-//! CREATE TABLE <schema>.posts (                -- the mailboxes (SPEC §11.1)
+//! CREATE TABLE <schema>.posts (                -- the mailboxes (ARCHITECTURE.md#posting)
 //!     session text NOT NULL REFERENCES <schema>.sessions (id) ON DELETE CASCADE,
 //!     post text PRIMARY KEY,                       -- "pg-<n>", carried into the log
 //!     n bigint NOT NULL,                           -- post order (per poster too)
-//!     target text NOT NULL, message text NOT NULL, -- the §3 message, compact JSON
+//!     target text NOT NULL, message text NOT NULL, -- the ARCHITECTURE.md#inbox message, compact JSON
 //!     posted_at timestamptz NOT NULL DEFAULT now());
 //! CREATE INDEX posts_pending ON <schema>.posts (session, n);
 //! ```

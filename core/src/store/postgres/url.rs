@@ -1,4 +1,4 @@
-//! `postgresql://` URLs (libpq's URI syntax, SPEC §10.4), parsed here rather than by
+//! `postgresql://` URLs (libpq's URI syntax, ARCHITECTURE.md#postgresql), parsed here rather than by
 //! the client so that every message about a URL names its host, port, database and user
 //! and never its password, and so that `sslmode` has inboxlog's meaning (see
 //! [`SslMode`]).
