@@ -5,8 +5,9 @@
 //! `sessions` (its header) and its events are rows of `events`, each the compact JSON
 //! line the JSONL store would write (`schema.rs`). Ownership is an advisory lock per
 //! ownership epoch plus an epoch fence on every append (`owner.rs`, which explains why
-//! that meets §10.3). Each append is one statement, so all rows of a call commit
-//! together or not at all (`writer.rs`). Opening reads the reserved events alone,
+//! that meets §10.3). Each write is one statement, so all rows of a call commit
+//! together or not at all; in `batched` and `none` modes one statement writes the
+//! staged appends of many calls (client-side group commit, `writer.rs`). Opening reads the reserved events alone,
 //! through a partial index, after checking the log's extent by count, min and max
 //! (`read.rs`); `verify`, `inspect` and `events(since)` read and check every row.
 //!
@@ -24,6 +25,7 @@ mod url;
 mod writer;
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -81,9 +83,16 @@ pub(super) struct Inner {
     durability: Durability,
     limit: usize,
     pool: Mutex<Vec<(Client, Instant)>>,
+    /// The batch window of `batched`/`none` writers opened from now on, in µs.
+    window_us: AtomicU64,
 }
 
 impl Inner {
+    /// How long a `batched`/`none` writer stages rows before it writes them.
+    fn batch_window(&self) -> Duration {
+        Duration::from_micros(self.window_us.load(Ordering::Relaxed))
+    }
+
     fn pool(&self) -> std::sync::MutexGuard<'_, Vec<(Client, Instant)>> {
         // The pool is a plain list; a panic elsewhere cannot leave it half-changed.
         self.pool.lock().unwrap_or_else(|p| p.into_inner())
@@ -217,11 +226,25 @@ impl PgStore {
                 .unwrap_or(usize::MAX)
                 .max(1),
             pool: Mutex::new(Vec::new()),
+            window_us: AtomicU64::new(PgStore::DEFAULT_BATCH_WINDOW.as_micros() as u64),
         };
         inner.put(client);
         Ok(PgStore {
             inner: Arc::new(inner),
         })
+    }
+
+    /// How long a `batched`/`none` writer stages appends before writing them as one
+    /// statement, unless enough rows come first or `flush()` is called.
+    pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_millis(5);
+
+    /// The store, whose `batched`/`none` writers opened from now on wait `window` for
+    /// company before they write staged appends (default
+    /// [`PgStore::DEFAULT_BATCH_WINDOW`]).
+    pub fn with_batch_window(self, window: Duration) -> PgStore {
+        let us = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
+        self.inner.window_us.store(us, Ordering::Relaxed);
+        self
     }
 
     /// The URL connected to (its `Display` shows no password).
