@@ -184,3 +184,25 @@ fn a_fence_met_by_the_flusher_thread_is_reported_at_the_next_call() {
     assert!(err.to_string().contains("taken over"), "{err}");
     assert_eq!(schema.lines("s"), committed);
 }
+
+#[test]
+fn reads_of_the_store_in_the_writers_process_see_its_staged_rows() {
+    let Some(schema) = Schema::new() else { return };
+    let store = schema.store(Durability::None).with_batch_window(LONG);
+    let s = Session::create(&store, "p", SessionMeta::default()).unwrap();
+    let stored = schema.lines("p").len();
+    for i in 0..3 {
+        s.append("host/n", &format!("{i}"), Envelope::default())
+            .unwrap();
+    }
+    assert_eq!(schema.lines("p").len(), stored);
+    // inspect (and fork, which reads through it) write the staged rows first.
+    let (_, events) = Session::inspect(&store, "p").unwrap();
+    assert_eq!(events.len(), stored + 3);
+    let child = Session::fork(&store, "p", "c", SessionMeta::default()).unwrap();
+    assert_eq!(child.header().seed_length, Some(stored as u64 + 3));
+    // The writer goes on from there.
+    s.append("host/n", "3", Envelope::default()).unwrap();
+    s.flush().unwrap();
+    assert_eq!(schema.lines("p").len(), stored + 4);
+}

@@ -77,7 +77,7 @@ struct State {
 }
 
 /// The state of one writer and what it needs to write.
-struct Shared {
+pub(super) struct Shared {
     inner: Arc<Inner>,
     id: String,
     epoch: i64,
@@ -138,6 +138,9 @@ impl PgWriter {
             }),
             wake: Condvar::new(),
         });
+        if batched {
+            shared.inner.register(id, Arc::downgrade(&shared));
+        }
         let mut writer = PgWriter {
             shared,
             flusher: None,
@@ -167,6 +170,17 @@ impl PgWriter {
 }
 
 impl Shared {
+    /// Writes what is staged so that other readers of the store see it (a fork, an
+    /// inspect); a failure is kept for the writer's next call to report.
+    pub(super) fn settle(&self) {
+        let mut st = lock(&self.state);
+        if st.broken.is_none() {
+            if let Err(e) = self.write_staged(&mut st) {
+                st.deferred = Some(e);
+            }
+        }
+    }
+
     fn at(&self) -> At<'_> {
         At {
             schema: &self.inner.sql.schema,
@@ -377,6 +391,8 @@ impl Shared {
 
 impl Drop for PgWriter {
     fn drop(&mut self) {
+        let weak = Arc::downgrade(&self.shared);
+        self.shared.inner.unregister(&self.shared.id, &weak);
         lock(&self.shared.state).stop = true;
         self.shared.wake.notify_all();
         if let Some(handle) = self.flusher.take() {
