@@ -174,10 +174,10 @@ impl Shared {
     /// inspect); a failure is kept for the writer's next call to report.
     pub(super) fn settle(&self) {
         let mut st = lock(&self.state);
-        if st.broken.is_none() {
-            if let Err(e) = self.write_staged(&mut st) {
-                st.deferred = Some(e);
-            }
+        if st.broken.is_none()
+            && let Err(e) = self.write_staged(&mut st)
+        {
+            st.deferred = Some(e);
         }
     }
 
