@@ -5,8 +5,9 @@
 //! `sessions` (its header) and its events are rows of `events`, each the compact JSON
 //! line the JSONL store would write (`schema.rs`). Ownership is an advisory lock per
 //! ownership epoch plus an epoch fence on every append (`owner.rs`, which explains why
-//! that meets ARCHITECTURE.md#postgresql). Each append is one statement, so all rows of a call commit
-//! together or not at all (`writer.rs`). Opening reads the reserved events alone,
+//! that meets ARCHITECTURE.md#postgresql). Each write is one statement, so all rows of a
+//! call commit together or not at all; in `batched` and `none` modes one statement writes
+//! the staged appends of many calls (client-side group commit, `writer.rs`). Opening reads the reserved events alone,
 //! through a partial index, after checking the log's extent by count, min and max
 //! (`read.rs`); `verify`, `inspect` and `events(since)` read and check every row.
 //!
@@ -28,8 +29,10 @@ mod schema;
 mod url;
 mod writer;
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use postgres::{Client, IsolationLevel, Transaction};
@@ -37,7 +40,7 @@ use postgres::{Client, IsolationLevel, Transaction};
 use self::conn::{Connector, Stmt};
 use self::read::{At, SessionRow, read_all, read_for_open, reading, seed_gap, session_row};
 use self::schema::Sql;
-use self::writer::{PgWriter, Rows};
+use self::writer::{PgWriter, Rows, Shared};
 use super::{Durability, LogWriter, Mailbox, OpenOptions, Opened, Store, Verified};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
@@ -89,9 +92,46 @@ pub(super) struct Inner {
     durability: Durability,
     limit: usize,
     pool: Mutex<Vec<(Client, Instant)>>,
+    /// The batch window of `batched`/`none` writers opened from now on, in µs.
+    window_us: AtomicU64,
+    /// The live `batched`/`none` writers of this store by session, whose staged rows
+    /// a read of the store writes first (read-your-writes within the process).
+    writers: Mutex<HashMap<String, Weak<Shared>>>,
 }
 
 impl Inner {
+    fn writers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Weak<Shared>>> {
+        // A plain map; a panic elsewhere cannot leave it half-changed.
+        self.writers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records `writer` as the live writer of `id` in this store.
+    fn register(&self, id: &str, writer: Weak<Shared>) {
+        self.writers().insert(id.to_owned(), writer);
+    }
+
+    /// Forgets `writer` as the writer of `id` (unless a later one replaced it).
+    fn unregister(&self, id: &str, writer: &Weak<Shared>) {
+        let mut writers = self.writers();
+        if writers.get(id).is_some_and(|w| w.ptr_eq(writer)) {
+            writers.remove(id);
+        }
+    }
+
+    /// Writes the staged rows of this store's live writer of `id`, if any, so that a
+    /// read of the store sees every append acknowledged in this process.
+    fn settle(&self, id: &str) {
+        let writer = self.writers().get(id).and_then(Weak::upgrade);
+        if let Some(writer) = writer {
+            writer.settle();
+        }
+    }
+
+    /// How long a `batched`/`none` writer stages rows before it writes them.
+    fn batch_window(&self) -> Duration {
+        Duration::from_micros(self.window_us.load(Ordering::Relaxed))
+    }
+
     fn pool(&self) -> std::sync::MutexGuard<'_, Vec<(Client, Instant)>> {
         // The pool is a plain list; a panic elsewhere cannot leave it half-changed.
         self.pool.lock().unwrap_or_else(|p| p.into_inner())
@@ -225,11 +265,26 @@ impl PgStore {
                 .unwrap_or(usize::MAX)
                 .max(1),
             pool: Mutex::new(Vec::new()),
+            window_us: AtomicU64::new(PgStore::DEFAULT_BATCH_WINDOW.as_micros() as u64),
+            writers: Mutex::new(HashMap::new()),
         };
         inner.put(client);
         Ok(PgStore {
             inner: Arc::new(inner),
         })
+    }
+
+    /// How long a `batched`/`none` writer stages appends before writing them as one
+    /// statement, unless enough rows come first or `flush()` is called.
+    pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_millis(5);
+
+    /// The store, whose `batched`/`none` writers opened from now on wait `window` for
+    /// company before they write staged appends (default
+    /// [`PgStore::DEFAULT_BATCH_WINDOW`]).
+    pub fn with_batch_window(self, window: Duration) -> PgStore {
+        let us = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
+        self.inner.window_us.store(us, Ordering::Relaxed);
+        self
     }
 
     /// The URL connected to (its `Display` shows no password).
@@ -588,6 +643,7 @@ impl PgStore {
         visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
     ) -> Result<Header> {
         let inner = &*self.inner;
+        inner.settle(id);
         inner.with_client(id, |client, inner| {
             let at = inner.at(id);
             let mut tx = inner.snapshot(client, id)?;

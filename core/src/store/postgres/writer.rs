@@ -1,9 +1,22 @@
-//! The owner's writer: one fenced statement per append (see `owner.rs`), the `flush`
-//! barrier of the asynchronous-commit modes (SPEC §10.2), and the states a writer
+//! The owner's writer: one fenced statement per write (see `owner.rs`), the `flush`
+//! barrier of the asynchronous-commit modes (ARCHITECTURE.md#postgresql), and the states a writer
 //! cannot leave: fenced (another writer took the session) and poisoned (a failure whose
 //! outcome only a reopen can tell).
+//!
+//! In `sync` mode each append is its own statement, committed before it returns. In
+//! `batched` and `none` modes appends are grouped on the client: an append validates
+//! and stages its rows and returns without a round trip; the staged rows of many calls
+//! are written by one fenced statement (so one transaction: whole calls, all or
+//! nothing) when [`BATCH_ROWS`] rows or [`BATCH_BYTES`] bytes are staged, when the
+//! oldest has waited the store's batch window (5 ms by default) (a flusher thread per writer honours the window
+//! while the host is idle), at `flush()` (which then runs the durable barrier), and
+//! when the writer is dropped. A batch whose write fails is dropped whole (a fenced
+//! writer writes nothing) and poisons the writer; its error is reported by the next
+//! call or `flush()`. `read` shows the staged rows after the stored ones.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use postgres::types::ToSql;
 use postgres::{Client, Statement};
@@ -16,6 +29,12 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::json;
 use crate::store::{Durability, LogWriter};
+
+/// A batch of this many rows is written at once, window or not.
+pub(super) const BATCH_ROWS: usize = 1024;
+
+/// A batch whose lines reach this many bytes is written at once, window or not.
+pub(super) const BATCH_BYTES: usize = 4 << 20;
 
 /// Why a writer refuses every call.
 #[derive(Clone, Debug)]
@@ -32,15 +51,49 @@ struct Owned {
     append: Statement,
 }
 
-/// The exclusive writer of one session in the PostgreSQL store.
-pub(super) struct PgWriter {
+/// Rows accepted by `batched`/`none` appends and not yet written.
+#[derive(Default)]
+struct Staged {
+    events: Vec<Event>,
+    lines: Vec<String>,
+    bytes: usize,
+    /// When the oldest staged row was accepted; `None` when nothing is staged.
+    since: Option<Instant>,
+}
+
+/// Everything a writer's calls and its flusher thread share, under one lock.
+struct State {
+    /// `None` once released (fenced, poisoned or dropped).
+    owned: Option<Owned>,
+    /// The seq the next append must start at (after the staged rows).
+    next_seq: u64,
+    /// The seq the next written row has (the first staged row, if any).
+    stored: u64,
+    staged: Staged,
+    broken: Option<Broken>,
+    /// The failure of a batch the flusher thread wrote, for the next call to report.
+    deferred: Option<Error>,
+    /// Set when the writer goes: the flusher thread ends.
+    stop: bool,
+}
+
+/// The state of one writer and what it needs to write.
+pub(super) struct Shared {
     inner: Arc<Inner>,
     id: String,
     epoch: i64,
-    next_seq: u64,
-    /// `None` once released (fenced, poisoned or dropped).
-    owned: Mutex<Option<Owned>>,
-    broken: Option<Broken>,
+    /// How long the oldest staged row waits before its batch is written.
+    window: Duration,
+    state: Mutex<State>,
+    /// Wakes the flusher thread: rows were staged, or the writer goes.
+    wake: Condvar,
+}
+
+/// The exclusive writer of one session in the PostgreSQL store.
+pub(super) struct PgWriter {
+    shared: Arc<Shared>,
+    /// The thread that writes a batch when its window passes (`batched`/`none` only).
+    flusher: Option<JoinHandle<()>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -68,14 +121,65 @@ impl PgWriter {
                 return Err(e);
             }
         };
-        Ok(PgWriter {
+        let batched = inner.durability != Durability::Sync;
+        let window = inner.batch_window();
+        let shared = Arc::new(Shared {
+            window,
             inner,
             id: id.to_owned(),
             epoch,
-            next_seq,
-            owned: Mutex::new(Some(Owned { client, append })),
-            broken: None,
-        })
+            state: Mutex::new(State {
+                owned: Some(Owned { client, append }),
+                next_seq,
+                stored: next_seq,
+                staged: Staged::default(),
+                broken: None,
+                deferred: None,
+                stop: false,
+            }),
+            wake: Condvar::new(),
+        });
+        if batched {
+            shared.inner.register(id, Arc::downgrade(&shared));
+        }
+        let mut writer = PgWriter {
+            shared,
+            flusher: None,
+        };
+        if batched {
+            let shared = Arc::clone(&writer.shared);
+            let spawned = std::thread::Builder::new()
+                .name("inboxlog-pg-batch".to_owned())
+                .spawn(move || shared.run_flusher());
+            match spawned {
+                Ok(handle) => writer.flusher = Some(handle),
+                Err(e) => {
+                    // Dropping the writer releases its connection and lock.
+                    return Err(Error::new(
+                        ErrorKind::Io,
+                        format!(
+                            "cannot start the batch writer of session {}: {e}",
+                            json::quote(id)
+                        ),
+                    )
+                    .with_session(id));
+                }
+            }
+        }
+        Ok(writer)
+    }
+}
+
+impl Shared {
+    /// Writes what is staged so that other readers of the store see it (a fork, an
+    /// inspect); a failure is kept for the writer's next call to report.
+    pub(super) fn settle(&self) {
+        let mut st = lock(&self.state);
+        if st.broken.is_none()
+            && let Err(e) = self.write_staged(&mut st)
+        {
+            st.deferred = Some(e);
+        }
     }
 
     fn at(&self) -> At<'_> {
@@ -85,9 +189,12 @@ impl PgWriter {
         }
     }
 
-    /// The error every call gets once the writer is broken.
-    fn refuse(&self) -> Result<()> {
-        match &self.broken {
+    /// The error a call gets: a failed batch's once, then the broken writer's.
+    fn refuse(&self, st: &mut State) -> Result<()> {
+        if let Some(e) = st.deferred.take() {
+            return Err(e);
+        }
+        match &st.broken {
             None => Ok(()),
             Some(Broken::Fenced(why)) => Err(Error::new(ErrorKind::Fenced, why.clone())),
             Some(Broken::Poisoned(why)) => Err(Error::new(
@@ -102,30 +209,32 @@ impl PgWriter {
     }
 
     /// Lets the connection go: its lock released, back to the pool when healthy.
-    fn release(&mut self) {
-        if let Some(owned) = lock(&self.owned).take() {
+    fn release(&self, st: &mut State) {
+        if let Some(owned) = st.owned.take() {
             drop(owned.append);
             self.inner.release(owned.client);
         }
     }
 
-    /// Breaks the writer for good, letting its connection (and lock) go.
-    fn break_with(&mut self, broken: Broken) {
-        self.broken = Some(broken);
-        self.release();
+    /// Breaks the writer for good, dropping what is staged and letting its connection
+    /// (and lock) go.
+    fn break_with(&self, st: &mut State, broken: Broken) {
+        st.broken = Some(broken);
+        st.staged = Staged::default();
+        st.next_seq = st.stored;
+        self.release(st);
     }
 
-    /// Why a fenced append inserted nothing: the epoch moved (`fenced`), or the tail
+    /// Why a fenced write inserted nothing: the epoch moved (`fenced`), or the tail
     /// moved under the same epoch (`corrupt`: a foreign writer).
-    fn diagnose(&mut self, first: u64) -> Error {
+    fn diagnose(&self, st: &mut State, first: u64) -> Error {
         let found = {
-            let mut owned = lock(&self.owned);
-            let client = &mut owned.as_mut().expect("checked by the caller").client;
+            let client = &mut st.owned.as_mut().expect("checked by the caller").client;
             owner::current(client, &self.inner.sql, &self.id, &self.inner.connector)
         };
         let (kind, why) = match found {
             Err(e) => {
-                self.break_with(Broken::Poisoned(e.message().to_owned()));
+                self.break_with(st, Broken::Poisoned(e.message().to_owned()));
                 return e.with_session(&self.id);
             }
             Ok(None) => (
@@ -154,51 +263,52 @@ impl PgWriter {
                 ),
             ),
         };
-        self.break_with(match kind {
-            ErrorKind::Fenced => Broken::Fenced(why.clone()),
-            _ => Broken::Poisoned(why.clone()),
-        });
+        self.break_with(
+            st,
+            match kind {
+                ErrorKind::Fenced => Broken::Fenced(why.clone()),
+                _ => Broken::Poisoned(why.clone()),
+            },
+        );
         let e = Error::new(kind, why).with_session(&self.id);
         match kind {
             ErrorKind::Corrupt => e.with_seq(first),
             _ => e,
         }
     }
-}
 
-impl PgWriter {
-    /// One fenced append of `events`, removing `posts` from the mailbox with it.
-    fn write(&mut self, events: &[Event], posts: &[String]) -> Result<()> {
-        self.refuse()?;
-        let Some(first) = events.first().map(Event::seq) else {
+    /// Writes `rows` (seqs `stored..` onwards, whole calls) with the one fenced
+    /// statement: the epoch and tail check and the rows in one transaction. A failure
+    /// the server refused leaves the writer usable when `keep_on_refusal` (nothing of
+    /// an acknowledged call was lost); anything else breaks it.
+    ///
+    /// `posts` (ids of posted messages these rows take in) are removed from the
+    /// mailbox by the same statement: a post is pending or in the log, never both.
+    fn write(
+        &self,
+        st: &mut State,
+        rows: &Rows<'_>,
+        posts: &[String],
+        keep_on_refusal: bool,
+    ) -> Result<()> {
+        let Some(&first) = rows.seqs.first() else {
             return Ok(());
         };
-        if first != self.next_seq {
-            return Err(Error::new(
-                ErrorKind::Corrupt,
-                format!(
-                    "append at seq {first} does not continue the stored tail (next seq {})",
-                    self.next_seq
-                ),
-            )
-            .with_session(&self.id));
-        }
-        let rows = Rows::of(events, self.inner.limit, &self.id)?;
-        let end = first + events.len() as u64;
+        let (first, count) = (first as u64, rows.seqs.len() as u64);
+        let end = first + count;
         let doing = format!(
             "cannot append seq {first}..{} to session {}",
             end - 1,
             json::quote(&self.id)
         );
         let result = {
-            let mut owned = lock(&self.owned);
-            let owned = owned.as_mut().expect("not broken");
+            let owned = st.owned.as_mut().expect("not broken");
             if owned.client.is_closed() {
                 Err(self.inner.connector.closed(&doing))
             } else {
-                let (id, first_i, end_i) = (&self.id, first as i64, end as i64);
+                let (first_i, end_i) = (first as i64, end as i64);
                 let params: [&(dyn ToSql + Sync); 8] = [
-                    id,
+                    &self.id,
                     &self.epoch,
                     &first_i,
                     &end_i,
@@ -227,26 +337,66 @@ impl PgWriter {
             }
         };
         match result {
-            Ok(n) if n == events.len() as u64 => {
-                self.next_seq = end;
+            Ok(n) if n == count => {
+                st.stored = end;
                 Ok(())
             }
-            Ok(0) => Err(self.diagnose(first)),
+            Ok(0) => Err(self.diagnose(st, first)),
             Ok(n) => {
-                let why = format!(
-                    "{doing}: {n} rows were inserted instead of {}",
-                    events.len()
-                );
-                self.break_with(Broken::Poisoned(why.clone()));
+                let why = format!("{doing}: {n} rows were inserted instead of {count}");
+                self.break_with(st, Broken::Poisoned(why.clone()));
                 Err(Error::new(ErrorKind::Corrupt, why).with_session(&self.id))
             }
             Err(e) => {
-                // A statement the server refused changed nothing: the writer goes on.
-                // Anything else (a lost connection, a foreign row) needs a reopen.
-                if e.kind() != ErrorKind::Io {
-                    self.break_with(Broken::Poisoned(e.message().to_owned()));
+                // A statement the server refused changed nothing; anything else (a lost
+                // connection, a foreign row) needs a reopen.
+                if !(keep_on_refusal && e.kind() == ErrorKind::Io) {
+                    self.break_with(st, Broken::Poisoned(e.message().to_owned()));
                 }
                 Err(e.with_session(&self.id))
+            }
+        }
+    }
+
+    /// Writes the staged rows as one batch; on failure they are dropped whole and the
+    /// writer is broken (their calls were acknowledged: only a reopen tells what is
+    /// stored).
+    fn write_staged(&self, st: &mut State) -> Result<()> {
+        if st.staged.events.is_empty() {
+            return Ok(());
+        }
+        let Staged { events, lines, .. } = std::mem::take(&mut st.staged);
+        let rows = Rows {
+            seqs: events.iter().map(|e| e.seq() as i64).collect(),
+            types: events.iter().map(Event::ty).collect(),
+            lines,
+        };
+        self.write(st, &rows, &[], false)
+    }
+
+    /// The flusher thread: writes a batch once its oldest row has waited the window;
+    /// a failure waits for the next call to report it.
+    fn run_flusher(&self) {
+        let mut st = lock(&self.state);
+        loop {
+            if st.stop {
+                return;
+            }
+            match st.staged.since {
+                None => st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner()),
+                Some(since) => {
+                    let now = Instant::now();
+                    let due = since + self.window;
+                    if now < due {
+                        st = self
+                            .wake
+                            .wait_timeout(st, due - now)
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0;
+                    } else if let Err(e) = self.write_staged(&mut st) {
+                        st.deferred = Some(e);
+                    }
+                }
             }
         }
     }
@@ -254,29 +404,95 @@ impl PgWriter {
 
 impl Drop for PgWriter {
     fn drop(&mut self) {
-        self.release();
+        let weak = Arc::downgrade(&self.shared);
+        self.shared.inner.unregister(&self.shared.id, &weak);
+        lock(&self.shared.state).stop = true;
+        self.shared.wake.notify_all();
+        if let Some(handle) = self.flusher.take() {
+            // It only waits and writes; a panic there has nothing left to report.
+            let _ = handle.join();
+        }
+        let shared = &*self.shared;
+        let mut st = lock(&shared.state);
+        if st.broken.is_none() {
+            // What was acknowledged is written (not made durable) as it goes; a failure
+            // here has no caller left to tell, and the reopen shows what is stored.
+            let _ = shared.write_staged(&mut st);
+        }
+        shared.release(&mut st);
+    }
+}
+
+impl PgWriter {
+    /// An append; `posts` are the ids of posted messages it takes in (see
+    /// [`LogWriter::append_posted`]).
+    fn append_with(&mut self, events: &[Event], posts: &[String]) -> Result<()> {
+        let shared = &*self.shared;
+        let mut st = lock(&shared.state);
+        shared.refuse(&mut st)?;
+        let Some(first) = events.first().map(Event::seq) else {
+            return Ok(());
+        };
+        if first != st.next_seq {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "append at seq {first} does not continue the stored tail (next seq {})",
+                    st.next_seq
+                ),
+            )
+            .with_session(&shared.id));
+        }
+        let rows = Rows::of(events, shared.inner.limit, &shared.id)?;
+        let end = first + events.len() as u64;
+        if shared.inner.durability == Durability::Sync || !posts.is_empty() {
+            // A take-in of posts is written at once, after what is staged, so the
+            // mailbox rows go in the same statement as the splices that hold them.
+            shared.write_staged(&mut st)?;
+            shared.write(&mut st, &rows, posts, true)?;
+            st.next_seq = end;
+            return Ok(());
+        }
+        let staged = &mut st.staged;
+        staged.bytes += rows.lines.iter().map(String::len).sum::<usize>();
+        staged.lines.extend(rows.lines);
+        staged.events.extend_from_slice(events);
+        let full = staged.events.len() >= BATCH_ROWS || staged.bytes >= BATCH_BYTES;
+        if staged.since.is_none() {
+            staged.since = Some(Instant::now());
+            shared.wake.notify_all();
+        }
+        st.next_seq = end;
+        if full {
+            shared.write_staged(&mut st)?;
+        }
+        Ok(())
     }
 }
 
 impl LogWriter for PgWriter {
     fn append(&mut self, events: &[Event]) -> Result<()> {
-        self.write(events, &[])
+        self.append_with(events, &[])
     }
 
     /// The events and the removal of `posts` from the mailbox are one statement, so
     /// one transaction: a post is pending or in the log, never both, never neither.
     fn append_posted(&mut self, events: &[Event], posts: &[String]) -> Result<()> {
-        self.write(events, posts)
+        self.append_with(events, posts)
     }
 
     fn read(&self, since: u64) -> Result<Vec<Event>> {
+        let shared = &*self.shared;
+        // Held while reading, so no batch moves from staged to stored meanwhile.
+        let st = lock(&shared.state);
         let mut events = Vec::new();
-        self.inner
-            .with_client(&self.id, |client, inner| {
+        shared
+            .inner
+            .with_client(&shared.id, |client, inner| {
                 read_all(
                     client,
                     &inner.sql,
-                    &self.at(),
+                    &shared.at(),
                     since,
                     None,
                     &inner.connector,
@@ -286,30 +502,40 @@ impl LogWriter for PgWriter {
                     },
                 )
             })
-            .map_err(|e| e.with_session(&self.id))?;
+            .map_err(|e| e.with_session(&shared.id))?;
+        // Read-your-writes: the staged rows follow the stored ones.
+        events.extend(
+            st.staged
+                .events
+                .iter()
+                .filter(|e| e.seq() >= since)
+                .cloned(),
+        );
         Ok(events)
     }
 
     fn flush(&mut self) -> Result<()> {
-        self.refuse()?;
-        if self.inner.durability == Durability::Sync {
+        let shared = &*self.shared;
+        let mut st = lock(&shared.state);
+        shared.refuse(&mut st)?;
+        if shared.inner.durability == Durability::Sync {
             return Ok(());
         }
-        let doing = format!("cannot flush session {}", json::quote(&self.id));
+        shared.write_staged(&mut st)?;
+        let doing = format!("cannot flush session {}", json::quote(&shared.id));
         let result = {
-            let mut owned = lock(&self.owned);
-            let client = &mut owned.as_mut().expect("not broken").client;
+            let client = &mut st.owned.as_mut().expect("not broken").client;
             // A commit with an xid and synchronous_commit on waits until the WAL is
             // flushed up to its commit record, so up to every asynchronous commit before.
             client
                 .batch_execute(
                     "BEGIN; SET LOCAL synchronous_commit = on; SELECT txid_current(); COMMIT",
                 )
-                .map_err(|e| self.inner.connector.fail(&doing, &e, Stmt::Write))
+                .map_err(|e| shared.inner.connector.fail(&doing, &e, Stmt::Write))
         };
         result.map_err(|e| {
-            self.break_with(Broken::Poisoned(e.message().to_owned()));
-            e.with_session(&self.id)
+            shared.break_with(&mut st, Broken::Poisoned(e.message().to_owned()));
+            e.with_session(&shared.id)
         })
     }
 }
