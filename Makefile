@@ -44,14 +44,23 @@ test-rust:
 		exit 1; fi
 
 # C and C++ hosts against the built library (section owned by the C ABI).
+# The PostgreSQL host works in a schema of this run's own, dropped afterwards (psql comes
+# with the server packages; without it the schema is left and named).
+C_PG_SCHEMA := inboxlog_c_host_$(shell date +%s)_$(shell echo $$PPID)
+C_PG_DROP := command -v psql >/dev/null \
+	&& psql "$${INBOXLOG_TEST_PG:-postgresql://postgres@127.0.0.1:5432/test}" -qX \
+		-c "DROP SCHEMA IF EXISTS $(C_PG_SCHEMA) CASCADE" >/dev/null 2>&1 \
+	|| echo "make test-c: schema $(C_PG_SCHEMA) left on the server (no psql to drop it)" >&2
+
 test-c: c-lib c-symbols c-hosts
-	@set -e; for host in $(C_HOST_BINS); do echo "== $$host"; $$host; done
 	@command -v $(VALGRIND) >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
 		|| { echo "make test-c: installing valgrind with apt-get"; \
 		     apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
 	@command -v $(VALGRIND) >/dev/null || { \
 		echo "make test-c: $(VALGRIND) not found; install it (apt-get install valgrind)" >&2; exit 1; }
-	@set -e; for host in $(C_HOST_BINS); do \
+	@set -e; export INBOXLOG_TEST_PG_SCHEMA=$(C_PG_SCHEMA); trap '$(C_PG_DROP)' EXIT; \
+	for host in $(C_HOST_BINS); do echo "== $$host"; $$host; done; \
+	for host in $(C_HOST_BINS); do \
 		echo "== valgrind $$host"; $(VALGRIND) $(VALGRIND_FLAGS) $$host; done
 
 # ---- C ABI: host programs (tests/c, tests/cpp) built into tests/build ----------------

@@ -2,7 +2,8 @@
  * open LOCKED, inboxlog_session_open_ex taking a session over, the old owner FENCED.
  * The server is INBOXLOG_TEST_PG (default postgresql://postgres@127.0.0.1:5432/test);
  * without one the program says so and passes, except under CI=true. Its tables live
- * in the schema inboxlog_c_host, kept between runs (the program deletes its sessions). */
+ * in the schema INBOXLOG_TEST_PG_SCHEMA (default inboxlog_c_host; make test-c gives each
+ * run its own and drops it afterwards); the program deletes its sessions first. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "check.h"
@@ -19,6 +20,8 @@ static void note(inboxlog_session *s, int want) {
 int main(void) {
     const char *url = getenv("INBOXLOG_TEST_PG");
     const char *ci = getenv("CI");
+    const char *schema = getenv("INBOXLOG_TEST_PG_SCHEMA");
+    char options[160];
     inboxlog_store *store = NULL;
     inboxlog_session *first = NULL;
     inboxlog_session *second = NULL;
@@ -27,8 +30,11 @@ int main(void) {
     char *events = NULL;
 
     if (url == NULL || *url == '\0') url = "postgresql://postgres@127.0.0.1:5432/test";
-    int status = inboxlog_store_open_postgres(
-        url, "{\"schema\":\"inboxlog_c_host\",\"durability\":\"sync\"}", &store, &err);
+    if (schema == NULL || *schema == '\0') schema = "inboxlog_c_host";
+    if (snprintf(options, sizeof options, "{\"schema\":\"%s\",\"durability\":\"sync\"}", schema) >=
+        (int)sizeof options)
+        FAIL("INBOXLOG_TEST_PG_SCHEMA is too long: %s", schema);
+    int status = inboxlog_store_open_postgres(url, options, &store, &err);
     if (status == INBOXLOG_STATUS_UNAVAILABLE && !(ci && strcmp(ci, "true") == 0)) {
         printf("postgres: SKIPPED, no server at INBOXLOG_TEST_PG: %s\n", err);
         inboxlog_string_free(err);
