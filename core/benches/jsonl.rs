@@ -2,6 +2,9 @@
 //! - `open_1m`: replay-once of a generated 1,000,000-event (~260 MB) log — the store's
 //!   open, and a full `Session::open` — against a bare serde_json parse of the same lines
 //!   into an envelope struct with `RawValue` data. The peak RSS of each is printed once.
+//! - `open_splices`: the same comparison for a 1,000,000-event log in which every
+//!   event is an inbox splice (~150-byte messages, ~100 pending, appends at the end and
+//!   removals by position of an id), the mix where the messages dominate the bytes.
 //! - `batched`: durable events/s on one session in `batched` mode (appends + a flush).
 //! - `sync_acks`: acknowledged appends/s in `sync` mode beside SQLite (WAL,
 //!   `synchronous=FULL`, one row per transaction), same payload, same disk.
@@ -17,7 +20,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use inboxlog::store::{Durability, JsonlStore, Store};
-use inboxlog::{Envelope, Session, SessionMeta};
+use inboxlog::{Envelope, Session, SessionMeta, Target};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -107,6 +110,52 @@ fn generate(path: &Path) -> u64 {
     std::fs::metadata(path).unwrap().len()
 }
 
+/// The content of every message of the splice mix: ~110 bytes, one escape.
+const CONTENT: &str = r#"Please summarise the attached report and list three follow-up questions, \"briefly\", in English."#;
+
+/// Pending messages the splice mix keeps once it is warmed up.
+const PENDING: usize = 100;
+
+/// Writes a valid 1,000,000-event log in which every event is an `agent/inbox/spliced`
+/// record on `next-turn`: 100 appends, then a removal of a pending message (by its
+/// position, as removing by id writes it) and an append, in turn. Returns its size.
+fn generate_splices(path: &Path) -> u64 {
+    let mut w = BufWriter::with_capacity(1 << 20, File::create(path).unwrap());
+    writeln!(
+        w,
+        r#"{{"format":"inboxlog","version":1,"id":"splices","createdAt":1700000000000}}"#
+    )
+    .unwrap();
+    let mut pending = 0usize;
+    let mut next_id = 0u64;
+    // A fixed linear congruential sequence picks which message goes (reproducible).
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    for seq in 0..EVENTS {
+        let time = 1_700_000_000_000 + seq;
+        let data = if pending < PENDING || seq % 2 == 1 {
+            let m = format!(r#"{{"id":"msg-{next_id:08}","role":"user","content":"{CONTENT}"}}"#);
+            next_id += 1;
+            pending += 1;
+            format!(
+                r#"{{"target":"next-turn","start":{},"inserted":[{m}]}}"#,
+                pending - 1
+            )
+        } else {
+            rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let at = (rng >> 33) as usize % pending;
+            pending -= 1;
+            format!(r#"{{"target":"next-turn","start":{at},"removedCount":1,"inserted":[]}}"#)
+        };
+        writeln!(
+            w,
+            r#"{{"type":"agent/inbox/spliced","seq":{seq},"time":{time},"data":{data}}}"#
+        )
+        .unwrap();
+    }
+    w.flush().unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
+
 /// The baseline's envelope: the ARCHITECTURE.md#events keys, data kept raw.
 #[derive(Deserialize)]
 #[allow(dead_code)]
@@ -139,10 +188,10 @@ fn bare_parse(path: &Path) -> u64 {
     }
 }
 
-fn store_open(store: &JsonlStore) -> u64 {
+fn store_open(store: &JsonlStore, id: &str) -> u64 {
     let mut n = 0;
     let opened = store
-        .open("big", &mut |_, e| {
+        .open(id, &mut |_, e| {
             black_box(e);
             n += 1;
             Ok(())
@@ -152,8 +201,8 @@ fn store_open(store: &JsonlStore) -> u64 {
     n
 }
 
-fn session_open(store: &JsonlStore) -> u64 {
-    let s = Session::open(store, "big").unwrap();
+fn session_open(store: &JsonlStore, id: &str) -> u64 {
+    let s = Session::open(store, id).unwrap();
     s.last_seq().unwrap().unwrap() + 1
 }
 
@@ -202,8 +251,8 @@ fn open_1m(c: &mut Criterion) {
     );
     let store = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
     report_peak("bare serde parse", size, || bare_parse(&path));
-    report_peak("JsonlStore::open", size, || store_open(&store));
-    report_peak("Session::open", size, || session_open(&store));
+    report_peak("JsonlStore::open", size, || store_open(&store, "big"));
+    report_peak("Session::open", size, || session_open(&store, "big"));
 
     let mut group = c.benchmark_group("open_1m");
     group
@@ -214,9 +263,42 @@ fn open_1m(c: &mut Criterion) {
     group.bench_function("bare_serde_envelope_parse", |b| {
         b.iter(|| bare_parse(&path))
     });
-    group.bench_function("jsonl_store_open", |b| b.iter(|| store_open(&store)));
+    group.bench_function("jsonl_store_open", |b| b.iter(|| store_open(&store, "big")));
     group.bench_function("session_open_replay_once", |b| {
-        b.iter(|| session_open(&store))
+        b.iter(|| session_open(&store, "big"))
+    });
+    group.finish();
+}
+
+fn open_splices(c: &mut Criterion) {
+    let dir = bench_dir();
+    let path: PathBuf = dir.path().join("splices.jsonl");
+    let size = generate_splices(&path);
+    eprintln!(
+        "generated {EVENTS} splice events, {:.1} MB ({size} bytes)",
+        size as f64 / 1e6
+    );
+    let store = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
+    let pending = Session::open(&store, "splices")
+        .unwrap()
+        .with_inbox(|i| i.len(Target::NextTurn))
+        .unwrap();
+    assert_eq!(pending, PENDING);
+
+    let mut group = c.benchmark_group("open_splices");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(12));
+    group.throughput(Throughput::Elements(EVENTS));
+    group.bench_function("bare_serde_envelope_parse", |b| {
+        b.iter(|| bare_parse(&path))
+    });
+    group.bench_function("jsonl_store_open", |b| {
+        b.iter(|| store_open(&store, "splices"))
+    });
+    group.bench_function("session_open_replay_once", |b| {
+        b.iter(|| session_open(&store, "splices"))
     });
     group.finish();
 }
@@ -282,5 +364,5 @@ fn sync_acks(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, open_1m, batched, sync_acks);
+criterion_group!(benches, open_1m, open_splices, batched, sync_acks);
 criterion_main!(benches);

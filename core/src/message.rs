@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 
 use crate::error::{Result, invalid};
 use crate::json;
+use crate::json::walk::{self, Cursor};
 
 /// One pending unit of work: a JSON object with a non-empty string `id`.
 ///
@@ -20,9 +21,18 @@ use crate::json;
 pub struct Message(Arc<Inner>);
 
 struct Inner {
-    id: Box<str>,
+    id: Id,
     /// Compact JSON text of the whole object.
     json: Box<str>,
+}
+
+/// Where a message's id is: spelled without escapes inside its JSON (no copy), or
+/// decoded.
+enum Id {
+    /// The id is `json[start..end]`.
+    Within(u32, u32),
+    /// The id has escapes in the JSON; this is its decoded text.
+    Decoded(Box<str>),
 }
 
 impl PartialEq for Message {
@@ -97,6 +107,38 @@ impl Message {
         Message::from_compact(text.into_string())
     }
 
+    /// The message object at the cursor (in checked, compact text: part of an event's
+    /// data), stepped over, when its `id` can be read in place: a key `"id"` once,
+    /// holding a non-empty string without escapes, and no key spelled with an escape.
+    /// `None` leaves the text to [`Message::from_raw`], which decides.
+    pub(crate) fn read_plain(c: &mut Cursor<'_>) -> Option<Message> {
+        let start = c.at();
+        let mut id = None;
+        walk::object(c, |key, c| {
+            let from = c.at() - start;
+            let value = c.value()?;
+            if key == "id" {
+                let inner = value.strip_prefix('"')?.strip_suffix('"')?;
+                // The id's range within the message, without its quotes.
+                let range = (
+                    u32::try_from(from + 1).ok()?,
+                    u32::try_from(from + value.len() - 1).ok()?,
+                );
+                if inner.is_empty() || inner.contains('\\') || id.replace(range).is_some() {
+                    return None;
+                }
+            } else if key.contains('\\') {
+                return None;
+            }
+            Some(())
+        })?;
+        let (from, to) = id?;
+        Some(Message(Arc::new(Inner {
+            id: Id::Within(from, to),
+            json: c.since(start)?.into(),
+        })))
+    }
+
     /// One pass over compact text: syntax, object shape and the `id`.
     fn from_compact(text: String) -> Result<Message> {
         if !text.starts_with('{') {
@@ -128,14 +170,17 @@ impl Message {
             }
         };
         Ok(Message(Arc::new(Inner {
-            id: id.into_boxed_str(),
+            id: Id::Decoded(id.into_boxed_str()),
             json: text.into_boxed_str(),
         })))
     }
 
     /// The message's identity.
     pub fn id(&self) -> &str {
-        &self.0.id
+        match &self.0.id {
+            Id::Within(from, to) => &self.0.json[*from as usize..*to as usize],
+            Id::Decoded(id) => id,
+        }
     }
 
     /// The message as compact JSON text.

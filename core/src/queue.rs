@@ -155,10 +155,16 @@ impl<T> Queue<T> {
         let (mid, c) = self.split(rest, delete);
         // Take `mid`'s values before building, so its slots can be reused right away.
         let mut removed = Vec::with_capacity(delete);
-        let (mut stack, mut cur) = (Vec::new(), mid);
-        while let Some(x) = self.next_in_order(&mut stack, &mut cur) {
-            removed.extend(self.nodes[x as usize].value.take());
-            self.free.push(x);
+        if delete == 1 {
+            // One node: no walk (the common removal by id).
+            removed.extend(self.nodes[mid as usize].value.take());
+            self.free.push(mid);
+        } else {
+            let (mut stack, mut cur) = (Vec::new(), mid);
+            while let Some(x) = self.next_in_order(&mut stack, &mut cur) {
+                removed.extend(self.nodes[x as usize].value.take());
+                self.free.push(x);
+            }
         }
         let new = self.build(inserted, on_insert);
         let left = self.merge(a, new);
@@ -280,8 +286,19 @@ impl<T> Queue<T> {
         items: impl IntoIterator<Item = T>,
         mut on_insert: impl FnMut(&T, Handle),
     ) -> u32 {
-        let mut spine: Vec<u32> = Vec::new();
-        for v in items {
+        let mut items = items.into_iter();
+        let Some(first) = items.next() else {
+            return NIL;
+        };
+        let leaf = self.alloc(first);
+        self.tick();
+        on_insert(self.value(Handle(leaf)), Handle(leaf));
+        // One item (the common insert) is a root already: no spine to keep.
+        let Some(second) = items.next() else {
+            return leaf;
+        };
+        let mut spine: Vec<u32> = vec![leaf];
+        for v in std::iter::once(second).chain(items) {
             let x = self.alloc(v);
             self.tick();
             on_insert(self.value(Handle(x)), Handle(x));

@@ -4,6 +4,7 @@ use serde::Deserialize;
 use serde_json::Number;
 
 use crate::error::{Error, ErrorKind, Result, invalid};
+use crate::json::walk::{self, Cursor};
 use crate::json::{self, MAX_SAFE_INTEGER};
 use crate::message::Message;
 
@@ -72,6 +73,21 @@ pub(crate) fn invalid_splice(detail: impl std::fmt::Display) -> Error {
     )
 }
 
+/// Fills an empty slot; `None` when it was filled already (a repeated key).
+fn set<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    slot.replace(value).is_none().then_some(())
+}
+
+/// A coordinate spelled as plain digits, within the safe range.
+fn safe_uint(text: &str) -> Option<u64> {
+    let plain = !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text.len() == 1 || !text.starts_with('0'));
+    text.parse()
+        .ok()
+        .filter(|&n| plain && n <= MAX_SAFE_INTEGER)
+}
+
 fn coordinate(name: &str, n: &Number) -> Result<u64> {
     match n.as_u64() {
         Some(v) if v <= MAX_SAFE_INTEGER => Ok(v),
@@ -109,6 +125,61 @@ impl SpliceRecord {
             removed_count,
             inserted: wire.inserted,
             canceled,
+        })
+    }
+
+    /// Parses the data of an event being built (checked, compact JSON): read in place
+    /// when it is plain (see [`SpliceRecord::from_plain`]), else by [`SpliceRecord::from_json`].
+    pub(crate) fn from_checked(text: &str) -> Result<SpliceRecord> {
+        match SpliceRecord::from_plain(text) {
+            Some(record) => Ok(record),
+            None => SpliceRecord::from_json(text),
+        }
+    }
+
+    /// The record in checked, compact `text`, read by walking its members once: `None`
+    /// for anything [`SpliceRecord::from_json`] must look at (a key with an escape, a
+    /// repeated key, a missing one, any value it would refuse), which then decides.
+    fn from_plain(text: &str) -> Option<SpliceRecord> {
+        let (mut target, mut start, mut removed, mut inserted, mut canceled) =
+            (None, None, None, None, None);
+        let mut c = Cursor::new(text);
+        walk::object(&mut c, |key, c| match key {
+            "target" => set(
+                &mut target,
+                match c.value()? {
+                    "\"next-turn\"" => Target::NextTurn,
+                    "\"next-step\"" => Target::NextStep,
+                    _ => return None,
+                },
+            ),
+            "start" => set(&mut start, safe_uint(c.value()?)?),
+            "removedCount" => set(&mut removed, safe_uint(c.value()?)?),
+            "inserted" => {
+                let mut messages = Vec::new();
+                walk::array(c, |c| {
+                    messages.push(Message::read_plain(c)?);
+                    Some(())
+                })?;
+                set(&mut inserted, messages)
+            }
+            "outcome" => set(
+                &mut canceled,
+                (c.value()? == "\"canceled\"").then_some(true)?,
+            ),
+            // A host extra, unless an escape spells one of the keys above.
+            _ if key.contains('\\') => None,
+            _ => c.value().map(drop),
+        })?;
+        if !c.at_end() {
+            return None;
+        }
+        Some(SpliceRecord {
+            target: target?,
+            start: start?,
+            removed_count: removed.unwrap_or(0),
+            inserted: inserted?,
+            canceled: canceled.unwrap_or(false),
         })
     }
 

@@ -11,6 +11,7 @@
 //! `batched` mode).
 
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
 use serde::Deserialize;
 
@@ -29,7 +30,9 @@ pub(crate) fn post_id(event: &Event) -> Option<String> {
     }
     let data = event.data();
     // Most splices are not posts: skip the parse unless the key may be there.
-    memchr::memmem::find(data.as_bytes(), b"\"post\":")?;
+    static KEY: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"\"post\":"));
+    KEY.find(data.as_bytes())?;
     #[derive(Deserialize)]
     struct Carried {
         post: Option<String>,

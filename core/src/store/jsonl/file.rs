@@ -3,7 +3,7 @@
 //! `testing` feature, implements it too; this module knows nothing of it).
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 
 /// Writes, fdatasyncs, truncates and measures one log file; shared by its writer and the
 /// group-commit flusher, so every method takes `&self`.
@@ -14,7 +14,10 @@ pub(crate) trait LogFile: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     /// Truncates the file to `len` bytes.
     fn set_len(&self, len: u64) -> io::Result<()>;
-    /// The file's current length (one fstat of the open handle).
+    /// The file's current length: one `lseek(SEEK_END)` of the open handle. Not an
+    /// fstat: asking for the timestamps makes the kernel give the next write a
+    /// fine-grained mtime, i.e. an inode update per append (the handle is in append
+    /// mode, so moving its position changes nothing).
     fn len(&self) -> io::Result<u64>;
 }
 
@@ -32,6 +35,6 @@ impl LogFile for File {
     }
 
     fn len(&self) -> io::Result<u64> {
-        Ok(self.metadata()?.len())
+        (&mut &*self).seek(SeekFrom::End(0))
     }
 }

@@ -1,11 +1,13 @@
 //! Reading a large log on two cores: a helper thread reads the file, splits it into
 //! complete lines and checks them (limit, UTF-8) while the caller's thread parses and
-//! validates events. The order of lines, and what each one is, stay exactly those of
-//! [`Lines`]; only the work is split.
+//! validates events. Whenever the caller falls behind (the queue of batches is full),
+//! the helper prepares the batch in hand itself (for a log: parses its events) instead
+//! of waiting, so both cores stay busy whichever side is slower. The order of lines,
+//! and what each one is, stay exactly those of [`Lines`]; only the work is split.
 
 use std::io::{self, BufRead};
 use std::ops::Range;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::thread;
 
 use super::lines::{Fault, Lines};
@@ -17,19 +19,32 @@ const BATCH_BYTES: usize = 256 << 10;
 const IN_FLIGHT: usize = 4;
 
 /// Consecutive complete lines: their checked text, concatenated.
-#[derive(Debug, Default)]
-pub(crate) struct Batch {
+#[derive(Debug)]
+pub(crate) struct Batch<P> {
     /// The lines' text, without their `\n`s.
     pub text: String,
     /// (number, offset, the line's range in `text` or why it has no text).
     pub lines: Vec<(u64, u64, Result<Range<usize>, Fault>)>,
+    /// What `prepare` made of each line with text, in line order: empty when the
+    /// helper handed the batch over unprepared.
+    pub prepared: Vec<P>,
+}
+
+impl<P> Default for Batch<P> {
+    fn default() -> Self {
+        Batch {
+            text: String::new(),
+            lines: Vec::new(),
+            prepared: Vec::new(),
+        }
+    }
 }
 
 /// What the helper thread sends, in file order.
 #[derive(Debug)]
-pub(crate) enum Msg {
+pub(crate) enum Msg<P> {
     /// More complete lines.
-    Lines(Batch),
+    Lines(Batch<P>),
     /// No more complete lines: where they end, and the torn tail after them.
     End { end: u64, torn: u64 },
     /// Reading failed.
@@ -37,25 +52,60 @@ pub(crate) enum Msg {
 }
 
 /// Runs [`Lines`] over `reader` on a helper thread and `consume` over its messages on
-/// this one. When `consume` returns early the helper stops at its next send.
-pub(crate) fn run<R, T>(
+/// this one; the helper runs `prepare(number, text)` over the lines of the batches it
+/// would otherwise wait to hand over. When `consume` returns early the helper stops at
+/// its next send.
+pub(crate) fn run<R, P, T>(
     reader: R,
     limit: usize,
-    consume: impl FnOnce(Receiver<Msg>) -> T,
+    prepare: impl Fn(u64, &str) -> P + Send,
+    consume: impl FnOnce(Receiver<Msg<P>>) -> T,
 ) -> io::Result<T>
 where
     R: BufRead + Send,
+    P: Send,
 {
     thread::scope(|scope| {
         let (tx, rx) = sync_channel(IN_FLIGHT);
         thread::Builder::new()
             .name("inboxlog-read".into())
-            .spawn_scoped(scope, move || produce(reader, limit, &tx))?;
+            .spawn_scoped(scope, move || produce(reader, limit, &prepare, &tx))?;
         Ok(consume(rx))
     })
 }
 
-fn produce<R: BufRead>(reader: R, limit: usize, tx: &SyncSender<Msg>) {
+/// Hands `batch` over; when the queue is full, prepares it first. `false` when the
+/// consumer is gone.
+fn hand_over<P>(
+    mut batch: Batch<P>,
+    prepare: &impl Fn(u64, &str) -> P,
+    tx: &SyncSender<Msg<P>>,
+) -> bool {
+    match tx.try_send(Msg::Lines(batch)) {
+        Ok(()) => true,
+        Err(TrySendError::Disconnected(_)) => false,
+        Err(TrySendError::Full(Msg::Lines(back))) => {
+            batch = back;
+            batch.prepared = batch
+                .lines
+                .iter()
+                .filter_map(|(number, _, item)| {
+                    let range = item.as_ref().ok()?;
+                    Some(prepare(*number, &batch.text[range.clone()]))
+                })
+                .collect();
+            tx.send(Msg::Lines(batch)).is_ok()
+        }
+        Err(TrySendError::Full(_)) => unreachable!("only lines are offered here"),
+    }
+}
+
+fn produce<R: BufRead, P>(
+    reader: R,
+    limit: usize,
+    prepare: &impl Fn(u64, &str) -> P,
+    tx: &SyncSender<Msg<P>>,
+) {
     let mut lines = Lines::new(reader, limit);
     let mut batch = Batch::default();
     loop {
@@ -73,14 +123,14 @@ fn produce<R: BufRead>(reader: R, limit: usize, tx: &SyncSender<Msg>) {
                 });
                 batch.lines.push((line.number, line.offset, item));
                 if batch.text.len() >= BATCH_BYTES
-                    && tx.send(Msg::Lines(std::mem::take(&mut batch))).is_err()
+                    && !hand_over(std::mem::take(&mut batch), prepare, tx)
                 {
                     return;
                 }
             }
         }
     }
-    if !batch.lines.is_empty() && tx.send(Msg::Lines(batch)).is_err() {
+    if !batch.lines.is_empty() && !hand_over(batch, prepare, tx) {
         return;
     }
     let _ = tx.send(Msg::End {
@@ -100,26 +150,31 @@ mod tests {
         // Line 3 is not UTF-8.
         let z = input.iter().position(|&b| b == b'z').unwrap();
         input[z] = 0xff;
-        let got = run(&input[..], 400_000, |rx| {
-            let mut seen = Vec::new();
-            for msg in rx {
-                match msg {
-                    Msg::Lines(batch) => {
-                        for (n, off, item) in batch.lines {
-                            seen.push((
-                                n,
-                                off,
-                                item.map(|r| batch.text[r].len())
-                                    .map_err(|f| matches!(f, Fault::NotUtf8(_))),
-                            ));
+        let got = run(
+            &input[..],
+            400_000,
+            |_, _| (),
+            |rx| {
+                let mut seen = Vec::new();
+                for msg in rx {
+                    match msg {
+                        Msg::Lines(batch) => {
+                            for (n, off, item) in batch.lines {
+                                seen.push((
+                                    n,
+                                    off,
+                                    item.map(|r| batch.text[r].len())
+                                        .map_err(|f| matches!(f, Fault::NotUtf8(_))),
+                                ));
+                            }
                         }
+                        Msg::End { end, torn } => return (seen, end, torn),
+                        Msg::Failed(e) => panic!("{e}"),
                     }
-                    Msg::End { end, torn } => return (seen, end, torn),
-                    Msg::Failed(e) => panic!("{e}"),
                 }
-            }
-            unreachable!("no end")
-        })
+                unreachable!("no end")
+            },
+        )
         .unwrap();
         let (seen, end, torn) = got;
         assert_eq!(seen[0], (1, 0, Ok(1)));
@@ -131,12 +186,48 @@ mod tests {
     }
 
     #[test]
+    fn a_consumer_that_falls_behind_gets_prepared_batches() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let input = "abc\n".repeat(2_000_000).into_bytes();
+        let preparing = AtomicBool::new(false);
+        let prepare = |n: u64, text: &str| {
+            preparing.store(true, Ordering::Relaxed);
+            (n, text.len())
+        };
+        let (batches, prepared) = run(&input[..], 10, prepare, |rx| {
+            // Receive nothing until the queue is full and the helper prepares.
+            while !preparing.load(Ordering::Relaxed) {
+                thread::yield_now();
+            }
+            let (mut batches, mut prepared) = (0, 0);
+            for msg in rx {
+                let Msg::Lines(batch) = msg else { break };
+                batches += 1;
+                if !batch.prepared.is_empty() {
+                    prepared += 1;
+                    let want: Vec<_> = batch.lines.iter().map(|(n, _, _)| (*n, 3)).collect();
+                    assert_eq!(batch.prepared, want);
+                }
+            }
+            (batches, prepared)
+        })
+        .unwrap();
+        assert!(batches > IN_FLIGHT);
+        assert!(prepared > 0, "no batch of {batches} was prepared");
+    }
+
+    #[test]
     fn an_early_stop_ends_the_helper() {
         let input = "x\n".repeat(1_000_000).into_bytes();
-        let first = run(&input[..], 10, |rx| match rx.recv().unwrap() {
-            Msg::Lines(batch) => batch.lines.len(),
-            other => panic!("{other:?}"),
-        })
+        let first = run(
+            &input[..],
+            10,
+            |_, _| (),
+            |rx| match rx.recv().unwrap() {
+                Msg::Lines(batch) => batch.lines.len(),
+                other => panic!("{other:?}"),
+            },
+        )
         .unwrap();
         assert!(first > 0);
     }

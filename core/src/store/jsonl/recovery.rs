@@ -11,7 +11,7 @@ use super::index::SeqIndex;
 use super::lines::{Checked, Fault, Lines};
 use super::pipeline::{self, Msg};
 use crate::error::{Error, ErrorKind, Result};
-use crate::event::Event;
+use crate::event::{self, Event, Shape};
 use crate::header::Header;
 use crate::json;
 
@@ -156,13 +156,35 @@ pub(crate) fn event(
     expected: u64,
     limit: usize,
 ) -> Result<Event> {
+    checked_event(number, offset, text, None, path, expected, limit)
+}
+
+/// What the reader thread found out about an event line ahead of the replay: its
+/// [`Shape`] when it is in the library's spelling.
+type Ahead = Option<Shape>;
+
+/// [`event`], with the line's shape maybe found already (by the reader thread).
+fn checked_event(
+    number: u64,
+    offset: u64,
+    text: Checked<'_>,
+    ahead: Option<Ahead>,
+    path: &Path,
+    expected: u64,
+    limit: usize,
+) -> Result<Event> {
     let mut at = At {
         path,
         number,
         offset,
         seq: Some(expected),
     };
-    let event = Event::from_json(self::text(text, &at, limit)?).map_err(|e| at.wrap(e))?;
+    let text = self::text(text, &at, limit)?;
+    let event = match ahead {
+        Some(Some(shape)) => Event::from_shape(text, &shape),
+        _ => Event::from_json(text),
+    }
+    .map_err(|e| at.wrap(e))?;
     if event.seq() != expected {
         at.seq = Some(event.seq());
         return Err(at.corrupt(format_args!(
@@ -203,12 +225,27 @@ impl<'a> Replay<'a> {
         }
     }
 
-    fn line(&mut self, number: u64, offset: u64, text: Checked<'_>) -> Result<()> {
+    /// Line `number` at `offset`; `ahead` is what the reader thread found, if it looked.
+    fn line(
+        &mut self,
+        number: u64,
+        offset: u64,
+        text: Checked<'_>,
+        ahead: Option<Ahead>,
+    ) -> Result<()> {
         let Some(header) = &self.header else {
             self.header = Some(self::header(text, self.path, self.id, self.limit)?);
             return Ok(());
         };
-        let event = event(number, offset, text, self.path, self.next_seq, self.limit)?;
+        let event = checked_event(
+            number,
+            offset,
+            text,
+            ahead,
+            self.path,
+            self.next_seq,
+            self.limit,
+        )?;
         (self.visit)(header, &event).map_err(|e| {
             At {
                 path: self.path,
@@ -252,7 +289,7 @@ pub(crate) fn replay<R: BufRead>(
     let mut replay = Replay::new(path, id, limit, visit);
     let mut lines = Lines::new(reader, limit);
     while let Some(line) = lines.next().map_err(|e| read_error(path, e))? {
-        replay.line(line.number, line.offset, line.checked())?;
+        replay.line(line.number, line.offset, line.checked(), None)?;
     }
     replay.finish(lines.end(), lines.torn())
 }
@@ -267,13 +304,18 @@ pub(crate) fn replay_pipelined<R: BufRead + Send>(
     visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
 ) -> Result<Replayed> {
     let mut replay = Replay::new(path, id, limit, visit);
-    let consume = |rx: Receiver<Msg>| {
+    // The reader thread checks lines ahead (no allocation: events are built and
+    // dropped on this thread). Line 1 is the header, which the replay reads itself.
+    let look_ahead = |number: u64, text: &str| (number > 1).then(|| event::shape(text)).flatten();
+    let consume = |rx: Receiver<Msg<Ahead>>| {
         for msg in rx {
             match msg {
                 Msg::Lines(batch) => {
+                    let mut ahead = batch.prepared.into_iter();
                     for (number, offset, item) in &batch.lines {
                         let text = item.clone().map(|range| &batch.text[range]);
-                        replay.line(*number, *offset, text)?;
+                        let found = if text.is_ok() { ahead.next() } else { None };
+                        replay.line(*number, *offset, text, found)?;
                     }
                 }
                 Msg::End { end, torn } => return replay.finish(end, torn),
@@ -285,7 +327,7 @@ pub(crate) fn replay_pipelined<R: BufRead + Send>(
             io::Error::other("the reader thread stopped"),
         ))
     };
-    pipeline::run(reader, limit, consume)
+    pipeline::run(reader, limit, look_ahead, consume)
         .map_err(|e| Error::io("cannot start the log reader thread", e))?
 }
 

@@ -12,6 +12,10 @@ use crate::json::{self, MAX_SAFE_INTEGER};
 use crate::message::excerpt;
 use crate::splice::SpliceRecord;
 
+mod canonical;
+
+pub(crate) use canonical::{Shape, shape};
+
 /// `turn/start`
 pub const TURN_START: &str = "turn/start";
 /// `turn/end`
@@ -221,6 +225,25 @@ struct RejectedReason<'a> {
     message: Cow<'a, str>,
 }
 
+/// `ty`, shared rather than copied when it is a type the library knows.
+fn known_type(ty: &str) -> Cow<'static, str> {
+    const KNOWN: [&str; 9] = [
+        TURN_START,
+        TURN_END,
+        STEP_START,
+        STEP_END,
+        USER_MESSAGE,
+        INBOX_SPLICED,
+        END_SEED,
+        INBOX_REJECTED,
+        "assistant/message",
+    ];
+    match KNOWN.iter().find(|&&k| k == ty) {
+        Some(&k) => Cow::Borrowed(k),
+        None => Cow::Owned(ty.to_owned()),
+    }
+}
+
 fn safe(name: &str, n: u64) -> Result<u64> {
     if n > MAX_SAFE_INTEGER {
         return Err(invalid(format!("{name} {n} is larger than 2^53-1")));
@@ -239,8 +262,8 @@ pub fn is_reserved(ty: &str) -> bool {
 
 impl Body {
     /// Parses and checks the data of a reserved type; host types stay opaque.
-    fn parse(ty: &str, data: &RawValue) -> Result<Body> {
-        let text = data.get();
+    /// `text` is checked, compact JSON (the data of an event being built).
+    fn parse(ty: &str, text: &str) -> Result<Body> {
         let shape = |e: serde_json::Error| invalid(format!("{ty} data {}: {e}", excerpt(text)));
         // Reserved data is always an object (serde would also take a struct from an
         // array: `[1]` is no `{"turn":1}`).
@@ -284,7 +307,7 @@ impl Body {
             // Any object: an inbox message entered by `decide` has an `id`, but host
             // runtime context appended as `user/message` need not (ARCHITECTURE.md#reserved-events).
             USER_MESSAGE => Body::UserMessage,
-            INBOX_SPLICED => Body::Spliced(SpliceRecord::from_json(text)?),
+            INBOX_SPLICED => Body::Spliced(SpliceRecord::from_checked(text)?),
             END_SEED => {
                 json::from_str::<Empty>(text).map_err(shape)?;
                 Body::EndSeed
@@ -316,6 +339,12 @@ impl Event {
         data: Box<RawValue>,
         envelope: Envelope,
     ) -> Result<Event> {
+        let data: Box<str> = data.into();
+        Event::build(ty, seq, time, data, envelope)
+    }
+
+    /// [`Event::new`] with `data` already checked: valid, compact JSON.
+    fn build(ty: &str, seq: u64, time: u64, data: Box<str>, envelope: Envelope) -> Result<Event> {
         if ty.is_empty() {
             return Err(invalid("event type must be a non-empty string"));
         }
@@ -344,8 +373,8 @@ impl Event {
         }
         let body = Body::parse(ty, &data)?;
         let inner = Inner {
-            ty: Cow::Owned(ty.to_owned()),
-            data: data.into(),
+            ty: known_type(ty),
+            data,
             envelope,
             body,
         };
@@ -389,6 +418,9 @@ impl Event {
 
     /// Parses one event from its JSON text and validates it (ARCHITECTURE.md#events, ARCHITECTURE.md#reserved-events).
     pub fn from_json(text: &str) -> Result<Event> {
+        if let Some(event) = canonical::event(text) {
+            return Ok(event);
+        }
         let compacted = json::compact_within(text, json::MAX_RECORD_DEPTH)?;
         let wire: Wire<'_> =
             json::from_str(&compacted).map_err(|e| invalid(format!("invalid event: {e}")))?;
@@ -401,6 +433,14 @@ impl Event {
             source_event_seqs: wire.source_event_seqs,
         };
         Event::new(&wire.ty, wire.seq, wire.time, wire.data, envelope)
+    }
+
+    /// The event on `line`, whose [`Shape`] was found ahead (by a reader thread).
+    pub(crate) fn from_shape(line: &str, shape: &Shape) -> Result<Event> {
+        match canonical::build(line, shape) {
+            Some(event) => Ok(event),
+            None => Event::from_json(line),
+        }
     }
 
     /// The event type, e.g. `turn/start`.

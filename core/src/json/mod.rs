@@ -19,6 +19,9 @@ use serde_json::value::RawValue;
 
 use crate::error::{Error, ErrorKind, Result, invalid};
 
+pub(crate) mod plain;
+pub(crate) mod walk;
+
 /// Deepest JSON nesting accepted anywhere (ARCHITECTURE.md#limits).
 pub const MAX_DEPTH: usize = 512;
 
