@@ -15,7 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import inboxlog
 from inboxlog.types import Decision, Message, Proposal, StepOutcome, TurnEnded
@@ -75,7 +75,7 @@ def show(line: str) -> None:
     print(line, flush=True)
 
 
-def names(messages: list[Message]) -> str:
+def names(messages: Sequence[Message]) -> str:
     return ", ".join(f"{m['id']}:{m.get('content', '')!r}" for m in messages) or "-"
 
 

@@ -1,9 +1,9 @@
 """The native engine of :mod:`inboxlog` (private: import from ``inboxlog``)."""
 
 import builtins
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
-from typing import Any, Final, TypeVar, final
+from typing import Any, ClassVar, Final, SupportsIndex, TypeVar, final, overload
 
 # Not `typing.TypeAlias` (3.10+): these stubs hold for Python 3.9. Stubs are never
 # imported at run time, and type checkers ship typing_extensions' stubs.
@@ -47,6 +47,7 @@ __all__ = [
     "PoisonedError",
     "ProtocolError",
     "QueueProjection",
+    "QueueView",
     "ReentrantError",
     "Session",
     "StorageError",
@@ -344,12 +345,12 @@ class Inbox:
     across both. Every change is durable before it is visible."""
 
     @property
-    def next_turn(self) -> list[Message]:
-        """A copy of ``next-turn``."""
+    def next_turn(self) -> QueueView:
+        """``next-turn``, as a live read-only view."""
 
     @property
-    def next_step(self) -> list[Message]:
-        """A copy of ``next-step``."""
+    def next_step(self) -> QueueView:
+        """``next-step``, as a live read-only view."""
 
     @property
     def has_pending(self) -> bool:
@@ -383,6 +384,43 @@ class Inbox:
     def receive(self) -> int:
         """Takes in the messages posted to this session (``Store.post``); returns how
         many posts it wrote (each a splice, or an ``agent/inbox/rejected`` event)."""
+
+@final
+class QueueView(Sequence[Message]):
+    """A live, read-only view of one inbox list (``Inbox.next_turn``, ``next_step``).
+
+    A sequence of message dicts that always shows the list as it is now, as
+    ``dict.keys()`` shows its dict. ``len``, ``bool`` and ``view[i]`` are O(log n); a
+    slice is a plain list, and ``view[:]`` copies the whole list at one instant. It
+    equals a list of equal dicts (and another view with equal items), never a tuple,
+    and it is unhashable, as a list is; its repr is the list's. Iterating reads the
+    list 64 messages at a time by position, as a list iterator walks its list: a
+    change made meanwhile shows from the next 64 on and never raises, so to change the
+    inbox while walking it, walk a copy (``view[:]``). Reading a view of a closed
+    session raises :class:`ClosedError`.
+    """
+
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: SupportsIndex, /) -> Message:
+        """``view[i]`` (negative counts from the end) is a dict; ``view[a:b:c]`` a list."""
+
+    @overload
+    def __getitem__(self, index: slice, /) -> list[Message]: ...
+    def __iter__(self) -> Iterator[Message]: ...
+    def __reversed__(self) -> Iterator[Message]: ...
+    def __contains__(self, value: object, /) -> bool: ...
+    def index(self, value: Any, start: int = 0, stop: int | None = None, /) -> int:
+        """The first position of ``value`` from ``start`` up to ``stop`` (exclusive;
+        negative counts from the end), as ``list.index``; ``ValueError`` when absent."""
+
+    def count(self, value: Any, /) -> int:
+        """How many items equal ``value``."""
+
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
 
 @final
 class QueueProjection:

@@ -216,13 +216,16 @@ class Inbox:
         self._inbox = inbox
         self._run = run
 
+    # A copy, not the live view the blocking `Inbox` gives: every read of a view takes
+    # the session lock, which must happen on the executor, never on the event loop.
+
     async def next_turn(self) -> list[Message]:
-        """A copy of ``next-turn``."""
-        return await self._run.run(lambda: self._inbox.next_turn)
+        """A copy of ``next-turn``, taken at one instant."""
+        return await self._run.run(lambda: self._inbox.next_turn[:])
 
     async def next_step(self) -> list[Message]:
-        """A copy of ``next-step``."""
-        return await self._run.run(lambda: self._inbox.next_step)
+        """A copy of ``next-step``, taken at one instant."""
+        return await self._run.run(lambda: self._inbox.next_step[:])
 
     async def has_pending(self) -> bool:
         """Whether either list holds a message."""

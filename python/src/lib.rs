@@ -10,6 +10,7 @@ mod errors;
 mod fleet;
 mod import;
 mod projection;
+mod queue_view;
 mod session;
 mod store;
 mod values;
@@ -24,6 +25,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PyStore>()?;
     m.add_class::<session::PySession>()?;
     m.add_class::<session::PyInbox>()?;
+    m.add_class::<queue_view::PyQueueView>()?;
+    queue_view::register(m)?;
     m.add_class::<projection::PyQueueProjection>()?;
     m.add_class::<fleet::PyFollower>()?;
     m.add_function(wrap_pyfunction!(projection::fold_consumed_work, m)?)?;

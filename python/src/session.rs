@@ -18,6 +18,7 @@ use inboxlog::{CancelCause, Decision, Envelope, Extra, Session, StepOutcome, Tar
 
 use crate::convert::{dict_to_json, to_json, to_py};
 use crate::errors::{ObserverWarning, OrRaise};
+use crate::queue_view::PyQueueView;
 use crate::values;
 
 /// One open session: the exclusive writer of a log, with its inbox and the
@@ -32,10 +33,13 @@ pub(crate) struct PySession {
 impl PySession {
     pub(crate) fn new(py: Python<'_>, session: Session) -> PyResult<PySession> {
         let inner = Arc::new(session);
+        let view = |target| Py::new(py, PyQueueView::new(inner.clone(), target));
         let inbox = Py::new(
             py,
             PyInbox {
                 inner: inner.clone(),
+                next_turn: view(Target::NextTurn)?,
+                next_step: view(Target::NextStep)?,
             },
         )?;
         Ok(PySession { inner, inbox })
@@ -371,6 +375,19 @@ impl PySession {
 #[pyclass(frozen, name = "Inbox", module = "inboxlog")]
 pub(crate) struct PyInbox {
     inner: Arc<Session>,
+    /// The two live views, made once: they hold no copy, so they never go stale.
+    next_turn: Py<PyQueueView>,
+    next_step: Py<PyQueueView>,
+}
+
+impl PyInbox {
+    /// `view`, once the session is known to be open: a closed session's inbox raises
+    /// `ClosedError` when read, as it did when these were copies.
+    fn open_view(&self, py: Python<'_>, view: &Py<PyQueueView>) -> PyResult<Py<PyQueueView>> {
+        let s = &self.inner;
+        py.detach(|| s.with_inbox(|_| ())).py()?;
+        Ok(view.clone_ref(py))
+    }
 }
 
 fn target(name: &str) -> PyResult<Target> {
@@ -379,20 +396,16 @@ fn target(name: &str) -> PyResult<Target> {
 
 #[pymethods]
 impl PyInbox {
-    /// A copy of `next-turn`.
+    /// `next-turn`, as a live read-only view (`QueueView`).
     #[getter]
-    fn next_turn<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let s = &self.inner;
-        let list = py.detach(|| s.inbox().next_turn()).py()?;
-        values::messages(py, &list)
+    fn next_turn(&self, py: Python<'_>) -> PyResult<Py<PyQueueView>> {
+        self.open_view(py, &self.next_turn)
     }
 
-    /// A copy of `next-step`.
+    /// `next-step`, as a live read-only view (`QueueView`).
     #[getter]
-    fn next_step<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let s = &self.inner;
-        let list = py.detach(|| s.inbox().next_step()).py()?;
-        values::messages(py, &list)
+    fn next_step(&self, py: Python<'_>) -> PyResult<Py<PyQueueView>> {
+        self.open_view(py, &self.next_step)
     }
 
     /// Whether either list holds a message.
