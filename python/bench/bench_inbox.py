@@ -274,6 +274,86 @@ def open_big(root: str, events: int) -> tuple[float, float]:
     return best(wheel, 1) / 1e6, best(pure, 1) / 1e6
 
 
+CONTENT = (
+    'Please summarise the attached report and list three follow-up questions, \\"briefly\\",'
+    " in English."
+)
+
+
+def write_splice_log(path: str, events: int, pending: int = 100) -> None:
+    """A valid log in which every event is a splice on next-turn: `pending` appends,
+    then a removal (by position, as removing by id writes it) and an append in turn;
+    ~150-byte messages (the mix of `cargo bench --bench jsonl -- open_splices`)."""
+    rng = 0x2545F4914F6CDD1D
+    n, next_id = 0, 0
+    with open(path, "w") as f:
+        f.write(dumps({"format": "inboxlog", "version": 1, "id": "splices", "createdAt": 1}) + "\n")
+        lines = []
+        for seq in range(events):
+            if n < pending or seq % 2 == 1:
+                m = {"id": f"msg-{next_id:08}", "role": "user", "content": CONTENT}
+                data: Any = {"target": "next-turn", "start": n, "inserted": [m]}
+                next_id += 1
+                n += 1
+            else:
+                rng = (rng * 6364136223846793005 + 1) % (1 << 64)
+                data = {
+                    "target": "next-turn",
+                    "start": (rng >> 33) % n,
+                    "removedCount": 1,
+                    "inserted": [],
+                }
+                n -= 1
+            event = {
+                "type": "agent/inbox/spliced",
+                "seq": seq,
+                "time": 1_700_000_000_000 + seq,
+                "data": data,
+            }
+            lines.append(dumps(event))
+            if len(lines) == 10_000:
+                f.write("\n".join(lines) + "\n")
+                lines = []
+        if lines:
+            f.write("\n".join(lines) + "\n")
+
+
+def open_splices(root: str, events: int) -> tuple[float, float]:
+    """Opening a log of splices only (replay into the inbox) vs json.loads of its lines."""
+    dir = os.path.join(root, "splices")
+    os.makedirs(dir)
+    path = os.path.join(dir, "splices.jsonl")
+    write_splice_log(path, events)
+    store = inboxlog.Store(dir, durability="none")
+
+    def wheel() -> None:
+        s = store.open("splices")
+        assert len(s.inbox.next_turn) == 100
+        s.close()
+
+    def pure() -> None:
+        with open(path, encoding="utf-8") as f:
+            parsed = [json.loads(line) for line in f]
+        assert len(parsed) == events + 1
+
+    return best(wheel, 1) / 1e6, best(pure, 1) / 1e6
+
+
+def queue_len(root: str, pending: int, calls: int) -> float:
+    """µs per `len(session.inbox.next_turn)` with `pending` messages waiting."""
+    store = inboxlog.Store(os.path.join(root, "len"), durability="none")
+    s = store.create(f"len{pending}")
+    s.inbox.splice("next-turn", 0, 0, filler(pending, "f"))
+
+    def run() -> None:
+        for _ in range(calls):
+            len(s.inbox.next_turn)
+
+    t = best(run, calls)
+    s.close()
+    return t
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     ops = 2_000 if quick else 20_000
@@ -290,6 +370,9 @@ def main() -> None:
         rows.append(("append+claim (4 calls, 5 events)", w, p, "µs/op"))
         w, p = open_big(root, events)
         rows.append((f"open a {events:,}-event log", w, p, "s"))
+        w, p = open_splices(root, events)
+        rows.append((f"open {events:,} splices (replay)", w, p, "s"))
+        lens = [queue_len(root, pending, ops) for pending in (10, 100_000)]
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -299,6 +382,10 @@ def main() -> None:
         print(f"{name:<36}{w:>9.2f} {unit:<3}{p:>10.2f} {unit:<3}{p / w:>9.1f}×")
     flat = rows[1][1] / rows[0][1]
     print(f"wheel append+remove, queue 100,000 vs 10: {flat:.2f}× (target ≤ 1.5×)")
+    print(
+        f"len(inbox.next_turn): {lens[0]:.3f} µs at 10 pending, {lens[1]:.3f} µs at 100,000:"
+        f" {lens[1] / lens[0]:.2f}× (target ≤ 3×)"
+    )
 
 
 if __name__ == "__main__":
