@@ -1,15 +1,21 @@
-//! Python objects ⇄ JSON text, without `json.dumps`/`json.loads` round trips.
+//! Python objects → compact JSON text, without a `json.dumps` round trip.
 //!
-//! Python → JSON walks dict/list/tuple/str/int/float/bool/None into compact text: key
-//! order kept, integers of any size written exactly, nesting counted on an explicit
-//! stack (a self-referencing list is refused, never a stack overflow). JSON → Python parses
-//! the text the core hands back (compact, already validated) into dicts and lists,
-//! keeping key order and large integers.
+//! The walk takes dict/list/tuple/str/int/float/bool/None (and other mappings) into
+//! compact text: key order kept, integers of any size written exactly, nesting counted
+//! on an explicit stack (a self-referencing list is refused, never a stack overflow).
+//!
+//! On request the same walk builds the value's *plain copy*: what reading the text
+//! back gives. Dicts and lists are new (the copy never shares a container with the
+//! value), tuples become lists, other mappings dicts, and subclasses of str, int and
+//! float their exact built-in type; immutable values of the exact built-in types are
+//! shared. `Session.append` returns that copy as the event's data instead of parsing
+//! the text it has just written.
 
 use std::fmt::Write as _;
 
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
 
 use inboxlog::json;
 
@@ -48,14 +54,18 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
 
 /// Compact JSON text of `value`; `root` names it in errors (`data["a"][2]: …`).
 pub(crate) fn to_json(value: &Bound<'_, PyAny>, root: &str) -> PyResult<String> {
-    let mut w = Writer {
-        out: Vec::with_capacity(64),
-        stack: Vec::new(),
-    };
-    match w.run(value) {
-        Ok(()) => Ok(String::from_utf8(w.out).expect("the writer emits UTF-8")),
-        Err(why) => Err(w.error(root, why)),
-    }
+    let (text, _) = Writer::new(value.py(), false).write(value, root)?;
+    Ok(text)
+}
+
+/// [`to_json`], and the value's plain copy (see the module doc): equal to what reading
+/// the text back gives, sharing no container with `value`.
+pub(crate) fn to_json_and_copy<'py>(
+    value: &Bound<'py, PyAny>,
+    root: &str,
+) -> PyResult<(String, Bound<'py, PyAny>)> {
+    let (text, copy) = Writer::new(value.py(), true).write(value, root)?;
+    Ok((text, copy.expect("a copying walk returns the copy")))
 }
 
 /// Like [`to_json`] for a value that must be a dict or another mapping (`TypeError`
@@ -84,23 +94,110 @@ enum Step<'py> {
     Pair(Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>),
 }
 
-/// One open container: its items, how many were written, and the current key.
+/// One open container: its items, how many were written, the current key, and its
+/// plain copy when the walk builds one.
 struct Frame<'py> {
     items: Items<'py>,
     count: usize,
     key: Option<Bound<'py, PyAny>>,
+    plain: Option<Plain<'py>>,
+}
+
+/// The plain copy of an open container, filled as the walk goes.
+enum Plain<'py> {
+    /// A new dict, and the exact str key of the entry being walked.
+    Dict {
+        dict: Bound<'py, PyDict>,
+        key: Option<Bound<'py, PyString>>,
+    },
+    /// A new list (also for a tuple).
+    List(Bound<'py, PyList>),
+}
+
+impl<'py> Plain<'py> {
+    fn as_any(&self) -> Bound<'py, PyAny> {
+        match self {
+            Plain::Dict { dict, .. } => dict.clone().into_any(),
+            Plain::List(list) => list.clone().into_any(),
+        }
+    }
+
+    /// Adds the copy of the container's next item (under the current key in a dict).
+    fn push(&mut self, item: Bound<'py, PyAny>) -> PyResult<()> {
+        match self {
+            Plain::Dict { dict, key } => {
+                dict.set_item(key.take().expect("a key precedes its value"), item)
+            }
+            Plain::List(list) => list.append(item),
+        }
+    }
+}
+
+/// The UTF-8 encoding of `s` as a `bytes` object, read in place (no copy into Rust);
+/// a str holding a lone surrogate has none and is refused as `what`.
+fn encoded<'py>(s: &Bound<'py, PyString>, what: &str) -> Result<Bound<'py, PyBytes>, Why> {
+    s.encode_utf8()
+        .map_err(|_| Why::Invalid(format!("{what} is not valid Unicode (a lone surrogate?)")))
+}
+
+/// The text of what [`encoded`] returned.
+fn as_str<'a>(utf8: &'a Bound<'_, PyBytes>, what: &str) -> Result<&'a str, Why> {
+    std::str::from_utf8(utf8.as_bytes())
+        .map_err(|_| Why::Invalid(format!("{what} is not valid Unicode")))
+}
+
+/// The plain copy of the scalar `v` when `copying`: `v` itself when it is of the exact
+/// built-in type (immutable, so shared), else `fresh()`.
+fn plain_scalar<'py>(
+    copying: bool,
+    v: &Bound<'py, PyAny>,
+    exact: bool,
+    fresh: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
+) -> Result<Option<Bound<'py, PyAny>>, Why> {
+    match (copying, exact) {
+        (false, _) => Ok(None),
+        (true, true) => Ok(Some(v.clone())),
+        (true, false) => Ok(Some(fresh()?)),
+    }
 }
 
 /// Walks a value with an explicit stack (no recursion: nesting costs heap, not
 /// thread stack); on a refusal the stack is the path to the offending value.
 struct Writer<'py> {
+    py: Python<'py>,
     out: Vec<u8>,
     stack: Vec<Frame<'py>>,
+    /// Whether the walk builds the plain copy.
+    copying: bool,
 }
 
 impl<'py> Writer<'py> {
-    fn run(&mut self, root: &Bound<'py, PyAny>) -> Result<(), Why> {
-        self.value(root)?;
+    fn new(py: Python<'py>, copying: bool) -> Writer<'py> {
+        Writer {
+            py,
+            out: Vec::with_capacity(64),
+            stack: Vec::new(),
+            copying,
+        }
+    }
+
+    /// The text of `value` and, when copying, its plain copy.
+    fn write(
+        mut self,
+        value: &Bound<'py, PyAny>,
+        root: &str,
+    ) -> PyResult<(String, Option<Bound<'py, PyAny>>)> {
+        match self.run(value) {
+            Ok(copy) => Ok((
+                String::from_utf8(self.out).expect("the writer emits UTF-8"),
+                copy,
+            )),
+            Err(why) => Err(self.error(root, why)),
+        }
+    }
+
+    fn run(&mut self, root: &Bound<'py, PyAny>) -> Result<Option<Bound<'py, PyAny>>, Why> {
+        let copy = self.value(root)?;
         while let Some(frame) = self.stack.last_mut() {
             let n = frame.count;
             let step = match &mut frame.items {
@@ -127,10 +224,16 @@ impl<'py> Writer<'py> {
                 self.out.push(close);
                 continue;
             };
-            self.stack.last_mut().expect("a frame is open").count += 1;
-            self.value(&item)?;
+            let parent = self.stack.len() - 1;
+            self.stack[parent].count += 1;
+            // `value` may open a frame above the parent: the parent is found by index.
+            if let Some(copy) = self.value(&item)?
+                && let Some(plain) = &mut self.stack[parent].plain
+            {
+                plain.push(copy)?;
+            }
         }
-        Ok(())
+        Ok(copy)
     }
 
     /// Writes the key of the next dict entry (refusing a non-str key) and returns its
@@ -151,60 +254,91 @@ impl<'py> Writer<'py> {
                 type_name(&k)
             )));
         };
-        let text = key.to_cow().map_err(|_| {
-            Why::Invalid("dict key is not valid Unicode (a lone surrogate?)".to_owned())
-        })?;
+        let utf8 = encoded(key, "dict key")?;
+        let text = as_str(&utf8, "dict key")?;
         if frame.count > 0 {
             self.out.push(b',');
         }
-        serde_json::to_writer(&mut self.out, &*text).expect("writing to a Vec");
+        serde_json::to_writer(&mut self.out, text).expect("writing to a Vec");
         self.out.push(b':');
+        if let Some(Plain::Dict { key: plain_key, .. }) = &mut frame.plain {
+            *plain_key = Some(if key.is_exact_instance_of::<PyString>() {
+                key.clone()
+            } else {
+                PyString::new(self.py, text)
+            });
+        }
         frame.key = Some(k);
         Ok(Some(v))
     }
 
-    /// Opens a container on the stack.
-    fn open(&mut self, items: Items<'py>, open: u8) -> Result<(), Why> {
+    /// Opens a container on the stack; returns its plain copy when copying.
+    fn open(&mut self, items: Items<'py>, open: u8) -> Result<Option<Bound<'py, PyAny>>, Why> {
         if self.stack.len() >= MAX_DEPTH {
             return Err(Why::TooDeep);
         }
         self.out.push(open);
+        let plain = self.copying.then(|| match items {
+            Items::Dict(_) | Items::Pairs(_) => Plain::Dict {
+                dict: PyDict::new(self.py),
+                key: None,
+            },
+            Items::List(_) | Items::Tuple(_) => Plain::List(PyList::empty(self.py)),
+        });
+        let copy = plain.as_ref().map(Plain::as_any);
         self.stack.push(Frame {
             items,
             count: 0,
             key: None,
+            plain,
         });
-        Ok(())
+        Ok(copy)
     }
 
-    /// Writes a scalar, or opens a container.
-    fn value(&mut self, v: &Bound<'py, PyAny>) -> Result<(), Why> {
+    /// Writes a scalar, or opens a container; returns the plain copy when copying.
+    fn value(&mut self, v: &Bound<'py, PyAny>) -> Result<Option<Bound<'py, PyAny>>, Why> {
+        let (py, copying) = (self.py, self.copying);
         let out = &mut self.out;
         if let Ok(s) = v.cast::<PyString>() {
-            let text = s.to_cow().map_err(|_| {
-                Why::Invalid("string is not valid Unicode (a lone surrogate?)".to_owned())
-            })?;
-            serde_json::to_writer(&mut *out, &*text).expect("writing to a Vec");
-        } else if let Ok(d) = v.cast::<PyDict>() {
-            self.open(Items::Dict(d.iter()), b'{')?;
-        } else if let Ok(b) = v.cast::<PyBool>() {
+            let utf8 = encoded(s, "string")?;
+            let text = as_str(&utf8, "string")?;
+            serde_json::to_writer(&mut *out, text).expect("writing to a Vec");
+            let exact = s.is_exact_instance_of::<PyString>();
+            return plain_scalar(copying, v, exact, || Ok(PyString::new(py, text).into_any()));
+        }
+        if let Ok(d) = v.cast::<PyDict>() {
+            return self.open(Items::Dict(d.iter()), b'{');
+        }
+        if let Ok(b) = v.cast::<PyBool>() {
             out.extend_from_slice(if b.is_true() { b"true" } else { b"false" });
-        } else if v.is_instance_of::<PyInt>() {
+            return Ok(copying.then(|| v.clone()));
+        }
+        if v.is_instance_of::<PyInt>() {
+            let exact = v.is_exact_instance_of::<PyInt>();
             if let Ok(i) = v.extract::<i64>() {
-                let _ = write!(Utf8(out), "{i}");
-            } else if let Ok(u) = v.extract::<u64>() {
-                let _ = write!(Utf8(out), "{u}");
-            } else {
-                // Exact digits of any size (an int subclass is first made a plain int).
-                let digits = v
-                    .py()
-                    .get_type::<PyInt>()
-                    .call1((v,))
-                    .and_then(|i| i.str())
-                    .map_err(|e| Why::Invalid(format!("integer not representable: {e}")))?;
-                out.extend_from_slice(digits.to_cow()?.as_bytes());
+                serde_json::to_writer(&mut *out, &i).expect("writing to a Vec");
+                return plain_scalar(copying, v, exact, || Ok(i.into_pyobject(py)?.into_any()));
             }
-        } else if let Ok(f) = v.cast::<PyFloat>() {
+            if let Ok(u) = v.extract::<u64>() {
+                serde_json::to_writer(&mut *out, &u).expect("writing to a Vec");
+                return plain_scalar(copying, v, exact, || Ok(u.into_pyobject(py)?.into_any()));
+            }
+            // Exact digits of any size. An int subclass is read as the int it is:
+            // `int.__int__` ignores any override of `__int__`, `__str__` or `__repr__`.
+            let int = if exact {
+                v.clone()
+            } else {
+                py.get_type::<PyInt>()
+                    .getattr(intern!(py, "__int__"))?
+                    .call1((v,))?
+            };
+            let digits = int
+                .str()
+                .map_err(|e| Why::Invalid(format!("integer not representable: {e}")))?;
+            out.extend_from_slice(digits.to_cow()?.as_bytes());
+            return Ok(copying.then_some(int));
+        }
+        if let Ok(f) = v.cast::<PyFloat>() {
             let x = f.value();
             if !x.is_finite() {
                 let name = if x.is_nan() {
@@ -217,27 +351,32 @@ impl<'py> Writer<'py> {
                 return Err(Why::Invalid(format!("{name} is not a JSON number")));
             }
             serde_json::to_writer(&mut *out, &x).expect("finite floats serialize");
-        } else if v.is_none() {
+            let exact = f.is_exact_instance_of::<PyFloat>();
+            return plain_scalar(copying, v, exact, || Ok(PyFloat::new(py, x).into_any()));
+        }
+        if v.is_none() {
             out.extend_from_slice(b"null");
-        } else if let Ok(l) = v.cast::<PyList>() {
+            return Ok(copying.then(|| v.clone()));
+        }
+        if let Ok(l) = v.cast::<PyList>() {
             // Read by index as it is now: a list changed meanwhile is never overrun.
-            self.open(Items::List(l.clone()), b'[')?;
-        } else if let Ok(t) = v.cast::<PyTuple>() {
-            self.open(Items::Tuple(t.clone()), b'[')?;
-        } else if let Ok(m) = v.cast::<PyMapping>() {
+            return self.open(Items::List(l.clone()), b'[');
+        }
+        if let Ok(t) = v.cast::<PyTuple>() {
+            return self.open(Items::Tuple(t.clone()), b'[');
+        }
+        if let Ok(m) = v.cast::<PyMapping>() {
             let pairs = m
                 .items()?
                 .iter()
                 .map(|pair| pair.extract::<(Bound<'py, PyAny>, Bound<'py, PyAny>)>())
                 .collect::<PyResult<Vec<_>>>()?;
-            self.open(Items::Pairs(pairs.into_iter()), b'{')?;
-        } else {
-            return Err(Why::Invalid(format!(
-                "a {} is not a JSON value (use dict, list, tuple, str, int, float, bool or None)",
-                type_name(v)
-            )));
+            return self.open(Items::Pairs(pairs.into_iter()), b'{');
         }
-        Ok(())
+        Err(Why::Invalid(format!(
+            "a {} is not a JSON value (use dict, list, tuple, str, int, float, bool or None)",
+            type_name(v)
+        )))
     }
 
     /// The exception for a refusal, naming the path from `root` to the value.
@@ -270,235 +409,5 @@ impl<'py> Writer<'py> {
             )),
             Why::Py(e) => e,
         }
-    }
-}
-
-/// `fmt::Write` over a byte buffer.
-struct Utf8<'a>(&'a mut Vec<u8>);
-
-impl std::fmt::Write for Utf8<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
-}
-
-/// Python objects from JSON text produced by the core.
-pub(crate) fn to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
-    let mut p = Parser {
-        py,
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-    };
-    let value = p.value(0)?;
-    if p.pos != p.bytes.len() {
-        return Err(p.bad());
-    }
-    Ok(value)
-}
-
-/// A recursive-descent reader for compact, already validated JSON (no whitespace
-/// between tokens is assumed but tolerated).
-struct Parser<'a, 'py> {
-    py: Python<'py>,
-    text: &'a str,
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'py> Parser<'_, 'py> {
-    fn bad(&self) -> PyErr {
-        pyo3::exceptions::PyRuntimeError::new_err(format!(
-            "inboxlog: unexpected JSON from the core at byte {}",
-            self.pos
-        ))
-    }
-
-    fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.pos) {
-            self.pos += 1;
-        }
-    }
-
-    fn eat(&mut self, b: u8) -> PyResult<()> {
-        self.skip_ws();
-        if self.bytes.get(self.pos) == Some(&b) {
-            self.pos += 1;
-            Ok(())
-        } else {
-            Err(self.bad())
-        }
-    }
-
-    fn value(&mut self, depth: usize) -> PyResult<Bound<'py, PyAny>> {
-        // The core bounds nesting at 512 inside data; a few envelope levels sit above.
-        if depth > MAX_DEPTH + 16 {
-            return Err(self.bad());
-        }
-        self.skip_ws();
-        let py = self.py;
-        match self.bytes.get(self.pos) {
-            Some(b'{') => {
-                self.pos += 1;
-                let dict = PyDict::new(py);
-                self.skip_ws();
-                if self.bytes.get(self.pos) == Some(&b'}') {
-                    self.pos += 1;
-                    return Ok(dict.into_any());
-                }
-                loop {
-                    self.skip_ws();
-                    let key = self.string()?;
-                    self.eat(b':')?;
-                    let item = self.value(depth + 1)?;
-                    dict.set_item(key, item)?;
-                    self.skip_ws();
-                    match self.bytes.get(self.pos) {
-                        Some(b',') => self.pos += 1,
-                        Some(b'}') => {
-                            self.pos += 1;
-                            return Ok(dict.into_any());
-                        }
-                        _ => return Err(self.bad()),
-                    }
-                }
-            }
-            Some(b'[') => {
-                self.pos += 1;
-                let mut items = Vec::new();
-                self.skip_ws();
-                if self.bytes.get(self.pos) == Some(&b']') {
-                    self.pos += 1;
-                } else {
-                    loop {
-                        items.push(self.value(depth + 1)?);
-                        self.skip_ws();
-                        match self.bytes.get(self.pos) {
-                            Some(b',') => self.pos += 1,
-                            Some(b']') => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => return Err(self.bad()),
-                        }
-                    }
-                }
-                Ok(PyList::new(py, items)?.into_any())
-            }
-            Some(b'"') => Ok(self.string()?.into_any()),
-            Some(b't') => self.word("true", PyBool::new(py, true).to_owned().into_any()),
-            Some(b'f') => self.word("false", PyBool::new(py, false).to_owned().into_any()),
-            Some(b'n') => self.word("null", py.None().into_bound(py)),
-            Some(b'-' | b'0'..=b'9') => self.number(),
-            _ => Err(self.bad()),
-        }
-    }
-
-    fn word(&mut self, w: &str, v: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        if self.bytes[self.pos..].starts_with(w.as_bytes()) {
-            self.pos += w.len();
-            Ok(v)
-        } else {
-            Err(self.bad())
-        }
-    }
-
-    fn number(&mut self) -> PyResult<Bound<'py, PyAny>> {
-        let start = self.pos;
-        let mut float = false;
-        while let Some(&b) = self.bytes.get(self.pos) {
-            match b {
-                b'0'..=b'9' | b'-' | b'+' => {}
-                b'.' | b'e' | b'E' => float = true,
-                _ => break,
-            }
-            self.pos += 1;
-        }
-        let token = &self.text[start..self.pos];
-        let py = self.py;
-        if float {
-            let x: f64 = token.parse().map_err(|_| self.bad())?;
-            return Ok(PyFloat::new(py, x).into_any());
-        }
-        if let Ok(i) = token.parse::<i64>() {
-            return Ok(i.into_pyobject(py)?.into_any());
-        }
-        if let Ok(u) = token.parse::<u64>() {
-            return Ok(u.into_pyobject(py)?.into_any());
-        }
-        py.get_type::<PyInt>().call1((token,))
-    }
-
-    fn string(&mut self) -> PyResult<Bound<'py, PyString>> {
-        if self.bytes.get(self.pos) != Some(&b'"') {
-            return Err(self.bad());
-        }
-        self.pos += 1;
-        let start = self.pos;
-        let rest = &self.bytes[start..];
-        let Some(end) = memchr::memchr2(b'"', b'\\', rest) else {
-            return Err(self.bad());
-        };
-        if rest[end] == b'"' {
-            self.pos += end + 1;
-            return Ok(PyString::new(self.py, &self.text[start..start + end]));
-        }
-        let mut s = String::from(&self.text[start..start + end]);
-        self.pos += end;
-        loop {
-            let rest = &self.bytes[self.pos..];
-            let Some(off) = memchr::memchr2(b'"', b'\\', rest) else {
-                return Err(self.bad());
-            };
-            s.push_str(&self.text[self.pos..self.pos + off]);
-            self.pos += off;
-            if self.bytes[self.pos] == b'"' {
-                self.pos += 1;
-                return Ok(PyString::new(self.py, &s));
-            }
-            let esc = *self.bytes.get(self.pos + 1).ok_or_else(|| self.bad())?;
-            self.pos += 2;
-            match esc {
-                b'"' => s.push('"'),
-                b'\\' => s.push('\\'),
-                b'/' => s.push('/'),
-                b'b' => s.push('\u{8}'),
-                b'f' => s.push('\u{c}'),
-                b'n' => s.push('\n'),
-                b'r' => s.push('\r'),
-                b't' => s.push('\t'),
-                b'u' => {
-                    let hi = self.hex4()?;
-                    let c = if (0xD800..0xDC00).contains(&hi)
-                        && self.bytes[self.pos..].starts_with(b"\\u")
-                    {
-                        let save = self.pos;
-                        self.pos += 2;
-                        let lo = self.hex4()?;
-                        if (0xDC00..0xE000).contains(&lo) {
-                            char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
-                        } else {
-                            self.pos = save;
-                            None
-                        }
-                    } else {
-                        char::from_u32(hi)
-                    };
-                    s.push(c.unwrap_or('\u{FFFD}'));
-                }
-                _ => return Err(self.bad()),
-            }
-        }
-    }
-
-    fn hex4(&mut self) -> PyResult<u32> {
-        let digits = self
-            .text
-            .get(self.pos..self.pos + 4)
-            .ok_or_else(|| self.bad())?;
-        let v = u32::from_str_radix(digits, 16).map_err(|_| self.bad())?;
-        self.pos += 4;
-        Ok(v)
     }
 }
