@@ -18,9 +18,10 @@ pub(crate) fn import_reference(
     store: &Bound<'_, PyStore>,
     id: Option<String>,
 ) -> PyResult<PySession> {
-    let store = store.get().shared();
+    let store = store.get();
+    let shared = store.shared();
     let session = py
-        .detach(|| inboxlog::import_reference(&path, &*store, id.as_deref()))
+        .detach(|| inboxlog::import_reference(&path, &*shared, id.as_deref()))
         .py()?;
-    PySession::new(py, session)
+    store.session(py, session)
 }

@@ -2,8 +2,9 @@
 //!
 //! A thin PyO3 layer over the `inboxlog` core crate: values cross as plain dicts and
 //! lists (converted in Rust, key order and big integers kept), errors as the ARCHITECTURE.md#errors
-//! exception classes, and every core call runs with the GIL released. The public
-//! package `inboxlog` re-exports these names and adds the pre-step composer.
+//! exception classes, and every core call that may wait runs with the GIL released
+//! (a quick `append` keeps it: see `session.rs`). The public package `inboxlog`
+//! re-exports these names and adds the pre-step composer.
 
 mod convert;
 mod errors;

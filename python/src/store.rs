@@ -22,12 +22,20 @@ use crate::values;
 pub(crate) struct PyStore {
     inner: Arc<dyn Store>,
     label: String,
+    /// Whether an append never waits for a disk or a server: memory, or a JSONL
+    /// directory with durability `"none"` (one write to the page cache).
+    quick_appends: bool,
 }
 
 impl PyStore {
     /// The store itself, for calls that take one (the GIL may be released meanwhile).
     pub(crate) fn shared(&self) -> Arc<dyn Store> {
         Arc::clone(&self.inner)
+    }
+
+    /// A Python session over `session`, opened in this store.
+    pub(crate) fn session(&self, py: Python<'_>, session: Session) -> PyResult<PySession> {
+        PySession::new(py, session, self.quick_appends)
     }
 }
 
@@ -57,6 +65,7 @@ impl PyStore {
         Ok(PyStore {
             inner: Arc::new(store),
             label,
+            quick_appends: mode == Durability::None,
         })
     }
 
@@ -66,6 +75,7 @@ impl PyStore {
         PyStore {
             inner: Arc::new(MemoryStore::new()),
             label: "Store.memory()".to_owned(),
+            quick_appends: true,
         }
     }
 
@@ -96,6 +106,7 @@ impl PyStore {
         Ok(PyStore {
             inner: Arc::new(store),
             label,
+            quick_appends: false,
         })
     }
 
@@ -136,7 +147,7 @@ impl PyStore {
                 }
             })
             .py()?;
-        PySession::new(py, session)
+        self.session(py, session)
     }
 
     /// Opens log `id` for writing: replays its inbox and repairs an interrupted turn.
@@ -148,7 +159,7 @@ impl PyStore {
         let session = py
             .detach(|| Session::open_with(store, id, OpenOptions::takeover(takeover)))
             .py()?;
-        PySession::new(py, session)
+        self.session(py, session)
     }
 
     /// Forks `parent_id` into a new log `child_id` (whole turns only; empty inbox).
@@ -177,7 +188,7 @@ impl PyStore {
         let session = py
             .detach(|| Session::fork(store, parent_id, child_id, meta))
             .py()?;
-        PySession::new(py, session)
+        self.session(py, session)
     }
 
     /// Reads log `id` as stored, without locking or repairing: `(header, events)`.

@@ -1,6 +1,7 @@
 //! Core values ⇄ Python dicts: events, messages, proposals, headers, inbox notices.
 
 use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple,
@@ -9,21 +10,63 @@ use pyo3::types::{
 use inboxlog::wire::ToJson;
 use inboxlog::{Event, InboxNotice, Message, Proposal};
 
-use crate::convert::{dict_to_json, to_py};
+use crate::convert::{Loader, dict_to_json, to_py};
 use crate::errors::OrRaise;
 
-/// An event as a dict, from its one JSON spelling (keys in ARCHITECTURE.md#events order).
+/// An event as a dict (keys in ARCHITECTURE.md#events order).
 pub(crate) fn event<'py>(py: Python<'py>, e: &Event) -> PyResult<Bound<'py, PyDict>> {
-    Ok(to_py(py, &e.to_json())?.cast_into::<PyDict>()?)
+    event_with(&mut Loader::new(py), e)
 }
 
-/// A list of events.
+/// A list of events, read with one loader: their repeated keys and types share one
+/// Python str each.
 pub(crate) fn events<'py>(py: Python<'py>, events: &[Event]) -> PyResult<Bound<'py, PyList>> {
+    let mut loader = Loader::for_texts(py, events.len());
     let items = events
         .iter()
-        .map(|e| event(py, e))
+        .map(|e| event_with(&mut loader, e))
         .collect::<PyResult<Vec<_>>>()?;
     PyList::new(py, items)
+}
+
+/// An event as a dict, built from its fields: only its data and `surfaceOp` are JSON
+/// text to read.
+fn event_with<'py>(loader: &mut Loader<'py>, e: &Event) -> PyResult<Bound<'py, PyDict>> {
+    let ty = loader.cached_str(e.ty());
+    let data = loader.load(e.data())?;
+    let surface_op = match &e.envelope().surface_op {
+        Some(op) => Some(loader.load(op.get())?),
+        None => None,
+    };
+    event_dict(ty.py(), e, ty, data, surface_op)
+}
+
+/// The dict of event `e` around the Python values of its type, data and `surfaceOp`,
+/// in the order of its JSON spelling (`Event::write_json`): `type`, `seq`, `time`,
+/// `data`, then `ignorable`, `surfaceOp` and `sourceEventSeqs` when present.
+pub(crate) fn event_dict<'py>(
+    py: Python<'py>,
+    e: &Event,
+    ty: Bound<'py, PyString>,
+    data: Bound<'py, PyAny>,
+    surface_op: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item(intern!(py, "type"), ty)?;
+    dict.set_item(intern!(py, "seq"), e.seq())?;
+    dict.set_item(intern!(py, "time"), e.time())?;
+    dict.set_item(intern!(py, "data"), data)?;
+    let envelope = e.envelope();
+    if envelope.ignorable {
+        dict.set_item(intern!(py, "ignorable"), true)?;
+    }
+    if let Some(op) = surface_op {
+        dict.set_item(intern!(py, "surfaceOp"), op)?;
+    }
+    if let Some(seqs) = &envelope.source_event_seqs {
+        dict.set_item(intern!(py, "sourceEventSeqs"), PyList::new(py, seqs)?)?;
+    }
+    Ok(dict)
 }
 
 /// An event given as a dict, validated by the core.

@@ -83,3 +83,32 @@ def test_sessions_are_usable_from_threads_with_a_jsonl_store(jsonl: inboxlog.Sto
             t.join(60)
     header, events = jsonl.inspect("t")
     assert header["id"] == "t" and len(events) == 300
+
+
+def test_quick_appends_wait_their_turn_on_a_busy_session(store: inboxlog.Store) -> None:
+    """An append that keeps the GIL (no observer; memory, or JSONL without fsync)
+    finds the session held by calls running without the GIL: it waits its turn,
+    releasing the GIL meanwhile, and every append lands in order."""
+    with store.create("busy") as s:
+        for i in range(3000):
+            s.append("n", {"i": i})
+        done = threading.Event()
+        reads: list[int] = []
+
+        def reader() -> None:
+            while not done.is_set():
+                reads.append(len(s.events()))
+                s.flush()
+
+        readers = [threading.Thread(target=reader) for _ in range(2)]
+        for t in readers:
+            t.start()
+        try:
+            appended = [s.append("n", {"i": i})["seq"] for i in range(3000, 3500)]
+        finally:
+            done.set()
+            for t in readers:
+                t.join(60)
+        assert appended == list(range(3000, 3500))
+        assert [e["data"]["i"] for e in s.events()] == list(range(3500))
+        assert all(3000 <= n <= 3500 for n in reads)

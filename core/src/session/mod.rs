@@ -12,8 +12,10 @@ mod intake;
 mod open;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::value::RawValue;
 
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::{Envelope, Event, is_reserved};
@@ -106,6 +108,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// [`lock`] if no other thread holds `m` now, else `None`.
+fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// The data of a host event of type `ty`, checked (see [`Session::append`]).
+fn host_data(ty: &str, data: &str) -> Result<Box<RawValue>> {
+    if is_reserved(ty) {
+        return Err(invalid(format!(
+            "event type {ty} is written only by inboxlog; it cannot be appended"
+        )));
+    }
+    json::raw_value(data, "event data")
+}
+
 /// Unix epoch milliseconds now.
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
@@ -167,7 +188,11 @@ impl Session {
     }
 
     fn state(&self) -> Result<MutexGuard<'_, State>> {
-        let st = lock(&self.state);
+        self.opened(lock(&self.state))
+    }
+
+    /// The locked state `st`, or `closed` when the session is.
+    fn opened<'a>(&self, st: MutexGuard<'a, State>) -> Result<MutexGuard<'a, State>> {
         if st.writer.is_none() {
             return Err(closed(self.id()));
         }
@@ -222,13 +247,30 @@ impl Session {
     /// (whitespace outside strings removed). Reserved types are refused, except
     /// `user/message` with any JSON object as data (an `id` is optional there).
     pub fn append(&self, ty: &str, data: &str, envelope: Envelope) -> Result<Event> {
-        if is_reserved(ty) {
-            return Err(invalid(format!(
-                "event type {ty} is written only by inboxlog; it cannot be appended"
-            )));
-        }
-        let data = json::raw_value(data, "event data")?;
+        let data = host_data(ty, data)?;
         self.transact(|txn| txn.append(ty, data, envelope))
+    }
+
+    /// [`Session::append`], unless another call holds the session at this moment: then
+    /// `None`, with nothing done. For a caller that must not wait while it holds
+    /// something others need, such as a binding holding its interpreter's lock: it
+    /// tries first, and releases that lock only to wait.
+    pub fn try_append(&self, ty: &str, data: &str, envelope: &Envelope) -> Option<Result<Event>> {
+        // Refused as `append` refuses, in the same order.
+        let checked = host_data(ty, data).and_then(|data| {
+            self.refuse_reentry()?;
+            Ok(data)
+        });
+        let data = match checked {
+            Ok(data) => data,
+            Err(e) => return Some(Err(e)),
+        };
+        let guard = try_lock(&self.state)?;
+        let stage = |txn: &mut Txn<'_>| txn.append(ty, data, envelope.clone());
+        Some(
+            self.opened(guard)
+                .and_then(|guard| self.transact_in(guard, stage)),
+        )
     }
 
     /// Makes everything appended so far durable (the barrier of `batched` mode).
@@ -325,6 +367,31 @@ impl Session {
 
     /// Runs one public mutation: stage, write once, apply (see `txn`), then publish.
     fn transact<R>(&self, stage: impl FnOnce(&mut Txn<'_>) -> Result<R>) -> Result<R> {
+        self.refuse_reentry()?;
+        self.transact_in(self.state()?, stage)
+    }
+
+    /// [`Session::transact`] in the state `guard` holds (open, locked by the caller).
+    fn transact_in<R>(
+        &self,
+        mut guard: MutexGuard<'_, State>,
+        stage: impl FnOnce(&mut Txn<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let st = &mut *guard;
+        let writer = st.writer.as_deref_mut().expect("open");
+        let notify = !lock(&self.observers).is_empty();
+        let outbox = notify.then_some(&mut st.outbox);
+        let result = st.ledger.transact(writer, now_ms(), outbox, stage)?;
+        drop(guard);
+        // Only a call that queued notices must see them published before it returns.
+        if notify {
+            self.publish();
+        }
+        Ok(result)
+    }
+
+    /// Refuses a change made from inside one of this session's observers.
+    fn refuse_reentry(&self) -> Result<()> {
         if observer::publishing(self.serial) {
             return Err(Error::new(
                 ErrorKind::Reentrant,
@@ -334,19 +401,7 @@ impl Session {
                 ),
             ));
         }
-        let (result, published) = {
-            let mut guard = self.state()?;
-            let st = &mut *guard;
-            let writer = st.writer.as_deref_mut().expect("open");
-            let notify = !lock(&self.observers).is_empty();
-            let outbox = notify.then_some(&mut st.outbox);
-            (st.ledger.transact(writer, now_ms(), outbox, stage)?, notify)
-        };
-        // Only a call that queued notices must see them published before it returns.
-        if published {
-            self.publish();
-        }
-        Ok(result)
+        Ok(())
     }
 
     /// Publishes committed notices in commit order, with no state lock held.
@@ -415,6 +470,57 @@ mod tests {
                 .to_json()
                 .contains(r#""surfaceOp":"append""#)
         );
+    }
+
+    #[test]
+    fn try_append_appends_at_once_or_does_nothing() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        let e = s
+            .try_append("note", r#"{ "a": 1 }"#, &Envelope::default())
+            .expect("no other call holds the session")
+            .unwrap();
+        assert_eq!((e.seq(), e.data()), (0, r#"{"a":1}"#));
+        // Another call holds the session: nothing is done.
+        let held = lock(&s.state);
+        assert!(s.try_append("note", "{}", &Envelope::default()).is_none());
+        drop(held);
+        assert_eq!(log_of(&s), [r#"note {"a":1}"#]);
+        // Refusals are answered at once, as `append` answers them.
+        for (ty, data, kind) in [
+            ("turn/start", r#"{"turn":1}"#, ErrorKind::InvalidInput),
+            ("note", "{", ErrorKind::InvalidInput),
+        ] {
+            let err = s
+                .try_append(ty, data, &Envelope::default())
+                .unwrap()
+                .unwrap_err();
+            assert_eq!(err.kind(), kind, "{ty} {data}");
+        }
+        s.close().unwrap();
+        let err = s
+            .try_append("note", "{}", &Envelope::default())
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Closed);
+    }
+
+    #[test]
+    fn try_append_from_an_observer_is_reentrant() {
+        let store = MemoryStore::new();
+        let s = Arc::new(Session::create(&store, "s", SessionMeta::default()).unwrap());
+        let inner = Arc::downgrade(&s);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        s.on_event(move |_| {
+            let s = inner.upgrade().expect("alive");
+            let answer = s.try_append("echo", "{}", &Envelope::default());
+            lock(&record).push(answer.map(|r| r.map(|e| e.seq()).map_err(|e| e.kind())));
+            Ok(())
+        });
+        s.append("note", "{}", Envelope::default()).unwrap();
+        assert_eq!(*lock(&seen), [Some(Err(ErrorKind::Reentrant))]);
+        assert_eq!(log_of(&s), ["note {}"]);
     }
 
     #[test]

@@ -1,0 +1,366 @@
+//! JSON text read token by token: the lexical half of `load`, kept free of Python so
+//! that what it makes of any text, malformed text included, is tested in plain Rust.
+//!
+//! A [`Cursor`] only moves over bytes it has seen, so it never passes the end; every
+//! slice it takes starts and ends next to an ASCII byte (a quote, a backslash, a
+//! digit), so it lies on character boundaries, and is taken with `get` all the same:
+//! no input makes it panic.
+
+/// The text made no sense at this byte offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Unexpected(pub(super) usize);
+
+/// A number token, as `json.loads` reads it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Number<'t> {
+    /// An integer that fits an i64.
+    Int(i64),
+    /// A positive integer above `i64::MAX` that fits a u64.
+    Unsigned(u64),
+    /// An integer too large for both, as its digits (and sign).
+    Big(&'t str),
+    /// A number with a fraction or an exponent, rounded to the nearest double.
+    Float(f64),
+}
+
+/// A position in a JSON text.
+pub(super) struct Cursor<'t> {
+    text: &'t str,
+    pos: usize,
+}
+
+impl<'t> Cursor<'t> {
+    pub(super) fn new(text: &'t str) -> Cursor<'t> {
+        Cursor { text, pos: 0 }
+    }
+
+    /// The error at the current position.
+    pub(super) fn unexpected(&self) -> Unexpected {
+        Unexpected(self.pos)
+    }
+
+    /// Whether the whole text was read.
+    pub(super) fn at_end(&self) -> bool {
+        self.pos == self.text.len()
+    }
+
+    /// The next byte, not stepped over.
+    pub(super) fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.pos).copied()
+    }
+
+    /// Steps over `b` when it comes next.
+    pub(super) fn eat(&mut self, b: u8) -> bool {
+        let next = self.peek() == Some(b);
+        self.pos += usize::from(next);
+        next
+    }
+
+    pub(super) fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// Steps over `word` (`true`, `false`, `null`).
+    pub(super) fn literal(&mut self, word: &str) -> Result<(), Unexpected> {
+        if !self.rest().starts_with(word.as_bytes()) {
+            return Err(self.unexpected());
+        }
+        self.pos += word.len();
+        Ok(())
+    }
+
+    /// Reads a number: an integer when it has neither fraction nor exponent, else a
+    /// float.
+    pub(super) fn number(&mut self) -> Result<Number<'t>, Unexpected> {
+        let start = self.pos;
+        let negative = self.eat(b'-');
+        // The integer part's value while it fits a u64.
+        let mut magnitude = Some(0u64);
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                while let Some(d @ b'0'..=b'9') = self.peek() {
+                    magnitude = magnitude
+                        .and_then(|m| m.checked_mul(10))
+                        .and_then(|m| m.checked_add(u64::from(d - b'0')));
+                    self.pos += 1;
+                }
+            }
+            _ => return Err(self.unexpected()),
+        }
+        let fraction = self.eat(b'.');
+        if fraction {
+            self.digits()?;
+        }
+        let exponent = matches!(self.peek(), Some(b'e' | b'E'));
+        if exponent {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            self.digits()?;
+        }
+        let token = self.slice(start, self.pos)?;
+        if fraction || exponent {
+            // Rust rounds a decimal to the nearest double exactly, as Python does.
+            return token
+                .parse()
+                .map(Number::Float)
+                .map_err(|_| Unexpected(start));
+        }
+        Ok(match (negative, magnitude) {
+            (false, Some(m)) => i64::try_from(m).map_or(Number::Unsigned(m), Number::Int),
+            (true, Some(m)) => 0i64
+                .checked_sub_unsigned(m)
+                .map_or(Number::Big(token), Number::Int),
+            (_, None) => Number::Big(token),
+        })
+    }
+
+    /// Reads a string from its opening quote through its closing one. The text is
+    /// borrowed when it holds no escape, else decoded into `unescaped`.
+    pub(super) fn string<'s>(&mut self, unescaped: &'s mut String) -> Result<&'s str, Unexpected>
+    where
+        't: 's,
+    {
+        if !self.eat(b'"') {
+            return Err(self.unexpected());
+        }
+        let start = self.pos;
+        self.skip_to_quote_or_backslash()?;
+        if self.eat(b'"') {
+            return self.slice(start, self.pos - 1);
+        }
+        unescaped.clear();
+        let mut run = start;
+        loop {
+            // At a quote or a backslash, after text without escapes.
+            unescaped.push_str(self.slice(run, self.pos)?);
+            if self.eat(b'"') {
+                return Ok(unescaped);
+            }
+            let backslash = self.pos;
+            self.pos += 1;
+            let escape = self.peek().ok_or(Unexpected(backslash))?;
+            self.pos += 1;
+            unescaped.push(match escape {
+                b'"' => '"',
+                b'\\' => '\\',
+                b'/' => '/',
+                b'b' => '\u{8}',
+                b'f' => '\u{c}',
+                b'n' => '\n',
+                b'r' => '\r',
+                b't' => '\t',
+                b'u' => self.unicode_escape()?,
+                _ => return Err(Unexpected(backslash)),
+            });
+            run = self.pos;
+            self.skip_to_quote_or_backslash()?;
+        }
+    }
+
+    fn rest(&self) -> &'t [u8] {
+        self.text.as_bytes().get(self.pos..).unwrap_or_default()
+    }
+
+    /// `text[from..to]`, as an error if that is no slice of it.
+    fn slice(&self, from: usize, to: usize) -> Result<&'t str, Unexpected> {
+        self.text.get(from..to).ok_or(Unexpected(from))
+    }
+
+    /// Steps over one digit or more.
+    fn digits(&mut self) -> Result<(), Unexpected> {
+        let start = self.pos;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+        if self.pos == start {
+            return Err(self.unexpected());
+        }
+        Ok(())
+    }
+
+    /// Moves to the next quote or backslash (an unterminated string is an error).
+    fn skip_to_quote_or_backslash(&mut self) -> Result<(), Unexpected> {
+        match memchr::memchr2(b'"', b'\\', self.rest()) {
+            Some(off) => {
+                self.pos += off;
+                Ok(())
+            }
+            None => Err(Unexpected(self.text.len())),
+        }
+    }
+
+    /// Decodes the `XXXX` of `\uXXXX`, joined with a following `\uXXXX` when the two
+    /// are a surrogate pair; an unpaired surrogate is U+FFFD.
+    fn unicode_escape(&mut self) -> Result<char, Unexpected> {
+        let unit = self.hex4()?;
+        if (0xD800..0xDC00).contains(&unit) && self.rest().starts_with(b"\\u") {
+            let high_end = self.pos;
+            self.pos += 2;
+            let low = self.hex4()?;
+            if (0xDC00..0xE000).contains(&low) {
+                let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                return Ok(char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER));
+            }
+            // Not a pair: the second escape is read on its own.
+            self.pos = high_end;
+        }
+        Ok(char::from_u32(unit).unwrap_or(char::REPLACEMENT_CHARACTER))
+    }
+
+    /// Four hex digits.
+    fn hex4(&mut self) -> Result<u32, Unexpected> {
+        let digits = self.rest().get(..4).ok_or(self.unexpected())?;
+        let mut unit = 0;
+        for &d in digits {
+            let v = char::from(d).to_digit(16).ok_or(self.unexpected())?;
+            unit = unit * 16 + v;
+        }
+        self.pos += 4;
+        Ok(unit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string(text: &str) -> Result<(String, usize), Unexpected> {
+        let mut at = Cursor::new(text);
+        let mut buf = String::new();
+        let s = at.string(&mut buf)?.to_owned();
+        Ok((s, at.pos))
+    }
+
+    fn number(text: &str) -> Result<(Number<'_>, usize), Unexpected> {
+        let mut at = Cursor::new(text);
+        let n = at.number()?;
+        Ok((n, at.pos))
+    }
+
+    #[test]
+    fn strings_decode_every_escape() {
+        assert_eq!(string(r#""plain é""#), Ok(("plain é".to_owned(), 10)));
+        assert_eq!(string(r#""""#), Ok((String::new(), 2)));
+        assert_eq!(
+            string(r#""a\"b\\c\/d\b\f\n\r\te""#).unwrap().0,
+            "a\"b\\c/d\u{8}\u{c}\n\r\te"
+        );
+        assert_eq!(string(r#""\u00e9\u0000x""#).unwrap().0, "é\0x");
+        assert_eq!(string(r#""\uD83D\uDE00!""#).unwrap().0, "😀!");
+        // The cursor stops right after the closing quote.
+        assert_eq!(string(r#""a\n"rest"#).unwrap().1, 5);
+    }
+
+    #[test]
+    fn unpaired_surrogates_become_replacement_characters() {
+        assert_eq!(string(r#""\ud800""#).unwrap().0, "\u{fffd}");
+        assert_eq!(string(r#""\udc00x""#).unwrap().0, "\u{fffd}x");
+        // A high surrogate followed by an escape that is no low one: both are kept.
+        assert_eq!(string(r#""\ud800\u0041""#).unwrap().0, "\u{fffd}A");
+        assert_eq!(string(r#""\ud800\ud800\udc00""#).unwrap().0, "\u{fffd}𐀀");
+    }
+
+    #[test]
+    fn malformed_strings_are_errors() {
+        for (text, at) in [
+            ("x", 0),
+            (r#""abc"#, 4),
+            (r#""\"#, 1),
+            (r#""ab\"#, 3),
+            (r#""\x""#, 1),
+            (r#""\u12""#, 3),
+            (r#""\u12G4""#, 3),
+            (r#""\u+123""#, 3),
+            (r#""\ud800\u12""#, 9),
+        ] {
+            assert_eq!(string(text), Err(Unexpected(at)), "{text}");
+        }
+    }
+
+    #[test]
+    fn numbers_read_as_json_loads_reads_them() {
+        for (text, n) in [
+            ("0", Number::Int(0)),
+            ("-0", Number::Int(0)),
+            ("42", Number::Int(42)),
+            ("-42", Number::Int(-42)),
+            ("9223372036854775807", Number::Int(i64::MAX)),
+            ("-9223372036854775808", Number::Int(i64::MIN)),
+            ("9223372036854775808", Number::Unsigned(1 << 63)),
+            ("18446744073709551615", Number::Unsigned(u64::MAX)),
+            ("18446744073709551616", Number::Big("18446744073709551616")),
+            ("-9223372036854775809", Number::Big("-9223372036854775809")),
+            ("1.0", Number::Float(1.0)),
+            ("-0.0", Number::Float(-0.0)),
+            ("1e5", Number::Float(1e5)),
+            ("1E+5", Number::Float(1e5)),
+            ("25e-1", Number::Float(2.5)),
+            ("0.1", Number::Float(0.1)),
+            ("5e-324", Number::Float(5e-324)),
+            ("1e400", Number::Float(f64::INFINITY)),
+        ] {
+            assert_eq!(number(text), Ok((n, text.len())), "{text}");
+        }
+        // -0.0 keeps its sign.
+        let Ok((Number::Float(x), _)) = number("-0.0") else {
+            panic!("a float")
+        };
+        assert!(x.is_sign_negative());
+        // A number ends where its grammar does; what follows is the caller's.
+        assert_eq!(number("01"), Ok((Number::Int(0), 1)));
+        assert_eq!(number("12,"), Ok((Number::Int(12), 2)));
+    }
+
+    #[test]
+    fn malformed_numbers_are_errors() {
+        for (text, at) in [
+            ("-", 1),
+            ("+1", 0),
+            ("-x", 1),
+            ("1.", 2),
+            ("1.e5", 2),
+            ("1e", 2),
+            ("1e+", 3),
+            (".5", 0),
+        ] {
+            assert_eq!(number(text), Err(Unexpected(at)), "{text}");
+        }
+    }
+
+    #[test]
+    fn literals_and_whitespace() {
+        let mut at = Cursor::new(" \t\r\ntrue fals");
+        at.skip_whitespace();
+        assert_eq!(at.literal("true"), Ok(()));
+        at.skip_whitespace();
+        assert_eq!(at.literal("false"), Err(Unexpected(9)));
+        assert!(!at.at_end());
+    }
+
+    #[test]
+    fn no_text_makes_it_panic() {
+        // Every prefix and every starting byte of tricky texts, read as each token.
+        let texts = [
+            r#""\ud83d\ude00\u""#,
+            r#"-12.5e+3"#,
+            r#""é\"\\\u00"#,
+            "\"\u{10348}\\",
+            r#"18446744073709551616.0e"#,
+        ];
+        for text in texts {
+            for end in (0..=text.len()).filter(|&e| text.is_char_boundary(e)) {
+                for start in (0..=end).filter(|&s| text.is_char_boundary(s)) {
+                    let piece = &text[start..end];
+                    let _ = string(piece);
+                    let _ = number(piece);
+                    let _ = Cursor::new(piece).literal("true");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Python values ⇄ JSON text, converted in Rust rather than by `json.dumps` and
+//! `json.loads`.
+//!
+//! `dump` walks Python objects into compact text (and, for `Session.append`, into the
+//! plain copy that reading that text back gives); `load` builds Python objects from the
+//! text the core hands back, in one pass, reading its tokens with a `cursor`.
+
+mod cursor;
+mod dump;
+mod load;
+
+pub(crate) use dump::{dict_to_json, to_json, to_json_and_copy};
+pub(crate) use load::{Loader, to_py};
