@@ -177,9 +177,9 @@ impl<'a> Txn<'a> {
         self.inbox
     }
 
-    /// Stages a host event: `data` is checked JSON text.
-    pub fn append(&mut self, ty: &str, data: Box<RawValue>, envelope: Envelope) -> Result<Event> {
-        let event = Event::new(ty, self.log.next_seq, self.time, data, envelope)?;
+    /// Stages a host event whose `data` is compact JSON text known to be valid.
+    pub fn append(&mut self, ty: &str, data: String, envelope: Envelope) -> Result<Event> {
+        let event = Event::build(ty, self.log.next_seq, self.time, data, envelope)?;
         self.push(event.clone())?;
         Ok(event)
     }

@@ -140,7 +140,7 @@ struct Inner {
     /// Reserved types borrow their static name; host types own theirs.
     ty: Cow<'static, str>,
     /// Compact JSON text, validated when the event was built.
-    data: Box<str>,
+    data: String,
     envelope: Envelope,
 }
 
@@ -340,11 +340,17 @@ impl Event {
         envelope: Envelope,
     ) -> Result<Event> {
         let data: Box<str> = data.into();
-        Event::build(ty, seq, time, data, envelope)
+        Event::build(ty, seq, time, data.into_string(), envelope)
     }
 
     /// [`Event::new`] with `data` already checked: valid, compact JSON.
-    fn build(ty: &str, seq: u64, time: u64, data: Box<str>, envelope: Envelope) -> Result<Event> {
+    pub(crate) fn build(
+        ty: &str,
+        seq: u64,
+        time: u64,
+        data: String,
+        envelope: Envelope,
+    ) -> Result<Event> {
         if ty.is_empty() {
             return Err(invalid("event type must be a non-empty string"));
         }
@@ -396,7 +402,7 @@ impl Event {
         );
         let inner = Inner {
             ty: Cow::Borrowed(ty),
-            data: data.into_boxed_str(),
+            data,
             envelope,
             body,
         };
@@ -483,13 +489,15 @@ impl Event {
     /// Appends the compact JSON of the event (keys in ARCHITECTURE.md#events order, no newline) to `out`.
     pub fn write_json(&self, out: &mut String) {
         let e = &*self.inner;
+        let mut digits = itoa::Buffer::new();
+        out.reserve(64 + e.ty.len() + e.data.len());
         out.push_str("{\"type\":");
-        out.push_str(&json::quote(&e.ty));
-        let _ = write!(
-            out,
-            ",\"seq\":{},\"time\":{},\"data\":",
-            self.seq, self.time
-        );
+        json::write_string(out, &e.ty);
+        out.push_str(",\"seq\":");
+        out.push_str(digits.format(self.seq));
+        out.push_str(",\"time\":");
+        out.push_str(digits.format(self.time));
+        out.push_str(",\"data\":");
         out.push_str(&e.data);
         if e.envelope.ignorable {
             out.push_str(",\"ignorable\":true");

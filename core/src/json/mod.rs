@@ -19,6 +19,9 @@ use serde_json::value::RawValue;
 
 use crate::error::{Error, ErrorKind, Result, invalid};
 
+pub use builder::{Builder, Json, write_string};
+
+mod builder;
 pub(crate) mod plain;
 pub(crate) mod walk;
 
@@ -253,7 +256,9 @@ pub(crate) fn same(a: &RawValue, b: &RawValue) -> bool {
 
 /// JSON text of a string (quoted and escaped), for messages that name a value.
 pub fn quote(s: &str) -> String {
-    serde_json::to_string(s).expect("strings always serialize")
+    let mut out = String::with_capacity(s.len() + 2);
+    write_string(&mut out, s);
+    out
 }
 
 #[cfg(test)]

@@ -11,11 +11,9 @@ mod inbox_ops;
 mod intake;
 mod open;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use serde_json::value::RawValue;
 
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::{Envelope, Event, is_reserved};
@@ -23,7 +21,7 @@ use crate::extra::Extra;
 use crate::fleet::post::Intake;
 use crate::header::Header;
 use crate::inbox::Inbox;
-use crate::json;
+use crate::json::{self, Json};
 use crate::observer::{
     self, EventObserver, FailureLog, InboxNotice, InboxObserver, Notice, ObserverFailures,
     Observers,
@@ -87,6 +85,9 @@ pub struct Session {
     /// Serializes publication so observers see commit order across threads.
     publish: Mutex<()>,
     observers: Mutex<Observers>,
+    /// Whether an observer was ever registered: a transaction reads this rather than
+    /// take the observers' lock to learn that there are none.
+    observed: AtomicBool,
     /// Contained observer failures not yet taken (bounded).
     failures: Mutex<FailureLog>,
 }
@@ -118,13 +119,20 @@ fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
 }
 
 /// The data of a host event of type `ty`, checked (see [`Session::append`]).
-fn host_data(ty: &str, data: &str) -> Result<Box<RawValue>> {
+fn host_data(ty: &str, data: &str) -> Result<String> {
+    host_type(ty)?;
+    let data: Box<str> = json::raw_value(data, "event data")?.into();
+    Ok(data.into_string())
+}
+
+/// Refuses a type only the library writes (see [`Session::append`]).
+fn host_type(ty: &str) -> Result<()> {
     if is_reserved(ty) {
         return Err(invalid(format!(
             "event type {ty} is written only by inboxlog; it cannot be appended"
         )));
     }
-    json::raw_value(data, "event data")
+    Ok(())
 }
 
 /// Unix epoch milliseconds now.
@@ -133,6 +141,15 @@ pub(crate) fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// What [`Session::try_append`] did.
+#[derive(Debug)]
+pub enum TryAppend {
+    /// The append was made, or refused.
+    Done(Result<Event>),
+    /// Another call held the session: nothing was done, and the arguments come back.
+    Busy(Json, Envelope),
 }
 
 fn closed(id: &str) -> Error {
@@ -158,6 +175,7 @@ impl Session {
             }),
             publish: Mutex::new(()),
             observers: Mutex::new(Observers::default()),
+            observed: AtomicBool::new(false),
             failures: Mutex::new(FailureLog::default()),
         }
     }
@@ -223,6 +241,7 @@ impl Session {
         lock(&self.observers)
             .events
             .push(Arc::new(observer) as Arc<EventObserver>);
+        self.observed.store(true, Ordering::Release);
     }
 
     /// Registers an inbox observer (ARCHITECTURE.md#notifications).
@@ -233,6 +252,7 @@ impl Session {
         lock(&self.observers)
             .inbox
             .push(Arc::new(observer) as Arc<InboxObserver>);
+        self.observed.store(true, Ordering::Release);
     }
 
     /// Takes the failures of observers recorded since the last call (each one was
@@ -251,23 +271,27 @@ impl Session {
         self.transact(|txn| txn.append(ty, data, envelope))
     }
 
-    /// [`Session::append`], unless another call holds the session at this moment: then
-    /// `None`, with nothing done. For a caller that must not wait while it holds
-    /// something others need, such as a binding holding its interpreter's lock: it
-    /// tries first, and releases that lock only to wait.
-    pub fn try_append(&self, ty: &str, data: &str, envelope: &Envelope) -> Option<Result<Event>> {
+    /// [`Session::append`] of data written by a [`json::Builder`]: valid by
+    /// construction, so stored without being parsed again.
+    pub fn append_json(&self, ty: &str, data: Json, envelope: Envelope) -> Result<Event> {
+        host_type(ty)?;
+        self.transact(|txn| txn.append(ty, data.into_string(), envelope))
+    }
+
+    /// [`Session::append_json`], unless another call holds the session at this moment:
+    /// then [`TryAppend::Busy`], with nothing done. For a caller that must not wait
+    /// while it holds something others need, such as a binding holding its
+    /// interpreter's lock: it tries first, and releases that lock only to wait.
+    pub fn try_append(&self, ty: &str, data: Json, envelope: Envelope) -> TryAppend {
         // Refused as `append` refuses, in the same order.
-        let checked = host_data(ty, data).and_then(|data| {
-            self.refuse_reentry()?;
-            Ok(data)
-        });
-        let data = match checked {
-            Ok(data) => data,
-            Err(e) => return Some(Err(e)),
+        if let Err(e) = host_type(ty).and_then(|()| self.refuse_reentry()) {
+            return TryAppend::Done(Err(e));
+        }
+        let Some(guard) = try_lock(&self.state) else {
+            return TryAppend::Busy(data, envelope);
         };
-        let guard = try_lock(&self.state)?;
-        let stage = |txn: &mut Txn<'_>| txn.append(ty, data, envelope.clone());
-        Some(
+        let stage = |txn: &mut Txn<'_>| txn.append(ty, data.into_string(), envelope);
+        TryAppend::Done(
             self.opened(guard)
                 .and_then(|guard| self.transact_in(guard, stage)),
         )
@@ -379,7 +403,7 @@ impl Session {
     ) -> Result<R> {
         let st = &mut *guard;
         let writer = st.writer.as_deref_mut().expect("open");
-        let notify = !lock(&self.observers).is_empty();
+        let notify = self.observed.load(Ordering::Acquire);
         let outbox = notify.then_some(&mut st.outbox);
         let result = st.ledger.transact(writer, now_ms(), outbox, stage)?;
         drop(guard);
@@ -476,33 +500,72 @@ mod tests {
     fn try_append_appends_at_once_or_does_nothing() {
         let store = MemoryStore::new();
         let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
-        let e = s
-            .try_append("note", r#"{ "a": 1 }"#, &Envelope::default())
-            .expect("no other call holds the session")
-            .unwrap();
+        let TryAppend::Done(e) = s.try_append("note", built_a1(), Envelope::default()) else {
+            panic!("no other call holds the session");
+        };
+        let e = e.unwrap();
         assert_eq!((e.seq(), e.data()), (0, r#"{"a":1}"#));
         // Another call holds the session: nothing is done.
         let held = lock(&s.state);
-        assert!(s.try_append("note", "{}", &Envelope::default()).is_none());
+        let busy = s.try_append("note", built_a1(), Envelope::default());
+        assert!(
+            matches!(&busy, TryAppend::Busy(data, _) if data.as_str() == r#"{"a":1}"#),
+            "{busy:?}"
+        );
         drop(held);
         assert_eq!(log_of(&s), [r#"note {"a":1}"#]);
         // Refusals are answered at once, as `append` answers them.
-        for (ty, data, kind) in [
-            ("turn/start", r#"{"turn":1}"#, ErrorKind::InvalidInput),
-            ("note", "{", ErrorKind::InvalidInput),
+        for (ty, envelope) in [
+            ("turn/start", Envelope::default()),
+            (
+                "note",
+                Envelope {
+                    source_event_seqs: Some(vec![0]),
+                    ..Envelope::default()
+                },
+            ),
         ] {
-            let err = s
-                .try_append(ty, data, &Envelope::default())
-                .unwrap()
-                .unwrap_err();
-            assert_eq!(err.kind(), kind, "{ty} {data}");
+            let TryAppend::Done(Err(err)) = s.try_append(ty, built_a1(), envelope) else {
+                panic!("{ty} is refused");
+            };
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{ty}");
         }
         s.close().unwrap();
-        let err = s
-            .try_append("note", "{}", &Envelope::default())
-            .unwrap()
-            .unwrap_err();
+        let TryAppend::Done(Err(err)) = s.try_append("note", empty(), Envelope::default()) else {
+            panic!("a closed session refuses");
+        };
         assert_eq!(err.kind(), ErrorKind::Closed);
+    }
+
+    fn built_a1() -> Json {
+        let mut b = json::Builder::new();
+        b.begin_object().unwrap();
+        b.key("a");
+        b.int(1);
+        b.end();
+        b.finish()
+    }
+
+    fn empty() -> Json {
+        let mut b = json::Builder::new();
+        b.begin_object().unwrap();
+        b.end();
+        b.finish()
+    }
+
+    #[test]
+    fn built_data_is_stored_as_it_was_written() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        let e = s
+            .append_json("note", built_a1(), Envelope::default())
+            .unwrap();
+        assert_eq!(e.to_json(), s.events(0).unwrap()[0].to_json());
+        let err = s
+            .append_json("agent/inbox/spliced", empty(), Envelope::default())
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert_eq!(log_of(&s), [r#"note {"a":1}"#]);
     }
 
     #[test]
@@ -514,8 +577,11 @@ mod tests {
         let record = seen.clone();
         s.on_event(move |_| {
             let s = inner.upgrade().expect("alive");
-            let answer = s.try_append("echo", "{}", &Envelope::default());
-            lock(&record).push(answer.map(|r| r.map(|e| e.seq()).map_err(|e| e.kind())));
+            let answer = match s.try_append("echo", empty(), Envelope::default()) {
+                TryAppend::Done(r) => Some(r.map(|e| e.seq()).map_err(|e| e.kind())),
+                TryAppend::Busy(..) => None,
+            };
+            lock(&record).push(answer);
             Ok(())
         });
         s.append("note", "{}", Envelope::default()).unwrap();

@@ -5,6 +5,7 @@
 //! (`syncing`); after an fdatasync fails nothing syncs that handle again (`failure` is
 //! set for good and the log is poisoned until reopened).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
@@ -20,6 +21,9 @@ pub(crate) struct SyncCell {
     /// The file's path as shown in messages.
     path: String,
     state: Mutex<State>,
+    /// Set with `State::failure`, so the writer's check before each append needs no
+    /// lock while all is well.
+    failed: AtomicBool,
     /// Signalled whenever an fdatasync finishes.
     synced: Condvar,
 }
@@ -59,6 +63,7 @@ impl SyncCell {
             session,
             path,
             state: Mutex::new(state),
+            failed: AtomicBool::new(false),
             synced: Condvar::new(),
         })
     }
@@ -70,6 +75,9 @@ impl SyncCell {
 
     /// The `poisoned` error, when an fdatasync failed.
     pub(crate) fn poisoned(&self) -> Option<Error> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
         self.lock()
             .failure
             .as_ref()
@@ -126,7 +134,10 @@ impl SyncCell {
             st.syncing = false;
             match failure {
                 None => st.durable = st.durable.max(target),
-                Some(f) => st.failure = Some(f),
+                Some(f) => {
+                    st.failure = Some(f);
+                    self.failed.store(true, Ordering::Release);
+                }
             }
             self.synced.notify_all();
         }
