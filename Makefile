@@ -139,7 +139,7 @@ c-symbols: c-lib
 
 venv: $(VENV)/.ready
 
-# mypy < 2: mypy 2 cannot check code for Python 3.9, the oldest the package supports.
+# mypy < 2: the line the strict checks of the package and its stubs are kept clean for.
 $(VENV)/.ready: python/pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip

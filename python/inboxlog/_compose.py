@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Union
 
 from .types import Decision, Proposal
 
 Next = Callable[[], Decision]
 Listener = Callable[[Proposal, Next], Decision]
 AsyncNext = Callable[[], Awaitable[Decision]]
-AsyncListener = Callable[[Proposal, AsyncNext], Union[Decision, Awaitable[Decision]]]
+AsyncListener = Callable[[Proposal, AsyncNext], Decision | Awaitable[Decision]]
 
 
 def pre_step(proposal: Proposal, listeners: Iterable[Listener]) -> Decision:

@@ -3,11 +3,7 @@
 import builtins
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
-from typing import Any, ClassVar, Final, SupportsIndex, TypeVar, final, overload
-
-# Not `typing.TypeAlias` (3.10+): these stubs hold for Python 3.9. Stubs are never
-# imported at run time, and type checkers ship typing_extensions' stubs.
-from typing_extensions import TypeAlias
+from typing import Any, ClassVar, Final, SupportsIndex, TypeAlias, TypeVar, final, overload
 
 from inboxlog.types import (
     Baseline,

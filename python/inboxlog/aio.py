@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from os import PathLike
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from . import _native
 from .types import (
@@ -43,9 +43,6 @@ from .types import (
     Target,
     VerifyReport,
 )
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 __all__ = ["Follower", "Inbox", "Session", "Store"]
 

@@ -6,7 +6,7 @@ checkers. Keys keep their wire spelling (``surfaceOp``, ``droppedUnrun``).
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict
 
 Message = dict[str, Any]
 """A pending unit of work: a dict with a non-empty str ``"id"``; other keys verbatim."""
@@ -70,7 +70,7 @@ class RejectDecision(TypedDict):
     kind: Literal["reject"]
 
 
-Decision = Union[EnterDecision, RejectDecision]
+Decision = EnterDecision | RejectDecision
 
 
 class StepEntered(TypedDict):
@@ -89,7 +89,7 @@ class TurnEnded(TypedDict):
     reason: dict[str, Any]
 
 
-Decided = Union[StepEntered, TurnEnded]
+Decided = StepEntered | TurnEnded
 
 
 class _NoticeRequired(TypedDict):

@@ -18,7 +18,9 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::value::RawValue;
 
 use inboxlog::wire::{self, FromJson, ToJson};
-use inboxlog::{CancelCause, Decision, Envelope, Extra, Session, StepOutcome, Target, TurnError};
+use inboxlog::{
+    CancelCause, Decision, Envelope, Extra, Session, StepOutcome, Target, TryAppend, TurnError,
+};
 
 use crate::convert::{dict_to_json, to_json, to_json_and_copy, to_py};
 use crate::errors::{ObserverWarning, OrRaise};
@@ -210,7 +212,8 @@ impl PySession {
             None => (None, None),
             Some(op) => {
                 let (text, copy) = to_json_and_copy(op, "surface_op")?;
-                let raw = RawValue::from_string(text).expect("the converter writes valid JSON");
+                let raw = RawValue::from_string(text.into_string())
+                    .expect("the converter writes valid JSON");
                 (Some(raw), Some(copy))
             }
         };
@@ -228,16 +231,20 @@ impl PySession {
         // a switch interval (5 ms by default) to get it back. Measured with one busy
         // thread beside the appending one: 77 µs per append when released, 9 µs when
         // kept. The GIL is still released to wait: when another call holds the session
-        // (`try_append` answers `None`), and whenever an observer is registered, as an
+        // (`try_append` answers `Busy`), and whenever an observer is registered, as an
         // observer takes the GIL on the thread that publishes, which may be one this
         // call would wait for. `observed` is read after converting the arguments, whose
         // Python code (a mapping's `items()`) may register one; no other thread can
         // while this one holds the GIL through the call.
         let quick = self.quick_appends && !self.observed.load(Ordering::Relaxed);
-        let at_once = quick.then(|| s.try_append(&ty, &data, &envelope)).flatten();
-        let event = match at_once {
-            Some(appended) => appended,
-            None => py.detach(|| s.append(&ty, &data, envelope)),
+        let attempt = if quick {
+            s.try_append(&ty, data, envelope)
+        } else {
+            TryAppend::Busy(data, envelope)
+        };
+        let event = match attempt {
+            TryAppend::Done(appended) => appended,
+            TryAppend::Busy(data, envelope) => py.detach(|| s.append_json(&ty, data, envelope)),
         }
         .py()?;
         // The event's type is the argument, the very str when it is an exact one.

@@ -4,14 +4,14 @@ semantics (ARCHITECTURE.md#inbox-mutations), checked call by call, then by repla
 from __future__ import annotations
 
 import math
-from typing import Any, Union
+from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 
 import inboxlog
 
-Number = Union[int, float]
+Number = int | float
 TARGETS = ["next-turn", "next-step"]
 
 

@@ -48,7 +48,7 @@ def python_floor() -> str:
 @needs_mypy
 def test_package_and_example_type_check_strictly_for_the_oldest_python(tmp_path: Path) -> None:
     # mypy runs outside python/, so pyproject's [tool.mypy] is not read: the version
-    # is passed explicitly, or the 3.9 claim would go unchecked.
+    # is passed explicitly, or the floor's claim would go unchecked.
     version = python_floor()
     example = ROOT / "examples" / "agent_loop.py"
     for target in (["-p", "inboxlog"], [str(example)]):

@@ -159,6 +159,7 @@ class Big(int):
     "data",
     [
         {"text": "hello", "index": 42},
+        {"s": "x", "i": -5, "u": 2**64 - 1, "f": 1.5, "t": True, "n": None, "big": 2**70},
         {"t": (1, "a", (2.5, None)), "l": [True, False, {"x": []}]},
         [1.0, 1e300, -0.0, 5e-324, 0.1, -1.5e-7],
         [2**63 - 1, 2**63, 2**64, -(2**63), -(2**63) - 1, 10**40, -(10**40)],
@@ -215,6 +216,17 @@ def test_append_shares_no_container_with_its_argument(session: inboxlog.Session)
     expected = {"a": [1, {"b": []}], "t": [1, [2]], "d": {"e": {}}}
     assert appended["data"] == expected
     assert appended["surfaceOp"] == {"op": "replace", "start": 0, "end": 0}
+    assert session.events()[0] == appended
+
+
+def test_a_flat_dict_is_copied_not_shared(session: inboxlog.Session) -> None:
+    # The shape of most event data (str keys, scalar values) takes the quick path.
+    data: dict[str, Any] = {"text": "hello", "index": 42, "done": False}
+    appended = session.append("note", data)
+    data["index"] = 43
+    del data["done"]
+    assert appended["data"] is not data
+    assert appended["data"] == {"text": "hello", "index": 42, "done": False}
     assert session.events()[0] == appended
 
 

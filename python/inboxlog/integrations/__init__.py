@@ -4,5 +4,5 @@ Each adapter is a submodule that imports its framework only when imported itself
 ``import inboxlog`` never pulls one in:
 
 - :mod:`inboxlog.integrations.openai_agents`: the OpenAI Agents SDK (``openai-agents``,
-  the ``openai-agents`` extra; Python >= 3.10).
+  the ``openai-agents`` extra).
 """

@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK on an inboxlog session: its memory, its turns, its steering.
 
-    pip install "./python[openai-agents]"        (the SDK needs Python >= 3.10)
+    pip install "./python[openai-agents]"
 
     import inboxlog
     from inboxlog.integrations.openai_agents import InboxlogSession, run
@@ -51,26 +51,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if sys.version_info < (3, 10):
-    raise ImportError(
-        "inboxlog.integrations.openai_agents needs Python >= 3.10 (the openai-agents SDK's)"
-    )
-# Also tells type checkers that the rest of this module is for Python >= 3.10 only, so
-# checking the package for the core's older floor skips it (and the SDK's sources).
-assert sys.version_info >= (3, 10)
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 try:
     from agents import Agent, ModelBehaviorError, RunConfig, Runner, RunResult
     from agents.items import TResponseInputItem
     from agents.memory.session_settings import SessionSettings, resolve_session_limit
     from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
-    from typing_extensions import Self  # an SDK dependency
 except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subprocess
     if error.name != "agents" and not (error.name or "").startswith("agents."):
         raise

@@ -15,9 +15,9 @@ use std::fmt::Write as _;
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
 
-use inboxlog::json;
+use inboxlog::json::{self, Builder, Json};
 
 use crate::errors::{InvalidInputError, TooLargeError};
 
@@ -54,8 +54,11 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
 
 /// Compact JSON text of `value`; `root` names it in errors (`data["a"][2]: …`).
 pub(crate) fn to_json(value: &Bound<'_, PyAny>, root: &str) -> PyResult<String> {
+    if let Some((text, _)) = flat(value, false) {
+        return Ok(text.into_string());
+    }
     let (text, _) = Writer::new(value.py(), false).write(value, root)?;
-    Ok(text)
+    Ok(text.into_string())
 }
 
 /// [`to_json`], and the value's plain copy (see the module doc): equal to what reading
@@ -63,9 +66,62 @@ pub(crate) fn to_json(value: &Bound<'_, PyAny>, root: &str) -> PyResult<String> 
 pub(crate) fn to_json_and_copy<'py>(
     value: &Bound<'py, PyAny>,
     root: &str,
-) -> PyResult<(String, Bound<'py, PyAny>)> {
+) -> PyResult<(Json, Bound<'py, PyAny>)> {
+    if let Some((text, copy)) = flat(value, true) {
+        return Ok((text, copy.expect("a copying walk returns the copy")));
+    }
     let (text, copy) = Writer::new(value.py(), true).write(value, root)?;
     Ok((text, copy.expect("a copying walk returns the copy")))
+}
+
+/// The text, and when `copying` the plain copy, of a *flat* dict: an exact dict whose
+/// keys are exact strs and whose values are exact strs, ints, floats, bools or `None`,
+/// the usual shape of an event's data. One loop, no frames; the copy is `dict.copy()`,
+/// which is the plain copy of a dict whose values are all immutable. No Python code
+/// runs meanwhile, so the dict cannot change between the text and the copy.
+///
+/// `None` for anything else, and for a value the walk would refuse: the general walk
+/// then writes it, or names the refusal with its path.
+fn flat<'py>(
+    value: &Bound<'py, PyAny>,
+    copying: bool,
+) -> Option<(Json, Option<Bound<'py, PyAny>>)> {
+    let dict = value.cast_exact::<PyDict>().ok()?;
+    let mut out = Builder::new();
+    out.begin_object().ok()?;
+    for (k, v) in dict.iter() {
+        let key = k.cast_exact::<PyString>().ok()?;
+        out.key(key.to_str().ok()?);
+        flat_scalar(&mut out, &v)?;
+    }
+    out.end();
+    let copy = if copying {
+        Some(dict.copy().ok()?.into_any())
+    } else {
+        None
+    };
+    Some((out.finish(), copy))
+}
+
+/// Writes `v` when it is an exact str, int (of up to 64 bits), float, bool or `None`.
+fn flat_scalar(out: &mut Builder, v: &Bound<'_, PyAny>) -> Option<()> {
+    if let Ok(s) = v.cast_exact::<PyString>() {
+        out.string(s.to_str().ok()?);
+    } else if v.is_exact_instance_of::<PyInt>() {
+        match v.extract::<i64>() {
+            Ok(i) => out.int(i),
+            Err(_) => out.uint(v.extract::<u64>().ok()?),
+        }
+    } else if let Ok(f) = v.cast_exact::<PyFloat>() {
+        out.float(f.value()).ok()?;
+    } else if let Ok(b) = v.cast_exact::<PyBool>() {
+        out.bool(b.is_true());
+    } else if v.is_none() {
+        out.null();
+    } else {
+        return None;
+    }
+    Some(())
 }
 
 /// Like [`to_json`] for a value that must be a dict or another mapping (`TypeError`
@@ -133,17 +189,11 @@ impl<'py> Plain<'py> {
     }
 }
 
-/// The UTF-8 encoding of `s` as a `bytes` object, read in place (no copy into Rust);
-/// a str holding a lone surrogate has none and is refused as `what`.
-fn encoded<'py>(s: &Bound<'py, PyString>, what: &str) -> Result<Bound<'py, PyBytes>, Why> {
-    s.encode_utf8()
+/// The UTF-8 text of `s`, read in place (the interpreter keeps it with the str); a
+/// str holding a lone surrogate has none and is refused as `what`.
+fn text<'a>(s: &'a Bound<'_, PyString>, what: &str) -> Result<&'a str, Why> {
+    s.to_str()
         .map_err(|_| Why::Invalid(format!("{what} is not valid Unicode (a lone surrogate?)")))
-}
-
-/// The text of what [`encoded`] returned.
-fn as_str<'a>(utf8: &'a Bound<'_, PyBytes>, what: &str) -> Result<&'a str, Why> {
-    std::str::from_utf8(utf8.as_bytes())
-        .map_err(|_| Why::Invalid(format!("{what} is not valid Unicode")))
 }
 
 /// The plain copy of the scalar `v` when `copying`: `v` itself when it is of the exact
@@ -165,7 +215,7 @@ fn plain_scalar<'py>(
 /// thread stack); on a refusal the stack is the path to the offending value.
 struct Writer<'py> {
     py: Python<'py>,
-    out: Vec<u8>,
+    out: Builder,
     stack: Vec<Frame<'py>>,
     /// Whether the walk builds the plain copy.
     copying: bool,
@@ -175,8 +225,8 @@ impl<'py> Writer<'py> {
     fn new(py: Python<'py>, copying: bool) -> Writer<'py> {
         Writer {
             py,
-            out: Vec::with_capacity(64),
-            stack: Vec::new(),
+            out: Builder::new(),
+            stack: Vec::with_capacity(4),
             copying,
         }
     }
@@ -186,12 +236,9 @@ impl<'py> Writer<'py> {
         mut self,
         value: &Bound<'py, PyAny>,
         root: &str,
-    ) -> PyResult<(String, Option<Bound<'py, PyAny>>)> {
+    ) -> PyResult<(Json, Option<Bound<'py, PyAny>>)> {
         match self.run(value) {
-            Ok(copy) => Ok((
-                String::from_utf8(self.out).expect("the writer emits UTF-8"),
-                copy,
-            )),
+            Ok(copy) => Ok((self.out.finish(), copy)),
             Err(why) => Err(self.error(root, why)),
         }
     }
@@ -207,21 +254,12 @@ impl<'py> Writer<'py> {
                 Items::Pairs(it) => Step::Pair(it.next()),
             };
             let item = match step {
-                Step::Item(item) => {
-                    if item.is_some() && n > 0 {
-                        self.out.push(b',');
-                    }
-                    item
-                }
+                Step::Item(item) => item,
                 Step::Pair(pair) => self.entry(pair)?,
             };
             let Some(item) = item else {
-                let frame = self.stack.pop().expect("a frame is open");
-                let close = match frame.items {
-                    Items::Dict(_) | Items::Pairs(_) => b'}',
-                    Items::List(_) | Items::Tuple(_) => b']',
-                };
-                self.out.push(close);
+                self.stack.pop();
+                self.out.end();
                 continue;
             };
             let parent = self.stack.len() - 1;
@@ -254,13 +292,8 @@ impl<'py> Writer<'py> {
                 type_name(&k)
             )));
         };
-        let utf8 = encoded(key, "dict key")?;
-        let text = as_str(&utf8, "dict key")?;
-        if frame.count > 0 {
-            self.out.push(b',');
-        }
-        serde_json::to_writer(&mut self.out, text).expect("writing to a Vec");
-        self.out.push(b':');
+        let text = text(key, "dict key")?;
+        self.out.key(text);
         if let Some(Plain::Dict { key: plain_key, .. }) = &mut frame.plain {
             *plain_key = Some(if key.is_exact_instance_of::<PyString>() {
                 key.clone()
@@ -273,11 +306,15 @@ impl<'py> Writer<'py> {
     }
 
     /// Opens a container on the stack; returns its plain copy when copying.
-    fn open(&mut self, items: Items<'py>, open: u8) -> Result<Option<Bound<'py, PyAny>>, Why> {
+    fn open(&mut self, items: Items<'py>) -> Result<Option<Bound<'py, PyAny>>, Why> {
         if self.stack.len() >= MAX_DEPTH {
             return Err(Why::TooDeep);
         }
-        self.out.push(open);
+        let opened = match items {
+            Items::Dict(_) | Items::Pairs(_) => self.out.begin_object(),
+            Items::List(_) | Items::Tuple(_) => self.out.begin_array(),
+        };
+        opened.map_err(|_| Why::TooDeep)?;
         let plain = self.copying.then(|| match items {
             Items::Dict(_) | Items::Pairs(_) => Plain::Dict {
                 dict: PyDict::new(self.py),
@@ -300,27 +337,26 @@ impl<'py> Writer<'py> {
         let (py, copying) = (self.py, self.copying);
         let out = &mut self.out;
         if let Ok(s) = v.cast::<PyString>() {
-            let utf8 = encoded(s, "string")?;
-            let text = as_str(&utf8, "string")?;
-            serde_json::to_writer(&mut *out, text).expect("writing to a Vec");
+            let text = text(s, "string")?;
+            out.string(text);
             let exact = s.is_exact_instance_of::<PyString>();
             return plain_scalar(copying, v, exact, || Ok(PyString::new(py, text).into_any()));
         }
         if let Ok(d) = v.cast::<PyDict>() {
-            return self.open(Items::Dict(d.iter()), b'{');
+            return self.open(Items::Dict(d.iter()));
         }
         if let Ok(b) = v.cast::<PyBool>() {
-            out.extend_from_slice(if b.is_true() { b"true" } else { b"false" });
+            out.bool(b.is_true());
             return Ok(copying.then(|| v.clone()));
         }
         if v.is_instance_of::<PyInt>() {
             let exact = v.is_exact_instance_of::<PyInt>();
             if let Ok(i) = v.extract::<i64>() {
-                serde_json::to_writer(&mut *out, &i).expect("writing to a Vec");
+                out.int(i);
                 return plain_scalar(copying, v, exact, || Ok(i.into_pyobject(py)?.into_any()));
             }
             if let Ok(u) = v.extract::<u64>() {
-                serde_json::to_writer(&mut *out, &u).expect("writing to a Vec");
+                out.uint(u);
                 return plain_scalar(copying, v, exact, || Ok(u.into_pyobject(py)?.into_any()));
             }
             // Exact digits of any size. An int subclass is read as the int it is:
@@ -335,7 +371,8 @@ impl<'py> Writer<'py> {
             let digits = int
                 .str()
                 .map_err(|e| Why::Invalid(format!("integer not representable: {e}")))?;
-            out.extend_from_slice(digits.to_cow()?.as_bytes());
+            out.digits(&digits.to_cow()?)
+                .map_err(|e| Why::Invalid(e.to_string()))?;
             return Ok(copying.then_some(int));
         }
         if let Ok(f) = v.cast::<PyFloat>() {
@@ -350,20 +387,20 @@ impl<'py> Writer<'py> {
                 };
                 return Err(Why::Invalid(format!("{name} is not a JSON number")));
             }
-            serde_json::to_writer(&mut *out, &x).expect("finite floats serialize");
+            out.float(x).map_err(|e| Why::Invalid(e.to_string()))?;
             let exact = f.is_exact_instance_of::<PyFloat>();
             return plain_scalar(copying, v, exact, || Ok(PyFloat::new(py, x).into_any()));
         }
         if v.is_none() {
-            out.extend_from_slice(b"null");
+            out.null();
             return Ok(copying.then(|| v.clone()));
         }
         if let Ok(l) = v.cast::<PyList>() {
             // Read by index as it is now: a list changed meanwhile is never overrun.
-            return self.open(Items::List(l.clone()), b'[');
+            return self.open(Items::List(l.clone()));
         }
         if let Ok(t) = v.cast::<PyTuple>() {
-            return self.open(Items::Tuple(t.clone()), b'[');
+            return self.open(Items::Tuple(t.clone()));
         }
         if let Ok(m) = v.cast::<PyMapping>() {
             let pairs = m
@@ -371,7 +408,7 @@ impl<'py> Writer<'py> {
                 .iter()
                 .map(|pair| pair.extract::<(Bound<'py, PyAny>, Bound<'py, PyAny>)>())
                 .collect::<PyResult<Vec<_>>>()?;
-            return self.open(Items::Pairs(pairs.into_iter()), b'{');
+            return self.open(Items::Pairs(pairs.into_iter()));
         }
         Err(Why::Invalid(format!(
             "a {} is not a JSON value (use dict, list, tuple, str, int, float, bool or None)",
