@@ -8,19 +8,23 @@
 //! - `batched`: durable events/s on one session in `batched` mode (appends + a flush).
 //! - `sync_acks`: acknowledged appends/s in `sync` mode beside SQLite (WAL,
 //!   `synchronous=FULL`, one row per transaction), same payload, same disk.
+//! - `append_none`: one small append with durability `none`, from text (parsed and
+//!   checked, as the C ABI appends) and from a `json::Builder` (as the wheel appends),
+//!   beside the two system calls every append makes: `lseek` (the writer's length check,
+//!   ARCHITECTURE.md#exclusive-writer) and the `write` of the same line.
 //!
 //! Run: `cargo bench -p inboxlog --bench jsonl` (set `INBOXLOG_BENCH_DIR` to put the
 //! files on another disk than the temp dir).
 
 use std::fs::File;
 use std::hint::black_box;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use inboxlog::store::{Durability, JsonlStore, Store};
-use inboxlog::{Envelope, Session, SessionMeta, Target};
+use inboxlog::{Envelope, Session, SessionMeta, Target, json};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -364,5 +368,61 @@ fn sync_acks(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, open_1m, open_splices, batched, sync_acks);
+/// The small event data of the Python append benchmark (`python/bench/bench_calls.py`).
+const SMALL: &str = r#"{"text":"hello world token","index":42}"#;
+
+fn append_none(c: &mut Criterion) {
+    let dir = bench_dir();
+    let store = JsonlStore::open(dir.path(), Durability::None).unwrap();
+    let s = Session::create(&store, "n", SessionMeta::default()).unwrap();
+    let line = s
+        .append("assistant/message", SMALL, Envelope::default())
+        .unwrap()
+        .to_json()
+        + "\n";
+    let mut raw = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.path().join("raw.jsonl"))
+        .unwrap();
+    let mut group = c.benchmark_group("append_none");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function("lseek_then_write", |b| {
+        b.iter(|| {
+            black_box(raw.seek(SeekFrom::End(0)).unwrap());
+            raw.write_all(line.as_bytes()).unwrap();
+        })
+    });
+    group.bench_function("session_append_text", |b| {
+        b.iter(|| {
+            s.append("assistant/message", SMALL, Envelope::default())
+                .unwrap()
+        })
+    });
+    group.bench_function("session_append_json", |b| {
+        b.iter(|| {
+            let mut data = json::Builder::new();
+            data.begin_object().unwrap();
+            data.key("text");
+            data.string("hello world token");
+            data.key("index");
+            data.int(42);
+            data.end();
+            s.append_json("assistant/message", data.finish(), Envelope::default())
+                .unwrap()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    open_1m,
+    open_splices,
+    batched,
+    sync_acks,
+    append_none
+);
 criterion_main!(benches);
