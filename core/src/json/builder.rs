@@ -421,6 +421,72 @@ mod tests {
         assert!(super::super::check(&text).is_ok());
     }
 
+    /// Writes `value` through a builder, as a binding walks its own values.
+    fn build(b: &mut Builder, value: &serde_json::Value) -> Result<()> {
+        use serde_json::Value;
+        match value {
+            Value::Null => b.null(),
+            Value::Bool(x) => b.bool(*x),
+            Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => b.int(i),
+                (None, Some(u), _) => b.uint(u),
+                (None, None, Some(x)) => b.float(x)?,
+                _ => unreachable!("a serde_json number is one of the three"),
+            },
+            Value::String(s) => b.string(s),
+            Value::Array(items) => {
+                b.begin_array()?;
+                for item in items {
+                    build(b, item)?;
+                }
+                b.end();
+            }
+            Value::Object(entries) => {
+                b.begin_object()?;
+                for (k, v) in entries {
+                    b.key(k);
+                    build(b, v)?;
+                }
+                b.end();
+            }
+        }
+        Ok(())
+    }
+
+    fn any_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |x| x.is_finite())
+                .prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((any::<String>(), inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    #[test]
+    fn whatever_is_built_is_what_serde_json_writes_and_passes_the_check() {
+        use proptest::prelude::*;
+        proptest!(ProptestConfig::with_cases(2_000), |(value in any_value())| {
+            let mut b = Builder::new();
+            build(&mut b, &value).unwrap();
+            let text = b.finish().into_string();
+            prop_assert_eq!(&text, &serde_json::to_string(&value).unwrap());
+            prop_assert!(super::super::check(&text).is_ok());
+        });
+    }
+
     #[test]
     #[should_panic(expected = "an object's value without a key")]
     fn a_value_without_a_key_is_a_bug() {
