@@ -57,10 +57,11 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// An empty builder, with room for a small value.
+    /// An empty builder, with room for a small value. Not more: the text becomes the
+    /// event's data as it is, spare room included.
     pub fn new() -> Builder {
         Builder {
-            out: String::with_capacity(128),
+            out: String::with_capacity(64),
             depth: 0,
             objects: [0; MAX_DEPTH / 64],
             first: false,
