@@ -3,6 +3,9 @@
 //! The walk takes dict/list/tuple/str/int/float/bool/None (and other mappings) into
 //! compact text: key order kept, integers of any size written exactly, nesting counted
 //! on an explicit stack (a self-referencing list is refused, never a stack overflow).
+//! It writes through the core's `json::Builder`, so the text is valid by construction
+//! and the core stores it without parsing it again. A flat dict (str keys, scalar
+//! values: most event data) is written by one loop without the stack.
 //!
 //! On request the same walk builds the value's *plain copy*: what reading the text
 //! back gives. Dicts and lists are new (the copy never shares a container with the
