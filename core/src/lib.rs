@@ -49,7 +49,7 @@ pub use json::{Json, JsonError, JsonErrorKind, MAX_DEPTH, MAX_SAFE_INTEGER};
 pub use message::Message;
 pub use observer::{InboxNotice, ObserverFailures};
 pub use projection::{Baseline, QueueProjection};
-pub use protocol::{Decided, Decision, Proposal};
+pub use protocol::{Decided, Decision, Proposal, TurnClaim};
 pub use reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
 pub use session::{InboxOps, OpenReport, Session, TryAppend, VerifyReport};
 pub use splice::{SpliceRecord, Target, normalize};

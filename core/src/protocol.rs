@@ -109,10 +109,13 @@ impl Phase {
 pub(crate) enum Write {
     /// `turn/start`.
     TurnStart { turn: u64 },
-    /// The claim of a step boundary for `turn` (ARCHITECTURE.md#inbox-mutations): all of `next-step`, then, when
-    /// `next_turn` (the turn's first proposal), the first message of `next-turn`; pure
-    /// deletions that notify `claimed`.
-    Claim { turn: u64, next_turn: bool },
+    /// The claim of a step boundary for `turn` (ARCHITECTURE.md#inbox-mutations): all of `next-step`, then, at
+    /// the turn's first proposal, what `next_turn` says of `next-turn`; pure deletions
+    /// that notify `claimed`.
+    Claim {
+        turn: u64,
+        next_turn: Option<TurnClaim>,
+    },
     /// Cancels everything pending: all of `next-step`, then all of `next-turn`.
     Clear,
     /// `step/start`.
@@ -212,15 +215,29 @@ pub(crate) fn open_turn(phase: &Phase, last_turn: u64) -> Result<Transition<u64>
     })
 }
 
+/// How much of `next-turn` the first proposal of a turn claims (later proposals claim
+/// only `next-step`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TurnClaim {
+    /// The first message (ARCHITECTURE.md#inbox-mutations claim): each message waits
+    /// for a turn of its own.
+    #[default]
+    First,
+    /// All of it, in order: what a framework run does, whose own input joins
+    /// `next-turn` behind what was pending and is taken in the same first step
+    /// (ARCHITECTURE.md#framework-integrations).
+    Whole,
+}
+
 /// `propose_step`: claims input for the next step (ARCHITECTURE.md#inbox-mutations claim); answers the turn and
-/// the number the step would get.
-pub(crate) fn propose_step(phase: &Phase) -> Result<Transition<(u64, u64)>> {
+/// the number the step would get. `claim` applies to the turn's first proposal only.
+pub(crate) fn propose_step(phase: &Phase, claim: TurnClaim) -> Result<Transition<(u64, u64)>> {
     let mut t = phase.turn("propose_step")?;
     if t.stage != Stage::Between {
         return Err(phase.refuse("propose_step"));
     }
     let (turn, step) = (t.turn, t.steps + 1);
-    let next_turn = !t.proposed;
+    let next_turn = if t.proposed { None } else { Some(claim) };
     t.proposed = true;
     t.stage = Stage::Proposed { step };
     Ok(Transition {
@@ -400,7 +417,7 @@ mod tests {
 
     /// Step 1 of turn 1 proposed.
     fn proposed() -> Phase {
-        propose_step(&opened()).unwrap().next
+        propose_step(&opened(), TurnClaim::First).unwrap().next
     }
 
     /// Step 1 of turn 1 open.
@@ -437,12 +454,12 @@ mod tests {
 
     #[test]
     fn the_first_proposal_claims_next_turn_and_later_ones_only_next_step() {
-        let first = propose_step(&opened()).unwrap();
+        let first = propose_step(&opened(), TurnClaim::First).unwrap();
         assert_eq!(
             first.writes,
             [Write::Claim {
                 turn: 1,
-                next_turn: true
+                next_turn: Some(TurnClaim::First)
             }]
         );
         assert_eq!((first.extra_at, first.reply), (None, (1, 1)));
@@ -450,15 +467,35 @@ mod tests {
             first.next.describe(),
             "step 1 of turn 1 proposed, awaiting its decision"
         );
-        let second = propose_step(&after(StepOutcome::Continue)).unwrap();
+        let second = propose_step(&after(StepOutcome::Continue), TurnClaim::First).unwrap();
         assert_eq!(
             second.writes,
             [Write::Claim {
                 turn: 1,
-                next_turn: false
+                next_turn: None
             }]
         );
         assert_eq!(second.reply, (1, 2));
+    }
+
+    #[test]
+    fn a_whole_claim_reaches_all_of_next_turn_at_the_first_proposal_only() {
+        let first = propose_step(&opened(), TurnClaim::Whole).unwrap();
+        assert_eq!(
+            first.writes,
+            [Write::Claim {
+                turn: 1,
+                next_turn: Some(TurnClaim::Whole)
+            }]
+        );
+        let second = propose_step(&after(StepOutcome::Continue), TurnClaim::Whole).unwrap();
+        assert_eq!(
+            second.writes,
+            [Write::Claim {
+                turn: 1,
+                next_turn: None
+            }]
+        );
     }
 
     #[test]
@@ -505,7 +542,9 @@ mod tests {
             }
         );
         // The last step concluded the turn: it ends with that conclusion.
-        let concluded = propose_step(&after(StepOutcome::MaxTokens)).unwrap().next;
+        let concluded = propose_step(&after(StepOutcome::MaxTokens), TurnClaim::First)
+            .unwrap()
+            .next;
         let t = decide(&concluded, Decision::Enter(Vec::new())).unwrap();
         assert_eq!(
             t.reply,
@@ -515,7 +554,9 @@ mod tests {
             }
         );
         // The last step owes more work: an empty step is entered.
-        let owing = propose_step(&after(StepOutcome::Continue)).unwrap().next;
+        let owing = propose_step(&after(StepOutcome::Continue), TurnClaim::First)
+            .unwrap()
+            .next;
         let t = decide(&owing, Decision::Enter(Vec::new())).unwrap();
         assert_eq!(t.writes, [Write::StepStart { turn: 1, step: 2 }]);
         assert_eq!(t.reply, Decided::Step { turn: 1, step: 2 });
@@ -540,7 +581,9 @@ mod tests {
 
     #[test]
     fn max_tokens_is_sticky_across_later_steps() {
-        let again = propose_step(&after(StepOutcome::MaxTokens)).unwrap().next;
+        let again = propose_step(&after(StepOutcome::MaxTokens), TurnClaim::First)
+            .unwrap()
+            .next;
         let step2 = decide(&again, Decision::Enter(vec![m("s")])).unwrap().next;
         let ended = end_step(&step2, StepOutcome::Continue, 0).unwrap();
         assert!(
@@ -708,7 +751,7 @@ mod tests {
             check(
                 "propose_step",
                 i == 1 || i == 4,
-                propose_step(phase).map(drop),
+                propose_step(phase, TurnClaim::First).map(drop),
             );
             check("decide", i == 2, decide(phase, Decision::Reject).map(drop));
             check(

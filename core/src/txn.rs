@@ -20,7 +20,7 @@ use crate::inbox::Inbox;
 use crate::log::LogState;
 use crate::message::Message;
 use crate::observer::{InboxNotice, Notice};
-use crate::protocol::{self, Decided, Decision, Phase, Proposal, Transition, Write};
+use crate::protocol::{self, Decided, Decision, Phase, Proposal, Transition, TurnClaim, Write};
 use crate::reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
 use crate::splice::{SpliceRecord, Target};
 use crate::store::LogWriter;
@@ -273,9 +273,9 @@ impl<'a> Txn<'a> {
         Ok(())
     }
 
-    /// Removes all of `next-step` and, when `next_turn`, the first message of
-    /// `next-turn`, as pure deletions that notify `claimed` for `turn`.
-    fn claim(&mut self, turn: u64, next_turn: bool) -> Result<Vec<Message>> {
+    /// Removes all of `next-step` and then what `next_turn` names of `next-turn` (its
+    /// first message, or all of it), as pure deletions that notify `claimed` for `turn`.
+    fn claim(&mut self, turn: u64, next_turn: Option<TurnClaim>) -> Result<Vec<Message>> {
         let mut messages = Vec::new();
         if let Some(rec) =
             self.inbox
@@ -283,10 +283,14 @@ impl<'a> Txn<'a> {
         {
             messages.extend(self.splice(rec, Effect::Claim(turn))?);
         }
-        if next_turn
-            && let Some(rec) = self
-                .inbox
-                .plan(Target::NextTurn, 0.0, 1.0, Vec::new(), false)?
+        let count = match next_turn {
+            None => 0.0,
+            Some(TurnClaim::First) => 1.0,
+            Some(TurnClaim::Whole) => f64::INFINITY,
+        };
+        if let Some(rec) = self
+            .inbox
+            .plan(Target::NextTurn, 0.0, count, Vec::new(), false)?
         {
             messages.extend(self.splice(rec, Effect::Claim(turn))?);
         }
@@ -305,8 +309,8 @@ impl<'a> Txn<'a> {
     }
 
     /// `propose_step` (ARCHITECTURE.md#protocol): the claimed messages with the step they would enter.
-    pub fn propose_step(&mut self) -> Result<Proposal> {
-        let t = protocol::propose_step(&self.phase)?;
+    pub fn propose_step(&mut self, claim: TurnClaim) -> Result<Proposal> {
+        let t = protocol::propose_step(&self.phase, claim)?;
         let ((turn, step), messages) = self.run(t, &Extra::none())?;
         Ok(Proposal {
             turn,
@@ -494,7 +498,9 @@ mod tests {
         let mut ledger = Ledger::new(LogState::default(), Inbox::new());
         let mut writer = Writer::default();
         let err = ledger
-            .transact(&mut writer, 1, None, |txn| txn.propose_step())
+            .transact(&mut writer, 1, None, |txn| {
+                txn.propose_step(TurnClaim::First)
+            })
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Protocol);
         assert!(writer.written.is_empty());
@@ -518,7 +524,7 @@ mod tests {
         ledger
             .transact(&mut writer, 2, Some(&mut outbox), |txn| {
                 txn.open_turn(&Extra::none())?;
-                txn.propose_step()
+                txn.propose_step(TurnClaim::First)
             })
             .unwrap();
         assert_eq!(
@@ -544,7 +550,7 @@ mod tests {
         ledger
             .transact(&mut writer, 1, None, |txn| {
                 txn.open_turn(&Extra::none())?;
-                txn.propose_step()?;
+                txn.propose_step(TurnClaim::First)?;
                 txn.decide(Decision::Enter(vec![m("x")]), &Extra::none())
             })
             .unwrap();

@@ -305,8 +305,12 @@ class Session:
         ``turn`` (e.g. ``trigger={"kind": "message"}``); ``turn``, ``step`` and
         ``reason`` are the library's and refused (``InvalidInputError``)."""
 
-    def propose_step(self) -> Proposal:
-        """Claims input for the next step: ``{"turn", "step", "messages"}``."""
+    def propose_step(self, *, whole_next_turn: bool = False) -> Proposal:
+        """Claims input for the next step: ``{"turn", "step", "messages"}``.
+
+        The turn's first proposal claims the first message of ``next-turn``, or all of
+        it with ``whole_next_turn=True`` (a framework run's first step, whose own input
+        joined ``next-turn`` behind what was pending); later ones claim ``next-step``."""
 
     def decide(self, decision: _JSONObject, **extra: Any) -> Decided:
         """The one pre-step decision: ``{"kind": "reject"}`` or

@@ -327,9 +327,10 @@ class Session:
         """Opens the next turn; returns its number."""
         return await self._run.run(self._session.open_turn, **extra)
 
-    async def propose_step(self) -> Proposal:
-        """Takes posted messages in, then claims input for the next step."""
-        return await self._run.run(self._session.propose_step)
+    async def propose_step(self, *, whole_next_turn: bool = False) -> Proposal:
+        """Takes posted messages in, then claims input for the next step (all of
+        ``next-turn`` at the turn's first proposal with ``whole_next_turn=True``)."""
+        return await self._run.run(self._session.propose_step, whole_next_turn=whole_next_turn)
 
     async def decide(self, decision: _JSONObject, **extra: Any) -> Decided:
         """The one pre-step decision."""

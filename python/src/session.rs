@@ -19,7 +19,8 @@ use serde_json::value::RawValue;
 
 use inboxlog::wire::{self, FromJson, ToJson};
 use inboxlog::{
-    CancelCause, Decision, Envelope, Extra, Session, StepOutcome, Target, TryAppend, TurnError,
+    CancelCause, Decision, Envelope, Extra, Session, StepOutcome, Target, TryAppend, TurnClaim,
+    TurnError,
 };
 
 use crate::convert::{dict_to_json, to_json, to_json_and_copy, to_py};
@@ -339,10 +340,22 @@ impl PySession {
         py.detach(|| s.open_turn_with(&extra)).py()
     }
 
-    /// Claims input for the next step: `{"turn", "step", "messages"}`.
-    fn propose_step<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// Claims input for the next step: `{"turn", "step", "messages"}`. The turn's
+    /// first proposal claims the first message of `next-turn`, or all of it with
+    /// `whole_next_turn=True` (a framework run's first step).
+    #[pyo3(signature = (*, whole_next_turn = false))]
+    fn propose_step<'py>(
+        &self,
+        py: Python<'py>,
+        whole_next_turn: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let s = &self.inner;
-        let p = py.detach(|| s.propose_step()).py()?;
+        let claim = if whole_next_turn {
+            TurnClaim::Whole
+        } else {
+            TurnClaim::First
+        };
+        let p = py.detach(|| s.propose_step_claiming(claim)).py()?;
         values::proposal(py, &p)
     }
 

@@ -11,6 +11,7 @@ import copy
 import importlib.util
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -370,6 +371,79 @@ async def test_input_for_next_turn_waits_for_the_next_run(chat: InboxlogSession)
     assert turn_ends(chat.session) == [{"kind": "completed"}] * 2
 
 
+def post_from_another_process(root: Path, target: str, message: dict[str, Any]) -> None:
+    """Posts `message` to the JSONL session "chat" under `root` from a child process."""
+    poster = (
+        "import inboxlog, json, sys; "
+        "inboxlog.Store(sys.argv[1]).post('chat', sys.argv[2], json.loads(sys.argv[3]))"
+    )
+    args = [sys.executable, "-c", poster, str(root), target, json.dumps(message)]
+    subprocess.run(args, check=True)
+
+
+@pytest.mark.parametrize("when", ["during the first run", "between the runs"])
+@pytest.mark.parametrize("how", ["in process", "posted from another process"])
+async def test_pending_next_turn_input_comes_first_in_a_run_with_input_of_its_own(
+    tmp_path: Path, how: str, when: str
+) -> None:
+    root = tmp_path / "logs"
+    store = inboxlog.Store(root, durability="none")
+    pending = {"id": "later", "content": "And Rome?"}
+    with InboxlogSession(store, "chat") as chat:
+
+        def arrive() -> None:
+            if how == "in process":
+                chat.session.inbox.append("next-turn", pending)
+            else:
+                post_from_another_process(root, "next-turn", pending)
+
+        async def answer_while_input_arrives() -> list[Any]:
+            if when == "during the first run":
+                arrive()
+            return say("Sunny in Paris.")
+
+        model = ScriptedModel(answer_while_input_arrives, say("Sunny in Rome."))
+        agent = agent_with(model)
+        await run(agent, "Weather in Paris?", session=chat)
+        assert len(model.inputs) == 1  # held back from the run it arrived in
+        if when == "between the runs":
+            arrive()
+
+        await run(agent, "Follow-up question", session=chat)
+        assert model.inputs[1][-2:] == [user("And Rome?"), user("Follow-up question")]
+        # Both entered turn 2's first step, pending input first; nothing left behind.
+        assert [(t, k, id.startswith("input-")) for t, k, id in entered(chat.session)] == [
+            (1, 1, True),
+            (2, 1, False),
+            (2, 1, True),
+        ]
+        assert entered(chat.session)[1][2] == "later"
+        assert not chat.session.inbox.has_pending
+        claims = [
+            e["data"]
+            for e in chat.session.events()
+            if e["type"] == "agent/inbox/spliced" and e["data"].get("removedCount")
+        ]
+        assert claims[-1] == {
+            "target": "next-turn",
+            "start": 0,
+            "removedCount": 2,
+            "inserted": [],
+        }
+        assert turn_ends(chat.session) == [{"kind": "completed"}] * 2
+
+
+async def test_a_run_with_input_takes_every_pending_next_turn_message(
+    chat: InboxlogSession,
+) -> None:
+    for n in (1, 2):
+        chat.session.inbox.append("next-turn", {"id": f"p{n}", "content": f"pending {n}"})
+    model = ScriptedModel(say("Done."))
+    await run(agent_with(model), "mine", session=chat)
+    assert model.inputs == [[user("pending 1"), user("pending 2"), user("mine")]]
+    assert not chat.session.inbox.has_pending
+
+
 # -- pre-step plugins -----------------------------------------------------------------
 
 
@@ -550,12 +624,13 @@ async def test_cancelling_the_run_ends_the_turn_aborted(chat: InboxlogSession, k
     calling = asyncio.Event()
 
     async def hang() -> list[Any]:
+        # Arrives during the run, so it waits for the next one (or is cleared).
+        chat.session.inbox.append("next-turn", {"id": "queued", "content": "later"})
         calling.set()
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
     model = ScriptedModel(hang)
-    chat.session.inbox.append("next-turn", {"id": "queued", "content": "later"})
     task = asyncio.create_task(
         run(agent_with(model), "Weather?", session=chat, keep_inbox_on_cancel=keep)
     )
@@ -727,6 +802,54 @@ async def test_session_behaviour_matches_the_sdks_sqlite_session(tmp_path: Path)
     assert types(events).count(oa.POP) == 4 and types(events).count(oa.CLEAR) == 2
     with InboxlogSession(store, "same") as again:
         assert await again.get_items() == [a, b, c] == fold_items(events)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_a_random_history_matches_the_sdks_sqlite_session(
+    store: inboxlog.Store, seed: int
+) -> None:
+    """A seeded random run of add / get (every kind of limit) / pop / clear gives the
+    same answers as the SDK's own SQLiteSession, call by call."""
+    rng = random.Random(seed)
+    settings = SessionSettings(limit=rng.choice([1, 3, 5]))
+    ours = InboxlogSession(store, f"diff-{seed}", session_settings=settings)
+    theirs = SQLiteSession(f"diff-{seed}", session_settings=settings)
+    made = 0
+    try:
+        for step in range(300):
+            op = rng.choices(["add", "get", "pop", "clear"], weights=[4, 4, 2, 1])[0]
+            arg: Any = None
+            if op == "add":
+                arg = []
+                for _ in range(rng.randrange(0, 4)):
+                    made += 1
+                    arg.append(user(f"item {made}"))
+            elif op == "get":
+                arg = rng.choice([None, 0, 1, 3, 100, settings.limit, -1])
+            answers = []
+            for session in (ours, theirs):
+                if op == "add":
+                    answers.append(await session.add_items(arg))
+                elif op == "get":
+                    answers.append(await session.get_items(arg))
+                elif op == "pop":
+                    answers.append(await session.pop_item())
+                else:
+                    answers.append(await session.clear_session())
+            assert answers[0] == answers[1], (seed, step, op, arg)
+        assert await ours.get_items(10_000) == await theirs.get_items(10_000)
+    finally:
+        ours.close()
+        theirs.close()
+
+
+async def test_a_limit_beyond_a_short_history_returns_all_of_it(chat: InboxlogSession) -> None:
+    e, f = user("e"), user("f")
+    await chat.add_items([user("a"), user("b")])
+    await chat.add_items([user("c"), user("d")])
+    await chat.clear_session()
+    await chat.add_items([e, f])
+    assert await chat.get_items() == await chat.get_items(limit=3) == [e, f]
 
 
 def test_the_session_is_the_sdks_session_protocol(chat: InboxlogSession) -> None:

@@ -27,7 +27,7 @@ use crate::observer::{
     Observers,
 };
 use crate::projection::{Baseline, QueueProjection};
-use crate::protocol::{Decided, Decision, Proposal};
+use crate::protocol::{Decided, Decision, Proposal, TurnClaim};
 use crate::reason::{CancelCause, StepOutcome, TurnError};
 use crate::store::LogWriter;
 use crate::txn::{Ledger, Txn};
@@ -329,8 +329,15 @@ impl Session {
 
     /// `propose_step` (ARCHITECTURE.md#protocol), after taking posted messages in (ARCHITECTURE.md#posting, [`Session::receive`]).
     pub fn propose_step(&self) -> Result<Proposal> {
+        self.propose_step_claiming(TurnClaim::First)
+    }
+
+    /// `propose_step` whose first proposal of a turn claims as much of `next-turn` as
+    /// `claim` says: [`TurnClaim::Whole`] is a framework run's first step
+    /// (ARCHITECTURE.md#framework-integrations). Later proposals claim `next-step` only.
+    pub fn propose_step_claiming(&self, claim: TurnClaim) -> Result<Proposal> {
         self.receive()?;
-        self.transact(|txn| txn.propose_step())
+        self.transact(|txn| txn.propose_step(claim))
     }
 
     /// `decide` (ARCHITECTURE.md#protocol).
@@ -463,6 +470,34 @@ mod tests {
             .iter()
             .map(|e| format!("{} {}", e.ty(), e.data()))
             .collect()
+    }
+
+    #[test]
+    fn a_whole_claim_takes_next_step_then_all_of_next_turn_at_the_first_step_only() {
+        let store = MemoryStore::new();
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        for id in ["t1", "t2"] {
+            s.inbox().append(Target::NextTurn, msg(id)).unwrap();
+        }
+        s.inbox().append(Target::NextStep, msg("s1")).unwrap();
+        s.open_turn().unwrap();
+        let p = s.propose_step_claiming(TurnClaim::Whole).unwrap();
+        let ids: Vec<_> = p.messages.iter().map(|m| m.id().to_owned()).collect();
+        assert_eq!(ids, ["s1", "t1", "t2"]);
+        assert!(!s.inbox().has_pending().unwrap());
+        assert!(log_of(&s).ends_with(&[
+            r#"agent/inbox/spliced {"target":"next-step","start":0,"removedCount":1,"inserted":[]}"#.to_owned(),
+            r#"agent/inbox/spliced {"target":"next-turn","start":0,"removedCount":2,"inserted":[]}"#.to_owned(),
+        ]));
+        s.decide(Decision::Enter(p.messages)).unwrap();
+        assert!(s.end_step(StepOutcome::Continue).unwrap());
+        s.inbox().append(Target::NextTurn, msg("t3")).unwrap();
+        let second = s.propose_step_claiming(TurnClaim::Whole).unwrap();
+        assert!(
+            second.messages.is_empty(),
+            "later proposals claim next-step only"
+        );
+        assert_eq!(s.inbox().next_turn().unwrap().len(), 1);
     }
 
     #[test]

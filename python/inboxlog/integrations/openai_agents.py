@@ -20,9 +20,10 @@ included.
 
 :func:`run` wraps ``Runner.run`` so that a run is one inboxlog turn:
 
-- ``turn/start`` when it starts; then its input enters the front of the inbox's
-  ``next-turn`` (so a crash before the model sees it loses nothing) and the turn's first
-  step claims it.
+- ``turn/start`` when it starts; then its input joins the inbox's ``next-turn`` behind
+  whatever was pending there (posts included; so a crash before the model sees it loses
+  nothing), and the turn's first step claims the whole of ``next-turn``: input that was
+  waiting for this run first, then the run's own, in its first model call.
 - One step per model call, taken through the step-boundary protocol from the SDK's
   per-call hook (``RunConfig.call_model_input_filter``): ``propose_step`` claims the
   inbox's input (the run's own input at the first step, everything in ``next-step``
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import threading
 import uuid
@@ -140,7 +142,7 @@ class InboxlogSession:
         items = await asyncio.to_thread(self._items)
         if n is None or n < 0:
             return items
-        return items[len(items) - n :] if n > 0 else []
+        return items[max(len(items) - n, 0) :] if n > 0 else []
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Appends ``items`` as one ``openai-agents/items`` event: all of them or none."""
@@ -289,8 +291,9 @@ async def run(
 ) -> RunResult:
     """Runs ``agent`` as one turn of ``session``'s log; returns the SDK's result.
 
-    ``input`` (a str, or a list of SDK input items) enters the turn through the inbox;
-    ``None`` runs on what the inbox holds, or, when it is empty, continues from the
+    ``input`` (a str, or a list of SDK input items) enters the turn through the inbox,
+    behind the ``next-turn`` input that was pending (which the first step claims with
+    it); ``None`` runs on what the inbox holds, or, when it is empty, continues from the
     stored history (e.g. after a crash). ``plugins`` are pre-step listeners (ARCHITECTURE.md#pre-step-composer, plain
     or ``async``) asked at every model call. ``run_config`` is the SDK's (its own
     ``call_model_input_filter`` runs after the step's input was added);
@@ -311,9 +314,11 @@ async def run(
     stopped: ModelBehaviorError | None = None
     try:
         if input is not None:
-            # First in next-turn, so step 1 claims it; durable before any model call, so
-            # after a crash it still waits there for the next run.
-            await _call(log.inbox.prepend, "next-turn", _input_message(input))
+            # Behind what was pending (posts taken in first), all of which step 1
+            # claims; durable before any model call, so after a crash it still waits
+            # there for the next run.
+            await _call(log.inbox.receive)
+            await _call(log.inbox.append, "next-turn", _input_message(input))
         while True:
             stopped = None
             step_filter = turn.model_input_filter(config.call_model_input_filter)
@@ -394,7 +399,7 @@ class _Turn:
         if self.step_open:
             await _call(self.log.end_step, "continue")
             self.step_open = False
-        proposal = await _call(self.log.propose_step)
+        proposal = await _call(functools.partial(self.log.propose_step, whole_next_turn=True))
         decision: Decision = await inboxlog.pre_step_async(proposal, self.plugins)
         if (
             decision["kind"] == "enter"
