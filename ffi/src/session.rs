@@ -411,7 +411,8 @@ pub unsafe extern "C" fn inboxlog_session_open_report(
 /// envelope_json is optional (NULL: none): an object with optional "ignorable"
 /// (bool), "surfaceOp" and "sourceEventSeqs" (only on user/message, assistant/message,
 /// tool/result). Reserved types (turn/start, agent/inbox/spliced, ...) are refused with
-/// INVALID_INPUT, except user/message carrying a valid message.
+/// INVALID_INPUT, except user/message, whose data may be any JSON object: an "id" is
+/// optional there (runtime context carries none); only inbox messages need one.
 ///
 /// Ownership: out_event_json is optional; when it is not NULL, *out_event_json
 /// receives the committed event as a new string owned by the caller (free it with

@@ -97,6 +97,28 @@ fn header_text_is_c_not_rust() {
 }
 
 #[test]
+fn append_says_user_message_takes_any_object_with_an_optional_id() {
+    // SPEC §1.2: a host's user/message carries any JSON object; only inbox messages
+    // need an id. The header once said "a valid message" here.
+    let header = header();
+    let append = functions(&header)
+        .into_iter()
+        .find(|f| f.name == "inboxlog_session_append")
+        .expect("inboxlog_session_append is declared");
+    let words = append
+        .doc
+        .split_whitespace()
+        .filter(|w| !w.starts_with("*") && *w != "/**");
+    let doc = words.collect::<Vec<_>>().join(" ");
+    assert!(!doc.contains("valid message"), "{doc}");
+    assert!(
+        doc.contains("user/message, whose data may be any JSON object")
+            && doc.contains("\"id\" is optional"),
+        "{doc}"
+    );
+}
+
+#[test]
 fn no_test_hook_in_the_header() {
     assert!(!header().contains("inboxlog_test"));
 }

@@ -253,8 +253,9 @@ class Session:
         """Appends a host event (any JSON ``data``, kept byte-for-byte); returns it.
 
         ``surface_op`` and ``source_event_seqs`` become the event's ``surfaceOp`` and
-        ``sourceEventSeqs``. Reserved types are refused, except ``user/message`` with a
-        valid message.
+        ``sourceEventSeqs``. Reserved types are refused, except ``user/message``, whose
+        data may be any JSON object (an ``id`` is optional there: runtime context
+        carries none; only inbox messages need one).
         """
 
     def flush(self) -> None:
