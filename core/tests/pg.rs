@@ -206,6 +206,7 @@ fn a_second_open_is_locked_and_a_takeover_fences_the_first_writer() {
         ErrorKind::Fenced,
         &[
             "session \"s\" was taken over by another writer",
+            "epochs name owners, they are not a clock",
             "wrote nothing",
         ],
     );

@@ -363,7 +363,7 @@ fn read_owned(
 
 /// An ordinary open: refused with `locked` at once while the owner of the current epoch
 /// lives; otherwise the log is read under the dead owner's lock, then the session moves
-/// to a fresh epoch (see `owner.rs`). A refused open changes nothing.
+/// to a new epoch, never used before (see `owner.rs`). A refused open changes nothing.
 fn take_free(
     inner: &Inner,
     client: &mut Client,
@@ -401,7 +401,7 @@ fn take_free(
     Ok((row.header, fresh, row.next_seq))
 }
 
-/// A takeover: the session moves to a fresh epoch at once, fencing its owner whatever
+/// A takeover: the session moves to a new epoch at once, fencing its owner whatever
 /// state it is in, then the log is read (after every append of the old owner that
 /// committed before the move).
 fn take_over(

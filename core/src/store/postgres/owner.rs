@@ -3,14 +3,17 @@
 //!
 //! Every open session has a connection of its own. `sessions.epoch` names the current
 //! owner; epochs come from the schema's `epochs` sequence, so an epoch is never used
-//! twice, not even after a session is deleted and its id created again. The owner of
+//! twice, not even after a session is deleted and its id created again. An epoch is an
+//! identity, not a clock: when two takeovers race, the one whose update reaches the
+//! server last wins, and its epoch may be the smaller number (the row moves from 3 to
+//! 2); nothing here compares epochs by size, only for equality. The owner of
 //! epoch `e` holds the session-level advisory lock `key(schema, id, e)` on its
 //! connection. **Open** reads `e` and tries that lock without waiting: refused means a
 //! live owner holds it, and the open is refused at once with `locked` (first bullet).
 //! Granted means the owner of `e` is gone: the opener reads and checks the log under
-//! the lock, then takes a fresh epoch `n`, its lock, and moves the row from `e` to `n`
+//! the lock, then takes a new epoch `n`, its lock, and moves the row from `e` to `n`
 //! only if it still says `e` and the same next seq (a racing opener or a takeover that
-//! got there first makes this a `locked`). **Takeover** moves the row to a fresh epoch
+//! got there first makes this a `locked`). **Takeover** moves the row to a new epoch
 //! unconditionally and takes that epoch's lock, without waiting for the stuck owner,
 //! whose lock now guards an epoch nobody looks at. **Every append** is one statement,
 //! so one transaction: it updates `next_seq` only where the row still holds this

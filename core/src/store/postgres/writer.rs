@@ -247,7 +247,8 @@ impl Shared {
             Ok(Some((epoch, _))) if epoch != self.epoch => (
                 ErrorKind::Fenced,
                 format!(
-                    "session {} was taken over by another writer (ownership epoch {} is now {epoch}); \
+                    "session {} was taken over by another writer (this writer's ownership epoch \
+                     {} was replaced by epoch {epoch}; epochs name owners, they are not a clock); \
                      this writer is fenced and wrote nothing of the append at seq {first}",
                     json::quote(&self.id),
                     self.epoch
