@@ -1,6 +1,6 @@
 """Operator commands for inboxlog's stored logs (``inboxlog`` or ``python -m inboxlog``).
 
-    python -m inboxlog list    ROOT              one line per session (from headers only)
+    python -m inboxlog list    ROOT [--json]     one line per session (from headers only)
     python -m inboxlog inspect ROOT ID [--json]  the log as stored (no lock, no repair)
     python -m inboxlog verify  ROOT [ID ...]     run every check opening runs (header and
                                                  version, each record, turn/step rules, inbox
@@ -34,6 +34,10 @@ A log that opening would refuse, on stderr, located from the error's attributes:
 "ok" means the session will open; whether another writer holds it now is not checked.
 verify stops at the first refused log; on a terminal it shows its progress on stderr.
 
+Times are shown in ISO 8601 UTC (``2026-12-01T10:58:33.000Z``); ``--json`` prints them as
+stored, Unix milliseconds. Output into a pipe that closes early (``| head``) ends the
+command quietly with status 141, as a Unix tool killed by SIGPIPE.
+
 Exit status: 0 when all is well (for verify: every log opens, repairs included), 1 when a
 log is refused (the message names the file, line, byte offset and seq) or a call is (a
 delete of a locked or absent session), 2 for a usage error.
@@ -43,8 +47,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from . import InboxlogError, Store, fold_consumed_work, import_reference
 from .types import Event
@@ -73,10 +79,23 @@ def _store(where: str, schema: str = "inboxlog") -> Store:
     return Store(where, durability="sync")
 
 
-def _list(store: Store, _: argparse.Namespace) -> int:
+def _time(ms: int) -> str:
+    """Unix milliseconds as ISO 8601 UTC with milliseconds; the number itself when no
+    calendar date has it (past year 9999)."""
+    try:
+        moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        return str(ms)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _list(store: Store, args: argparse.Namespace) -> int:
     for header in store.list():
+        if args.json:
+            print(json.dumps(header, separators=(",", ":"), ensure_ascii=False))
+            continue
         lineage = f" parent={header['parentSession']}" if "parentSession" in header else ""
-        print(f"{header['id']}\tcreatedAt={header['createdAt']}{lineage}")
+        print(f"{header['id']}\tcreatedAt={_time(header['createdAt'])}{lineage}")
     return 0
 
 
@@ -87,7 +106,10 @@ def _inspect(store: Store, args: argparse.Namespace) -> int:
         for event in events:
             print(json.dumps(event, separators=(",", ":")))
         return 0
-    print(f"session {header['id']}: {len(events)} events, format version {header['version']}")
+    print(
+        f"session {header['id']}: {len(events)} events, format version {header['version']}, "
+        f"created {_time(header['createdAt'])}"
+    )
     for event in events:
         print(f"{event['seq']:>8}  {event['type']:<24} {json.dumps(event['data'])[:80]}")
     return 0
@@ -266,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if name == "inspect":
             sub.add_argument("--json", action="store_true", help="JSONL out: header, then events")
+        if name == "list":
+            sub.add_argument("--json", action="store_true", help="one JSON header per line")
         if name == "verify":
             sub.add_argument("ids", nargs="*", help="session ids (default: all)")
         if name == "import":
@@ -277,6 +301,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InboxlogError as e:
         print(f"inboxlog: {e.kind}: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of stdout closed the pipe (``| head``): stop quietly, as a Unix tool
+    that SIGPIPE ends. stdout goes to /dev/null so that the interpreter's last flush
+    at exit finds nothing to complain about."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + 13
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -240,6 +241,73 @@ def test_tail_follow_prints_events_as_they_commit(tmp_path: Path) -> None:
             tail.wait()
             assert tail.stdout is not None
             tail.stdout.close()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["inspect", "{root}", "s"], ["tail", "{root}", "s"], ["tail", "--json", "{root}", "s"]],
+)
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(
+    tmp_path: Path, command: list[str]
+) -> None:
+    store = inboxlog.Store(tmp_path, durability="none")
+    with store.create("s") as s:
+        for n in range(20_000):  # far more than a pipe's buffer holds
+            s.append("x/a", {"n": n})
+    script = Path(sys.executable).parent / "inboxlog"
+    args = [str(script), *(a.format(root=tmp_path) for a in command)]
+    with subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    ) as cli:
+        assert cli.stdout is not None and cli.stderr is not None
+        head = [cli.stdout.readline() for _ in range(3)]
+        cli.stdout.close()  # what `| head -3` does
+        err = cli.stderr.read()
+        status = cli.wait(timeout=60)
+    assert all(head)
+    assert err == ""
+    assert status == 141
+
+
+def test_tail_follow_ends_quietly_when_its_reader_goes(tmp_path: Path) -> None:
+    store = inboxlog.Store(tmp_path, durability="none")
+    script = Path(sys.executable).parent / "inboxlog"
+    with store.create("s") as s:
+        s.append("x/a", {"n": 0})
+        with subprocess.Popen(
+            [str(script), "tail", "-f", str(tmp_path), "s"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        ) as tail:
+            assert tail.stdout is not None and tail.stderr is not None
+            assert tail.stdout.readline().split()[:2] == ["0", "x/a"]
+            tail.stdout.close()
+            # The next events it prints find the pipe closed.
+            n = 1
+            while tail.poll() is None and n < 10_000:
+                s.append("x/a", {"n": n})
+                n += 1
+                time.sleep(0.01)
+            assert tail.wait(timeout=60) == 141
+            assert tail.stderr.read() == ""
+
+
+def test_list_and_inspect_show_times_in_iso_8601_utc(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    created = 1796108744671
+    (tmp_path / "s.jsonl").write_text(
+        json.dumps({"format": "inboxlog", "version": 1, "id": "s", "createdAt": created}) + "\n"
+    )
+    assert main(["list", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "s\tcreatedAt=2026-12-01T07:05:44.671Z\n"
+    assert main(["list", "--json", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["createdAt"] == created
+    assert main(["inspect", str(tmp_path), "s"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "session s: 0 events, format version 1, created 2026-12-01T07:05:44.671Z"
 
 
 def test_fold_reports_the_consumed_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
