@@ -68,7 +68,7 @@ test-c: c-lib c-symbols c-hosts
 CC ?= cc
 CXX ?= c++
 VALGRIND ?= valgrind
-VALGRIND_FLAGS := --quiet --leak-check=full --error-exitcode=1 --suppressions=tests/c/valgrind.supp
+VALGRIND_FLAGS := --quiet --leak-check=full --error-exitcode=1 --suppressions=ffi/valgrind.supp
 C_BUILD := tests/build
 C_LIBDIR := $(CARGO_TARGET)/debug
 C_WARN := -Wall -Wextra -Wpedantic -Werror

@@ -89,6 +89,11 @@
  *   with CLOSED, except inboxlog_session_close (a no-op), inboxlog_session_free and
  *   inboxlog_session_take_observer_failures.
  * - Panics never unwind into C: a panic inside the library is PANIC.
+ * - valgrind: a host checked with --leak-check=full passes the suppressions shipped
+ *   with the library (share/inboxlog/valgrind.supp; ffi/valgrind.supp in a checkout).
+ *   The first PostgreSQL call from a thread Rust did not start (a C program's main
+ *   thread) makes the Rust runtime's 48-byte handle of that thread, kept until the
+ *   thread exits; for the main thread valgrind reports it as "possibly lost".
  * - Safety: a pointer argument is NULL (where allowed) or valid: a live handle of its
  *   type (made by this library, not yet freed), a NUL-terminated string, or memory
  *   writable as the out-parameter's type. Anything else is undefined behaviour; the
