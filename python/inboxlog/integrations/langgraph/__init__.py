@@ -16,6 +16,26 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
         'pip install "inboxlog[langgraph]"'
     ) from error
 
+from inboxlog.integrations.langgraph.middleware import (
+    MESSAGES,
+    InboxlogMiddleware,
+    StepRejectedError,
+    TurnEndedError,
+    conversation,
+    inbox_message,
+    langchain_message,
+)
 from inboxlog.integrations.langgraph.saver import CHECKPOINT, WRITES, InboxlogSaver
 
-__all__ = ["CHECKPOINT", "WRITES", "InboxlogSaver"]
+__all__ = [
+    "CHECKPOINT",
+    "MESSAGES",
+    "WRITES",
+    "InboxlogMiddleware",
+    "InboxlogSaver",
+    "StepRejectedError",
+    "TurnEndedError",
+    "conversation",
+    "inbox_message",
+    "langchain_message",
+]
