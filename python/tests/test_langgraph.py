@@ -745,3 +745,22 @@ def test_the_readme_section_runs_as_written(
     assert shape(model.inputs[0]) == [("human", "What's the weather in Paris?")]
     _, events = inboxlog.Store(tmp_path / "sessions").inspect("chat-1")
     assert turn_ends(events) == [{"kind": "completed"}]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
+def test_the_example_type_checks_against_langchains_types(tmp_path: Path) -> None:
+    """``--strict`` against LangChain's own types (test_tooling checks the package, this
+    integration included, the same way)."""
+    example = ROOT / "examples" / "langgraph_steering.py"
+    env = {**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
+    args = ["--strict", "--python-version", "3.11", str(example)]
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", *args],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"mypy {' '.join(args)}:\n{done.stdout}{done.stderr}"

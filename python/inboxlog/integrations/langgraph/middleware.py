@@ -25,7 +25,7 @@ from langgraph.runtime import Runtime
 
 import inboxlog
 from inboxlog.integrations.langgraph.saver import InboxlogSaver
-from inboxlog.types import Decision, Message
+from inboxlog.types import Decision, Message, Proposal, StepOutcome
 
 MESSAGES = "langchain/messages"
 """The event type of the messages the agent added (model output, tool results):
@@ -295,7 +295,7 @@ class _Run:
             self.logged.update(m["id"] for m in queued)
         self.continue_history = not new
 
-    def propose(self, messages: Sequence[AnyMessage]) -> inboxlog.Proposal:
+    def propose(self, messages: Sequence[AnyMessage]) -> Proposal:
         """Records what the agent added since the last step, ends that step, claims the
         next one's input; at the first step the rest of ``next-turn`` joins the claim."""
         self.record(messages)
@@ -346,7 +346,7 @@ class _Run:
         last = messages[-1] if messages else None
         if isinstance(last, AIMessage) and last.tool_calls:
             return None  # the tools run; the step goes on to the next model call
-        outcome = "max-tokens" if _is_length_stop(last) else "completed"
+        outcome: StepOutcome = "max-tokens" if _is_length_stop(last) else "completed"
         self.step_open = False
         if self.log.end_step(outcome):
             return {"jump_to": "model"}  # steering arrived: one more model call

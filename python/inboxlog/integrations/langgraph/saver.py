@@ -16,11 +16,11 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    SerializerProtocol,
     get_checkpoint_id,
     get_checkpoint_metadata,
     writes_sort_key,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 import inboxlog
 
@@ -400,7 +400,7 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         self, thread: _Thread, thread_id: str, ns: str, checkpoint_id: str
     ) -> CheckpointTuple:
         saved = thread.checkpoints[ns][checkpoint_id]
-        checkpoint = self._load(saved.checkpoint)
+        checkpoint: Checkpoint = self._load(saved.checkpoint)
         values = {}
         for channel, version in checkpoint["channel_versions"].items():
             value = self._value(thread, ns, channel, version)
