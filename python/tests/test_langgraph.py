@@ -402,14 +402,29 @@ async def test_an_exception_ends_the_turn_with_error_and_propagates(
     ]
 
 
-async def test_a_failing_tool_ends_the_turn_with_error(store: inboxlog.Store) -> None:
+async def test_a_tool_that_raises_ends_the_turn_with_error(store: inboxlog.Store) -> None:
     @tool
     def broken(city: str) -> str:
         """Always fails."""
-        raise KeyboardInterrupt
+        raise LookupError(f"no station in {city}")
 
     model = ScriptedChatModel(replies=[call("broken", city="Paris")])
     agent = create_agent(model, [broken], middleware=[InboxlogMiddleware(store)])
+    with pytest.raises(LookupError):
+        agent.invoke(ask("Weather?"), thread())
+    assert turn_ends(log_of(store)) == [
+        {"kind": "error", "error": {"message": "no station in Paris", "code": "LookupError"}}
+    ]
+
+
+async def test_an_interrupt_inside_a_tool_ends_the_turn_aborted(store: inboxlog.Store) -> None:
+    @tool
+    def interrupted(city: str) -> str:
+        """The user pressed Ctrl-C."""
+        raise KeyboardInterrupt
+
+    model = ScriptedChatModel(replies=[call("interrupted", city="Paris")])
+    agent = create_agent(model, [interrupted], middleware=[InboxlogMiddleware(store)])
     with pytest.raises(KeyboardInterrupt):
         agent.invoke(ask("Weather?"), thread())
     assert turn_ends(log_of(store)) == [{"kind": "aborted", "reason": {"kind": "user"}}]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -280,6 +281,7 @@ class _Run:
         self.logged: set[str] = set()
         self.continue_history = False
         self.rest: list[Message] = []  # next-turn messages the first step takes with its claim
+        self.state: list[AnyMessage] = []  # the state's messages at the last proposal
 
     def open(self, messages: Sequence[AnyMessage]) -> None:
         """Opens the turn and appends the run's new input (the state's messages the log
@@ -299,6 +301,7 @@ class _Run:
         """Records what the agent added since the last step, ends that step, claims the
         next one's input; at the first step the rest of ``next-turn`` joins the claim."""
         self.record(messages)
+        self.state = list(messages)
         if self.step_open:
             self.log.end_step("continue")
             self.step_open = False
@@ -336,6 +339,8 @@ class _Run:
         if first:
             history = conversation(self.log.events())
             self.logged.update(m.id for m in history if m.id is not None)
+            if history == self.state:
+                return None  # the state holds the log's conversation already
             return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *history]}
         entered = [m for m in map(langchain_message, messages) if m is not None]
         self.logged.update(m.id for m in entered if m.id is not None)
@@ -430,7 +435,7 @@ def inbox_message(message: BaseMessage) -> Message:
     "content"}`` for a human message (``"system"`` for a system one), else ``{"id",
     "langchain": message_to_dict(m)}``. The id is the message's (a new one when it has
     none)."""
-    id = message.id or f"input-{_uuid()}"
+    id = message.id or f"input-{uuid.uuid4().hex}"
     if isinstance(message, HumanMessage) and message.type == "human":
         return {"id": id, "role": "user", "content": message.content}
     if isinstance(message, SystemMessage) and message.type == "system":
@@ -486,12 +491,6 @@ def _open_or_create(store: inboxlog.Store, id: str) -> inboxlog.Session:
         return store.create(id)
     except inboxlog.AlreadyExistsError:  # created meanwhile by another process
         return store.open(id)
-
-
-def _uuid() -> str:
-    import uuid
-
-    return uuid.uuid4().hex
 
 
 async def _call(fn: Callable[..., _T], *args: Any) -> _T:

@@ -44,6 +44,15 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
     meanwhile gets :class:`inboxlog.LockedError`, and one that was taken over
     (``takeover=True``, PostgreSQL) gets :class:`inboxlog.FencedError` on its next write,
     having written nothing.
+
+    Values are stored with the saver's ``serde`` (LangGraph's serializer by default) as
+    ``[type, base64 of its bytes]``, so they read back exactly as written. A list channel
+    whose new value extends the value this saver stored last for it (compared item by
+    item, as LangGraph's reducers build a new list holding the same items) is stored as
+    its new items on top of that version, so a put costs what changed, not the history
+    (an item changed in place after it was stored, rather than replaced, is not seen).
+    The saver reads a thread's log once, when it opens it, and answers ``get_tuple`` and
+    ``list`` from that fold, which its own writes keep current.
     """
 
     def __init__(
