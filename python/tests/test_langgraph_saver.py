@@ -59,7 +59,7 @@ def fresh_stores(kind: str, root: Path) -> Iterator[inboxlog.Store]:
                 yield next(gen)
     finally:
         for gen in made:
-            gen.close()
+            next(gen, None)  # runs pg_store's cleanup: the schema is dropped
 
 
 @pytest.mark.parametrize("kind", ["memory", "jsonl", "postgres"])
