@@ -31,6 +31,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, interrupt
 from lg_scripted import ScriptedChatModel, call, say
 
 from inboxlog.integrations.langgraph import (
@@ -571,6 +572,48 @@ async def test_the_saver_and_middleware_hold_the_thread_as_one_writer(
         ("ai", "x"),
     ]
     other.close()
+
+
+@tool
+def ask_human(question: str) -> str:
+    """Asks the user and waits for the answer."""
+    answer: str = interrupt(question)
+    return answer
+
+
+@pytest.mark.parametrize("elsewhere", [False, True])
+async def test_a_run_interrupted_for_a_human_goes_on_when_resumed(
+    store: inboxlog.Store, elsewhere: bool
+) -> None:
+    model = ScriptedChatModel(replies=[call("ask_human", question="Which city?"), say("Oslo.")])
+    saver = InboxlogSaver(store)
+    agent = create_agent(
+        model, [ask_human], middleware=[InboxlogMiddleware(saver)], checkpointer=saver
+    )
+    paused = agent.invoke(ask("Weather?"), thread())
+    assert [i.value for i in paused["__interrupt__"]] == ["Which city?"]
+    if elsewhere:  # another worker resumes: the open turn is closed when it opens the thread
+        saver.close()
+        saver = InboxlogSaver(store)
+        agent = create_agent(
+            model, [ask_human], middleware=[InboxlogMiddleware(saver)], checkpointer=saver
+        )
+    final = agent.invoke(Command(resume="Oslo"), thread())
+    events = saver.session("chat").events()
+    saver.close()
+    assert shape(final["messages"]) == [
+        ("human", "Weather?"),
+        ("ai", ["ask_human"]),
+        ("tool", "Oslo"),
+        ("ai", "Oslo."),
+    ]
+    assert shape(model.inputs[1]) == shape(final["messages"])[:3]
+    if elsewhere:
+        assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
+        assert entered(events)[-1] == (2, 1, "continue-turn-2")
+    else:
+        assert turn_ends(events) == [{"kind": "completed"}]
+        assert [e[:2] for e in entered(events)] == [(1, 1)]
 
 
 # -- a worker killed mid-run ------------------------------------------------------------

@@ -21,6 +21,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
@@ -123,6 +124,8 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         run = self._run()
         try:
             return handler(request)
+        except GraphBubbleUp:
+            raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
             self._abort(run, error)
             raise
@@ -133,6 +136,8 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         run = self._run()
         try:
             return handler(request)
+        except GraphBubbleUp:
+            raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
             self._abort(run, error)
             raise
@@ -155,6 +160,8 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             proposal = await _call(run.propose, state["messages"])
             decision = await inboxlog.pre_step_async(proposal, self.plugins)
             return await _call(run.enter, decision)
+        except GraphBubbleUp:
+            raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
             await _call(self._abort, run, error)
             raise
@@ -183,6 +190,8 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         run = self._run()
         try:
             return await handler(request)
+        except GraphBubbleUp:
+            raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
             await _call(self._abort, run, error)
             raise
@@ -192,6 +201,8 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         run = self._run()
         try:
             return await handler(request)
+        except GraphBubbleUp:
+            raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
             await _call(self._abort, run, error)
             raise
@@ -229,14 +240,18 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return _open_or_create(self.target, thread_id), True
 
     def _run(self) -> _Run:
-        key = self.target.id if isinstance(self.target, inboxlog.Session) else _thread_id()
+        """The thread's run. A graph resumed after an interrupt (``Command(resume=...)``)
+        skips ``before_agent``: in the process that was interrupted its run goes on;
+        anywhere else (the interrupted turn was closed when the session was opened) a
+        new turn starts that continues from the history."""
+        thread_id = _thread_id()
+        key = self.target.id if isinstance(self.target, inboxlog.Session) else thread_id
         with self._lock:
             run = self._runs.get(key or "")
         if run is None:
-            raise inboxlog.ProtocolError(
-                f'session "{key}": no run in progress (InboxlogMiddleware starts one in '
-                "before_agent)"
-            )
+            self._start(thread_id, [])
+            with self._lock:
+                run = self._runs[key or ""]
         return run
 
     def _guard(self, run: _Run, fn: Callable[..., _T], *args: Any) -> _T:
@@ -244,6 +259,8 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         already ended it) and the run, and propagates."""
         try:
             return fn(*args)
+        except GraphBubbleUp:
+            raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
             self._abort(run, error)
             raise
