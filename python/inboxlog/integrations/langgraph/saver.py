@@ -370,7 +370,7 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         """:meth:`copy_thread`, in a worker thread."""
         await _call(self.copy_thread, source_thread_id, target_thread_id)
 
-    # -- helpers --------------------------------------------------------------------
+    # -- internals -------------------------------------------------------------------
 
     def _read_only(self, thread_id: str) -> _Thread | None:
         """A thread this saver does not hold, folded from a read-only inspection."""
