@@ -155,7 +155,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """:meth:`before_model`, with ``async`` plugins allowed."""
-        run = self._run()
+        run = await _call(self._run)
         try:
             proposal = await _call(run.propose, state["messages"])
             decision = await inboxlog.pre_step_async(proposal, self.plugins)
@@ -171,14 +171,14 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """:meth:`after_model`."""
-        run = self._run()
+        run = await _call(self._run)
         return await _call(self._guard, run, run.after_model, state["messages"])
 
     async def aafter_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """:meth:`after_agent`."""
-        await _call(self._finish, self._run(), state["messages"])
+        await _call(self._finish, await _call(self._run), state["messages"])
         return None
 
     async def awrap_model_call(
@@ -187,7 +187,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """:meth:`wrap_model_call`; a cancelled run ends ``aborted``."""
-        run = self._run()
+        run = await _call(self._run)
         try:
             return await handler(request)
         except GraphBubbleUp:
@@ -198,7 +198,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         """:meth:`wrap_tool_call`; a cancelled run ends ``aborted``."""
-        run = self._run()
+        run = await _call(self._run)
         try:
             return await handler(request)
         except GraphBubbleUp:
