@@ -146,6 +146,10 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 	$(VPY) -m pip install --quiet "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "mypy>=1.10,<2" "ruff>=0.5"
 	@# The openai-agents extra's dependency, so its integration tests run (never skipped here).
 	$(VPY) -m pip install --quiet "openai-agents>=0.24,<0.25"
+	@# The langgraph extra's dependencies and LangGraph's checkpointer conformance suite,
+	@# which tests/test_langgraph_saver.py runs on every store.
+	$(VPY) -m pip install --quiet "langchain>=1.5,<1.6" "langgraph>=1.2,<1.3" \
+		"langgraph-checkpoint>=4.3,<4.4" "langgraph-checkpoint-conformance==0.0.2"
 	touch $@
 
 # Python package and its tests (section owned by the Python layer). The package is

@@ -1,0 +1,501 @@
+"""``InboxlogSaver``: LangGraph's checkpointer over an inboxlog store (see the package doc)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any, Self, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+import inboxlog
+
+CHECKPOINT = "langgraph/checkpoint"
+"""The event type of one ``put``: ``{"ns", "id", "parent", "checkpoint", "metadata",
+"values"}``; ``values`` holds only the channels whose version changed."""
+WRITES = "langgraph/writes"
+"""The event type of one ``put_writes``: ``{"ns", "checkpoint", "task", "path",
+"writes": [[idx, channel, blob], ...]}``, only the writes that were stored."""
+
+_T = TypeVar("_T")
+_Blob = list[str]  # [serde type, base64 of the serde bytes]
+
+
+class InboxlogSaver(BaseCheckpointSaver[str]):
+    """LangGraph's checkpointer on an inboxlog store (memory, JSONL or PostgreSQL).
+
+    A thread is a session named by its ``thread_id``. The saver opens a thread's session
+    the first time it reads or writes it and holds it, as its one writer, until
+    :meth:`release` or :meth:`close`: another saver (another worker) opening the thread
+    meanwhile gets :class:`inboxlog.LockedError`, and one that was taken over
+    (``takeover=True``, PostgreSQL) gets :class:`inboxlog.FencedError` on its next write,
+    having written nothing.
+
+    Values are stored with the saver's ``serde`` (LangGraph's serializer by default) as
+    ``[type, base64 of its bytes]``, so they read back exactly as written. A list channel
+    whose new value extends the value this saver stored last for it (compared item by
+    item, as LangGraph's reducers build a new list holding the same items) is stored as
+    its new items on top of that version, so a put costs what changed, not the history
+    (an item changed in place after it was stored, rather than replaced, is not seen).
+    The saver reads a thread's log once, when it opens it, and answers ``get_tuple`` and
+    ``list`` from that fold, which its own writes keep current.
+    """
+
+    def __init__(
+        self,
+        store: inboxlog.Store,
+        *,
+        serde: SerializerProtocol | None = None,
+        takeover: bool = False,
+    ) -> None:
+        if not isinstance(store, inboxlog.Store):
+            raise TypeError(
+                f"InboxlogSaver: expected an inboxlog.Store, got {type(store).__name__}"
+            )
+        super().__init__(serde=serde)
+        self.store = store
+        self.takeover = takeover
+        self._threads: dict[str, _Thread] = {}
+        self._lock = threading.RLock()
+
+    # -- sessions -----------------------------------------------------------------
+
+    def session(self, thread_id: str) -> inboxlog.Session:
+        """The thread's session, opened (created when missing) and held by this saver."""
+        with self._lock:
+            thread = self._thread(thread_id, create=True)
+            assert thread is not None
+            return thread.log
+
+    def release(self, thread_id: str) -> None:
+        """Closes the thread's session if this saver holds it, so another worker may
+        open it."""
+        with self._lock:
+            thread = self._threads.pop(thread_id, None)
+        if thread is not None:
+            _close(thread.log)
+
+    def close(self) -> None:
+        """Releases every session this saver holds."""
+        with self._lock:
+            threads, self._threads = list(self._threads.values()), {}
+        for thread in threads:
+            _close(thread.log)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _thread(self, thread_id: str, *, create: bool) -> _Thread | None:
+        """The fold of a thread this saver holds; opens the session on first use
+        (creating it only when ``create``). ``None``: no such session."""
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            if thread.log.closed:  # closed by its user: open it again
+                del self._threads[thread_id]
+            else:
+                return thread
+        try:
+            log = self.store.open(thread_id, takeover=self.takeover)
+        except inboxlog.NotFoundError:
+            if not create:
+                return None
+            try:
+                log = self.store.create(thread_id)
+            except inboxlog.AlreadyExistsError:  # created meanwhile by another worker
+                log = self.store.open(thread_id, takeover=self.takeover)
+        thread = _Thread(log)
+        thread.fold_events(log.events())
+        self._threads[thread_id] = thread
+        return thread
+
+    # -- the checkpointer contract --------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names (its ``checkpoint_id``, else the latest of
+        its ``thread_id`` and ``checkpoint_ns``), with its pending writes."""
+        configurable = config["configurable"]
+        thread_id, ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
+        with self._lock:
+            thread = self._thread(thread_id, create=False)
+            if thread is None:
+                return None
+            saved = thread.checkpoints.get(ns, {})
+            checkpoint_id = get_checkpoint_id(config) or max(saved, default=None)
+            if checkpoint_id is None or checkpoint_id not in saved:
+                return None
+            return self._tuple(thread, thread_id, ns, checkpoint_id)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first: of ``config``'s thread (and namespace and id, when
+        given), or of every thread in the store; those whose metadata holds every
+        ``filter`` item, older than ``before``, at most ``limit``."""
+        if config is not None:
+            thread_ids = [config["configurable"]["thread_id"]]
+            ns_wanted = config["configurable"].get("checkpoint_ns")
+            id_wanted = get_checkpoint_id(config)
+        else:
+            thread_ids = [header["id"] for header in self.store.list()]
+            ns_wanted = id_wanted = None
+        before_id = get_checkpoint_id(before) if before else None
+        found: list[CheckpointTuple] = []
+        for thread_id in thread_ids:
+            with self._lock:
+                thread = self._threads.get(thread_id)
+                if thread is None and config is not None:
+                    thread = self._thread(thread_id, create=False)
+                if thread is None:
+                    thread = self._read_only(thread_id)
+                if thread is None:
+                    continue
+                for ns, saved in thread.checkpoints.items():
+                    if ns_wanted is not None and ns != ns_wanted:
+                        continue
+                    for checkpoint_id in sorted(saved, reverse=True):
+                        if id_wanted and checkpoint_id != id_wanted:
+                            continue
+                        if before_id and checkpoint_id >= before_id:
+                            continue
+                        if filter:
+                            metadata = self._load(saved[checkpoint_id].metadata)
+                            if not all(metadata.get(k) == v for k, v in filter.items()):
+                                continue
+                        if limit is not None and len(found) >= limit:
+                            break
+                        found.append(self._tuple(thread, thread_id, ns, checkpoint_id))
+        yield from found
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Appends one ``langgraph/checkpoint`` event: the checkpoint without its channel
+        values, its metadata, and the values of the channels in ``new_versions`` only. A
+        list channel that grew by appending (a message list) is stored as its new tail
+        on top of the version before it."""
+        configurable = config["configurable"]
+        thread_id, ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
+        rest: dict[str, Any] = dict(checkpoint)
+        values: dict[str, Any] = rest.pop("channel_values")
+        with self._lock:
+            thread = self._thread(thread_id, create=True)
+            assert thread is not None
+            stored: dict[str, dict[str, Any]] = {}
+            grown: dict[str, tuple[Any, tuple[Any, ...]]] = {}
+            for channel, version in new_versions.items():
+                if channel not in values:
+                    stored[channel] = {"v": version, "empty": True}
+                    continue
+                value = values[channel]
+                entry: dict[str, Any] = {"v": version}
+                last = thread.last_lists.get((ns, channel))
+                if (
+                    type(value) is list
+                    and last is not None
+                    and (ns, channel, last[0]) in thread.blobs
+                    and len(value) >= len(last[1])
+                    and tuple(value[: len(last[1])]) == last[1]
+                ):
+                    entry["base"] = last[0]
+                    entry["tail"] = self._dump(value[len(last[1]) :])
+                else:
+                    entry["blob"] = self._dump(value)
+                if type(value) is list:
+                    grown[channel] = (version, tuple(value))
+                stored[channel] = entry
+            data = {
+                "ns": ns,
+                "id": checkpoint["id"],
+                "parent": configurable.get("checkpoint_id"),
+                "checkpoint": self._dump(rest),
+                "metadata": self._dump(get_checkpoint_metadata(config, metadata)),
+                "values": stored,
+            }
+            thread.log.append(CHECKPOINT, data)
+            thread.apply(CHECKPOINT, data)
+            for channel, last_list in grown.items():
+                thread.last_lists[(ns, channel)] = last_list
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Appends one ``langgraph/writes`` event with the task's writes not stored yet
+        (a special write, e.g. an error or interrupt, replaces the one before it)."""
+        configurable = config["configurable"]
+        thread_id, ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
+        checkpoint_id = configurable["checkpoint_id"]
+        with self._lock:
+            thread = self._thread(thread_id, create=True)
+            assert thread is not None
+            held = thread.writes.get((ns, checkpoint_id), {})
+            new: list[list[Any]] = []
+            for idx, (channel, value) in enumerate(writes):
+                key = WRITES_IDX_MAP.get(channel, idx)
+                if key >= 0 and (task_id, key) in held:
+                    continue
+                new.append([key, channel, self._dump(value)])
+            if not new:
+                return
+            data = {
+                "ns": ns,
+                "checkpoint": checkpoint_id,
+                "task": task_id,
+                "path": task_path,
+                "writes": new,
+            }
+            thread.log.append(WRITES, data)
+            thread.apply(WRITES, data)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Deletes the thread's session for good (``store.delete``); a thread that does
+        not exist is no error. Refused with ``LockedError`` while another writer holds it."""
+        self.release(thread_id)
+        try:
+            self.store.delete(thread_id)
+        except inboxlog.NotFoundError:
+            pass
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copies every checkpoint and write of one thread onto another, as one append
+        per stored event on the target."""
+        with self._lock:
+            source = self._threads.get(source_thread_id) or self._thread(
+                source_thread_id, create=False
+            )
+            if source is None:
+                return
+            events = [
+                (e["type"], e["data"])
+                for e in source.log.events()
+                if e["type"] in (CHECKPOINT, WRITES)
+            ]
+            target = self._thread(target_thread_id, create=True)
+            assert target is not None
+            for type, data in events:
+                target.log.append(type, data)
+                target.apply(type, data)
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Versions are zero-padded counters (strings that sort as numbers)."""
+        if current is None:
+            number = 0
+        elif isinstance(current, str):
+            number = int(current.split(".", 1)[0])
+        else:
+            number = int(current)
+        return f"{number + 1:032}"
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """:meth:`get_tuple`, in a worker thread."""
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """:meth:`list`, read in a worker thread."""
+
+        def read() -> list[CheckpointTuple]:
+            return [*self.list(config, filter=filter, before=before, limit=limit)]
+
+        for item in await asyncio.to_thread(read):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """:meth:`put`, in a worker thread."""
+        return await _call(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """:meth:`put_writes`, in a worker thread."""
+        await _call(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """:meth:`delete_thread`, in a worker thread."""
+        await _call(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """:meth:`copy_thread`, in a worker thread."""
+        await _call(self.copy_thread, source_thread_id, target_thread_id)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _read_only(self, thread_id: str) -> _Thread | None:
+        """A thread this saver does not hold, folded from a read-only inspection."""
+        try:
+            _, events = self.store.inspect(thread_id)
+        except inboxlog.NotFoundError:
+            return None
+        if not any(e["type"] == CHECKPOINT for e in events):
+            return None
+        thread = _Thread(None)
+        thread.fold_events(events)
+        return thread
+
+    def _dump(self, value: Any) -> _Blob:
+        kind, raw = self.serde.dumps_typed(value)
+        return [kind, base64.b64encode(raw).decode("ascii")]
+
+    def _load(self, blob: Sequence[str]) -> Any:
+        return self.serde.loads_typed((blob[0], base64.b64decode(blob[1])))
+
+    def _value(self, thread: _Thread, ns: str, channel: str, version: Any) -> Any:
+        """The channel's value at ``version``: its blob, or its base's value plus tail."""
+        tails: list[Any] = []
+        entry = thread.blobs.get((ns, channel, version))
+        while entry is not None and "base" in entry:
+            tails.append(entry["tail"])
+            entry = thread.blobs.get((ns, channel, entry["base"]))
+        if entry is None or "blob" not in entry:
+            return _MISSING
+        value = self._load(entry["blob"])
+        for tail in reversed(tails):
+            value = value + self._load(tail)
+        return value
+
+    def _tuple(
+        self, thread: _Thread, thread_id: str, ns: str, checkpoint_id: str
+    ) -> CheckpointTuple:
+        saved = thread.checkpoints[ns][checkpoint_id]
+        checkpoint: Checkpoint = self._load(saved.checkpoint)
+        values = {}
+        for channel, version in checkpoint["channel_versions"].items():
+            value = self._value(thread, ns, channel, version)
+            if value is not _MISSING:
+                values[channel] = value
+        stored = thread.writes.get((ns, checkpoint_id), {})
+        ordered = sorted(stored.items(), key=lambda kv: writes_sort_key(kv[1][3], *kv[0]))
+        return CheckpointTuple(
+            config={
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": ns,
+                    "checkpoint_id": checkpoint_id,
+                }
+            },
+            checkpoint={**checkpoint, "channel_values": values},
+            metadata=self._load(saved.metadata),
+            parent_config=(
+                {
+                    "configurable": {
+                        "thread_id": thread_id,
+                        "checkpoint_ns": ns,
+                        "checkpoint_id": saved.parent,
+                    }
+                }
+                if saved.parent
+                else None
+            ),
+            pending_writes=[
+                (task, channel, self._load(blob)) for _, (task, channel, blob, _) in ordered
+            ],
+        )
+
+
+_MISSING = object()
+
+
+class _Saved:
+    """One stored checkpoint: its blobs and its parent's id."""
+
+    __slots__ = ("checkpoint", "metadata", "parent")
+
+    def __init__(self, checkpoint: _Blob, metadata: _Blob, parent: str | None) -> None:
+        self.checkpoint = checkpoint
+        self.metadata = metadata
+        self.parent = parent
+
+
+class _Thread:
+    """The checkpoints, channel values and writes a thread's log holds, kept up to date
+    by this saver, its one writer (the fold of its ``langgraph/*`` events)."""
+
+    def __init__(self, log: inboxlog.Session | None) -> None:
+        self.log: inboxlog.Session = log  # type: ignore[assignment]
+        self.checkpoints: dict[str, dict[str, _Saved]] = {}
+        self.blobs: dict[tuple[str, str, Any], dict[str, Any]] = {}
+        self.writes: dict[tuple[str, str], dict[tuple[str, int], tuple[str, str, _Blob, str]]] = {}
+        # The last list value this saver put per (ns, channel): (version, its items).
+        self.last_lists: dict[tuple[str, str], tuple[Any, tuple[Any, ...]]] = {}
+
+    def fold_events(self, events: Sequence[Mapping[str, Any]]) -> None:
+        for event in events:
+            self.apply(event["type"], event["data"])
+
+    def apply(self, type: str, data: Any) -> None:
+        if type == CHECKPOINT:
+            ns = data["ns"]
+            for channel, entry in data["values"].items():
+                self.blobs[(ns, channel, entry["v"])] = entry
+            saved = _Saved(data["checkpoint"], data["metadata"], data["parent"])
+            self.checkpoints.setdefault(ns, {})[data["id"]] = saved
+        elif type == WRITES:
+            held = self.writes.setdefault((data["ns"], data["checkpoint"]), {})
+            task, path = data["task"], data["path"]
+            for idx, channel, blob in data["writes"]:
+                held[(task, idx)] = (task, channel, blob, path)
+
+
+def _close(log: inboxlog.Session) -> None:
+    """Closes a held session; one taken over by another writer has nothing left to
+    release."""
+    try:
+        log.close()
+    except inboxlog.FencedError:
+        pass
+
+
+async def _call(fn: Callable[..., _T], *args: Any) -> _T:
+    return await asyncio.to_thread(fn, *args)

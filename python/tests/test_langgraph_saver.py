@@ -1,0 +1,255 @@
+"""inboxlog.integrations.langgraph.InboxlogSaver: LangGraph's own checkpointer
+conformance suite on every store, one writer per thread, and deltas, not history."""
+
+from __future__ import annotations
+
+import importlib.util
+import operator
+import os
+import uuid
+from collections.abc import AsyncGenerator, Iterator
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+import inboxlog
+
+if importlib.util.find_spec("langgraph") is None:  # pragma: no cover - CI has the extra
+    if os.environ.get("CI") == "true":
+        raise RuntimeError("CI must run these tests: install the langgraph extra (make venv)")
+    pytest.skip(
+        'the langgraph package is not installed (pip install "./python[langgraph]")',
+        allow_module_level=True,
+    )
+
+from conftest import pg_store
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES, Capability
+from langgraph.checkpoint.conformance.report import CapabilityReport
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+
+from inboxlog.integrations.langgraph import CHECKPOINT, WRITES, InboxlogSaver
+
+pytestmark = pytest.mark.anyio
+
+# The extended capabilities this saver claims; the others it leaves to the base class.
+CLAIMED = {Capability.COPY_THREAD}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def fresh_stores(kind: str, root: Path) -> Iterator[inboxlog.Store]:
+    """A new empty store of ``kind`` per call (the suite wants a fresh saver per
+    capability); PostgreSQL schemas are dropped when the generator closes."""
+    made: list[Iterator[inboxlog.Store]] = []
+    try:
+        while True:
+            if kind == "memory":
+                yield inboxlog.Store.memory()
+            elif kind == "jsonl":
+                yield inboxlog.Store(root / uuid.uuid4().hex, durability="none")
+            else:
+                gen = pg_store()
+                made.append(gen)
+                yield next(gen)
+    finally:
+        for gen in made:
+            next(gen, None)  # runs pg_store's cleanup: the schema is dropped
+
+
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "postgres"])
+async def test_the_saver_passes_langgraphs_conformance_suite(kind: str, tmp_path: Path) -> None:
+    stores = fresh_stores(kind, tmp_path)
+
+    async def factory() -> AsyncGenerator[InboxlogSaver, None]:
+        with InboxlogSaver(next(stores)) as saver:
+            yield saver
+
+    registered = checkpointer_test(name=f"InboxlogSaver[{kind}]")(factory)
+    try:
+        report: CapabilityReport = await validate(registered)
+    finally:
+        stores.close()
+    failures = {name: result.failures for name, result in report.results.items() if result.failures}
+    assert not failures, failures
+    for capability in BASE_CAPABILITIES | CLAIMED:
+        result = report.results[capability.value]
+        assert result.detected and result.passed and result.tests_passed > 0, capability
+
+
+class State(TypedDict):
+    items: Annotated[list[str], operator.add]
+    turns: int
+
+
+# -- one writer per thread ----------------------------------------------------------
+
+
+def config(thread: str, checkpoint_id: str | None = None) -> Any:
+    configurable = {"thread_id": thread, "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def checkpoint(n: int, messages: list[str]) -> Any:
+    return {
+        "v": 4,
+        "id": f"1ef-{n:08}",
+        "ts": "2026-12-01T00:00:00+00:00",
+        "channel_values": {"messages": list(messages), "count": n},
+        "channel_versions": {"messages": str(n), "count": str(n)},
+        "versions_seen": {},
+        "updated_channels": ["messages", "count"],
+    }
+
+
+def put(saver: InboxlogSaver, thread: str, n: int, messages: list[str], parent: Any = None) -> Any:
+    versions = {"messages": str(n), "count": str(n)}
+    target = config(thread, parent["configurable"]["checkpoint_id"] if parent else None)
+    return saver.put(target, checkpoint(n, messages), {"step": n}, versions)
+
+
+def test_a_second_saver_on_a_thread_is_refused_while_the_first_holds_it(
+    store: inboxlog.Store,
+) -> None:
+    with InboxlogSaver(store) as first, InboxlogSaver(store) as second:
+        put(first, "t", 1, ["a"])
+        with pytest.raises(inboxlog.LockedError):
+            second.get_tuple(config("t"))
+        with pytest.raises(inboxlog.LockedError):
+            put(second, "t", 2, ["a", "b"])
+        first.release("t")
+        tup = second.get_tuple(config("t"))
+        assert tup is not None and tup.checkpoint["channel_values"]["messages"] == ["a"]
+
+
+def test_a_takeover_fences_the_stuck_saver(postgres: inboxlog.Store) -> None:
+    stuck = InboxlogSaver(postgres)
+    done = put(stuck, "t", 1, ["a"])
+    with InboxlogSaver(postgres, takeover=True) as taker:
+        assert taker.get_tuple(config("t")) is not None
+        with pytest.raises(inboxlog.FencedError):
+            put(stuck, "t", 2, ["a", "b"], parent=done)
+        with pytest.raises(inboxlog.FencedError):
+            stuck.put_writes(config("t", "1ef-00000001"), [("x", 1)], "task")
+        put(taker, "t", 2, ["a", "c"], parent=done)
+        _, events = postgres.inspect("t")
+        assert [e["data"]["id"] for e in events if e["type"] == CHECKPOINT] == [
+            "1ef-00000001",
+            "1ef-00000002",
+        ]
+    stuck.close()
+
+
+# -- what a put stores ----------------------------------------------------------------
+
+
+def test_a_growing_list_is_stored_as_its_new_tail_and_read_back_whole(
+    store: inboxlog.Store,
+) -> None:
+    messages: list[str] = []
+    parent = None
+    with InboxlogSaver(store) as saver:
+        for n in range(1, 6):
+            messages = [*messages, f"m{n}"]
+            parent = put(saver, "t", n, messages, parent)
+        # Not a prefix of the last value: stored whole.
+        parent = put(saver, "t", 6, ["other"], parent)
+        for n in range(1, 6):
+            tup = saver.get_tuple(config("t", f"1ef-{n:08}"))
+            assert tup is not None
+            assert tup.checkpoint["channel_values"] == {
+                "messages": [f"m{i}" for i in range(1, n + 1)],
+                "count": n,
+            }
+        assert saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"] == ["other"]  # type: ignore[union-attr]
+        stored = [
+            e["data"]["values"]["messages"]
+            for e in saver.session("t").events()
+            if e["type"] == CHECKPOINT
+        ]
+    assert "blob" in stored[0] and "base" not in stored[0]
+    for n, entry in enumerate(stored[1:5], start=2):
+        assert entry["base"] == str(n - 1) and "blob" not in entry
+        assert saver._load(entry["tail"]) == [f"m{n}"]
+    assert "blob" in stored[5]
+    # Another saver (another worker) reads the same history from the log.
+    with InboxlogSaver(store) as again:
+        tup = again.get_tuple(config("t", "1ef-00000004"))
+        assert tup is not None and tup.checkpoint["channel_values"]["messages"] == [
+            "m1",
+            "m2",
+            "m3",
+            "m4",
+        ]
+        assert [t.checkpoint["id"] for t in again.list(config("t"), limit=2)] == [
+            "1ef-00000006",
+            "1ef-00000005",
+        ]
+
+
+def test_writes_already_stored_are_not_appended_again(store: inboxlog.Store) -> None:
+    with InboxlogSaver(store) as saver:
+        done = put(saver, "t", 1, ["a"])
+        saver.put_writes(done, [("messages", "b"), ("count", 2)], "task-1")
+        saver.put_writes(done, [("messages", "b"), ("count", 2)], "task-1")
+        saver.put_writes(done, [("__error__", "first")], "task-1")
+        saver.put_writes(done, [("__error__", "second")], "task-1")
+        kinds = [e["data"]["writes"] for e in saver.session("t").events() if e["type"] == WRITES]
+        assert [[w[:2] for w in ws] for ws in kinds] == [
+            [[0, "messages"], [1, "count"]],
+            [[-1, "__error__"]],
+            [[-1, "__error__"]],
+        ]
+        tup = saver.get_tuple(done)
+        assert tup is not None
+        assert sorted(tup.pending_writes) == sorted(
+            [("task-1", "messages", "b"), ("task-1", "count", 2), ("task-1", "__error__", "second")]
+        )
+
+
+def test_a_thread_that_does_not_exist_reads_as_nothing_and_deletes_as_a_no_op(
+    store: inboxlog.Store,
+) -> None:
+    with InboxlogSaver(store) as saver:
+        assert saver.get_tuple(config("nope")) is None
+        assert list(saver.list(config("nope"))) == []
+        saver.delete_thread("nope")
+        assert store.list() == []
+
+
+def test_the_constructor_refuses_what_is_not_a_store() -> None:
+    with pytest.raises(TypeError, match="expected an inboxlog.Store, got str"):
+        InboxlogSaver("logs")  # type: ignore[arg-type]
+
+
+def test_an_invalid_thread_id_is_refused(store: inboxlog.Store) -> None:
+    with InboxlogSaver(store) as saver, pytest.raises(inboxlog.InvalidInputError):
+        put(saver, "../escape", 1, ["a"])
+
+
+def test_in_memory_and_inboxlog_savers_agree_on_a_graph(store: inboxlog.Store) -> None:
+    def work(state: State) -> dict[str, Any]:
+        return {"items": [f"item-{state['turns']}"], "turns": state["turns"] + 1}
+
+    builder = StateGraph(State)
+    builder.add_node("work", work)
+    builder.add_edge(START, "work")
+    builder.add_edge("work", END)
+    results = []
+    with InboxlogSaver(store) as ours:
+        for saver in (InMemorySaver(), ours):
+            graph = builder.compile(checkpointer=saver)
+            cfg = config("g")
+            for turn in range(3):
+                graph.invoke({"items": [f"in-{turn}"], "turns": turn}, cfg)
+            history = [s.values for s in graph.get_state_history(cfg)]
+            results.append((graph.get_state(cfg).values, history))
+    assert results[0] == results[1]
+    assert results[0][0]["items"] == ["in-0", "item-0", "in-1", "item-1", "in-2", "item-2"]
