@@ -307,6 +307,14 @@ async def test_next_turn_input_waits_for_the_next_invoke_whose_first_step_claims
     assert [e[:2] for e in entered(events)[1:]] == [(2, 1), (2, 1)]
     assert entered(events)[1][2] == "later"
     assert turn_ends(events) == [{"kind": "completed"}] * 2
+    # One claim took both: pure deletions, nothing canceled or discarded.
+    removals = [
+        e["data"]
+        for e in events
+        if e["type"] == "agent/inbox/spliced" and e["data"].get("removedCount")
+    ]
+    assert removals[-1] == {"target": "next-turn", "start": 0, "removedCount": 2, "inserted": []}
+    assert not any(r.get("outcome") for r in removals)
     with store.open("chat") as log:
         assert not log.inbox.has_pending
 

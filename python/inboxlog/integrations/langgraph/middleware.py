@@ -297,7 +297,6 @@ class _Run:
         self.step_open = False
         self.logged: set[str] = set()
         self.continue_history = False
-        self.rest: list[Message] = []  # next-turn messages the first step takes with its claim
         self.state: list[AnyMessage] = []  # the state's messages at the last proposal
 
     def open(self, messages: Sequence[AnyMessage]) -> None:
@@ -309,6 +308,7 @@ class _Run:
         self.turn = self.log.open_turn()
         if new:
             inbox = self.log.inbox
+            inbox.receive()  # posts that arrived before this run come before its input
             queued = [inbox_message(m) for m in new]
             inbox.splice("next-turn", len(inbox.next_turn), 0, queued)
             self.logged.update(m["id"] for m in queued)
@@ -316,17 +316,14 @@ class _Run:
 
     def propose(self, messages: Sequence[AnyMessage]) -> Proposal:
         """Records what the agent added since the last step, ends that step, claims the
-        next one's input; at the first step the rest of ``next-turn`` joins the claim."""
+        next one's input: at the first step, the whole of ``next-turn`` (pending input
+        first, then the run's own), afterwards ``next-step``."""
         self.record(messages)
         self.state = list(messages)
         if self.step_open:
             self.log.end_step("continue")
             self.step_open = False
-        proposal = self.log.propose_step()
-        self.rest = list(self.log.inbox.next_turn) if proposal["step"] == 1 else []
-        if self.rest:
-            proposal = {**proposal, "messages": [*proposal["messages"], *self.rest]}
-        return proposal
+        return self.log.propose_step(whole_next_turn=True)
 
     def enter(self, decision: Decision) -> dict[str, Any] | None:
         """Records the decision; returns the state update that gives the model its input
@@ -337,7 +334,6 @@ class _Run:
             and not messages
             and self.continue_history
             and self.steps == 0
-            and not self.rest
         ):
             # A run without input continues from the history: its first step enters
             # this marker (no model input), as a turn's first step must enter something.
@@ -345,7 +341,6 @@ class _Run:
             decision = {"kind": "enter", "messages": [marker]}
         first = self.steps == 0
         decided = self.log.decide(decision)
-        self._take_rest()
         if decided["kind"] != "step":
             reason = decided["reason"]
             if reason.get("kind") == "blocked":
@@ -405,19 +400,6 @@ class _Run:
             return
         self.log.append(MESSAGES, {"messages": [message_to_dict(m) for m in new]})
         self.logged.update(m.id for m in new if m.id is not None)
-
-    def _take_rest(self) -> None:
-        """Removes the ``next-turn`` messages the first step took with its claim."""
-        if not self.rest:
-            return
-        ids = [m["id"] for m in self.rest]
-        self.rest = []
-        inbox = self.log.inbox
-        if [m["id"] for m in inbox.next_turn[: len(ids)]] == ids:
-            inbox.splice("next-turn", 0, len(ids), [])
-        else:
-            for id in ids:
-                inbox.remove(id)
 
 
 def conversation(events: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
