@@ -146,6 +146,8 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 	$(VPY) -m pip install --quiet "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "mypy>=1.10,<2" "ruff>=0.5"
 	@# The openai-agents extra's dependency, so its integration tests run (never skipped here).
 	$(VPY) -m pip install --quiet "openai-agents>=0.24,<0.25"
+	@# The pydantic-ai extra's dependency (the capability API of 2.68), for its tests and example.
+	$(VPY) -m pip install --quiet "pydantic-ai-slim>=2.68,<2.69"
 	touch $@
 
 # Python package and its tests (section owned by the Python layer). The package is
@@ -162,6 +164,9 @@ test-python: $(VENV)/.installed
 	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
 	cd python && ../$(VENV)/bin/pytest
 	cd "$$(mktemp -d)" && $(CURDIR)/$(VPY) $(CURDIR)/tests/readme_examples.py run-python $(CURDIR)/README.md
+	@# The Pydantic AI example (#23): a tool call, steering posted from another process, a
+	@# killed worker resumed; no network.
+	$(VPY) examples/pydantic_ai_steering.py "$$(mktemp -d)/sessions" > /dev/null
 
 # One log through both bindings: the wheel and the C library (via ctypes).
 test-e2e: c-lib $(VENV)/.installed

@@ -754,7 +754,7 @@ def test_the_example_runs(tmp_path: Path) -> None:
         "turn 1 ended: completed",
         "worker killed during its model request (exit -9)",
         "reopened: turn 2 ended interrupted",
-        "resumed: request sees 3 committed messages",
+        "resumed: request sees 7 committed messages",
         "turn 3 ended: completed",
     ]:
         assert line in done.stdout, done.stdout
