@@ -17,7 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,16 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def sync_loop() -> Iterator[None]:
+    """``run_sync`` leaves the event loop it made open, as the thread's current loop; it is
+    closed here, or its collection in a later test raises an unclosed-loop warning."""
+    yield
+    policy = asyncio.get_event_loop_policy()
+    policy.get_event_loop().close()
+    policy.set_event_loop(None)
 
 
 # -- a scripted model ------------------------------------------------------------------
@@ -546,6 +556,7 @@ async def test_iter_and_run_stream_are_one_turn_each(store: inboxlog.Store) -> N
     assert prompts_of(history[-2]) == ["Again?"] and isinstance(history[-1], ModelResponse)
 
 
+@pytest.mark.usefixtures("sync_loop")
 def test_run_sync_is_one_turn(tmp_path: Path) -> None:
     store = inboxlog.Store(tmp_path / "logs", durability="none")
     result = agent_with(TestModel(), store).run_sync("Weather in Paris?", conversation_id="c")
@@ -768,6 +779,7 @@ def readme_section() -> str:
     return block
 
 
+@pytest.mark.usefixtures("sync_loop")
 def test_the_readme_section_runs_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

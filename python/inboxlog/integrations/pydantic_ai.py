@@ -91,7 +91,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
     ) from error
 
 import inboxlog
-from inboxlog.types import Decision, Message
+from inboxlog.types import Decision, Message, Proposal
 
 MESSAGES = "pydantic-ai/messages"
 """The event type of messages added to the history: ``{"messages": [...]}``."""
@@ -165,58 +165,36 @@ class InboxlogCapability(AbstractCapability[Any]):
     ) -> AgentRunResult[Any]:
         """Opens the session and the turn, puts the stored history in front of the run,
         runs it, and ends the turn as the run ended."""
-        if isinstance(self.target, inboxlog.Session):
-            log, owned = self.target, False
-        else:
-            log = await _call(_open_or_create, self.target, ctx.conversation_id)
-            owned = True
+        given = list(ctx.messages)
+        run = await _call(
+            _Run.begin, self.target, ctx.conversation_id, self.plugins, ctx.prompt, given
+        )
+        self._run = run
         try:
-            run = self._run = _Run(log, self.plugins, ctx.prompt)
-            history = await _call(_read_history, log)
-            if history and ctx.messages:
-                raise ValueError(
-                    f'session "{log.id}" holds a history: run the agent without message_history='
-                )
-            turn = await _call(log.open_turn)  # refused while another run holds the session
-            run.number = turn
-            try:
-                if history:
-                    ctx.messages.extend(history)
-                elif ctx.messages:
-                    await _call(run.record, ctx.messages)  # a given history seeds the log
-                run.recorded = list(ctx.messages)
-                if ctx.prompt is not None:
-                    # Durable before any model call: after a crash it still waits in
-                    # next-turn for the next run.
-                    await _call(log.inbox.append, "next-turn", run.prompt_message())
-                elif log.inbox.has_pending and not _ends_with_request(ctx.messages):
-                    # No prompt, but input waits: a request for the first step to carry.
-                    run.placeholder = ModelRequest(parts=[])
-                    ctx.messages.append(run.placeholder)
-                result = await handler()
-            except TurnEndedError:
-                raise
-            except asyncio.CancelledError:
-                await _call(run.settle, run.history(ctx))
-                if log.current_turn == turn:
-                    await _call(log.cancel, {"kind": "user"}, self.keep_inbox_on_cancel)
-                raise
-            except (IncompleteToolCall, OutputTokenLimitExceeded) as error:
-                await _call(run.settle, run.history(ctx))
-                await _call(run.end_turn, "max-tokens", error)
-                raise
-            except Exception as error:
-                await _call(run.settle, run.history(ctx))
-                if log.current_turn == turn:
-                    await _call(log.fail, _error_reason(error))
-                raise
-            await _call(run.settle, result.all_messages())
-            await _call(run.end_turn, run.outcome(), None)
+            ctx.messages[:0] = run.loaded
+            run.recorded = list(ctx.messages)
+            if ctx.prompt is None and run.pending and not _ends_with_request(ctx.messages):
+                # No prompt, but input waits: a request for the first step to carry.
+                run.placeholder = ModelRequest(parts=[])
+                ctx.messages.append(run.placeholder)
+            result = await handler()
+        except TurnEndedError:
+            raise
+        except asyncio.CancelledError:
+            await _call(run.finish_aborted, run.history(ctx), self.keep_inbox_on_cancel)
+            raise
+        except (IncompleteToolCall, OutputTokenLimitExceeded) as error:
+            await _call(run.finish, run.history(ctx), "max-tokens", error)
+            raise
+        except Exception as error:
+            await _call(run.finish_failed, run.history(ctx), error)
+            raise
+        else:
+            await _call(run.finish, result.all_messages(), run.outcome(), None)
             return result
         finally:
             self._run = None
-            if owned:
-                log.close()
+            await _call(run.release)
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
@@ -224,7 +202,6 @@ class InboxlogCapability(AbstractCapability[Any]):
         """The step boundary: claims the inbox's input, asks the plugins, records the
         step and adds the messages that entered to the request about to be sent."""
         run = self._active()
-        await _call(run.end_open_step, "continue")
         entered = await run.enter_step()
         target = ctx.messages[-1] if ctx.messages else None
         shared = (
@@ -251,7 +228,9 @@ class InboxlogCapability(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         """Appends the prepared request (and what came before it) to the log, before the
         model is called."""
-        await _call(self._active().record_new, ctx.messages)
+        run = self._active()
+        if run.has_new(ctx.messages):  # a further attempt at the same request has none
+            await _call(run.record_new, ctx.messages)
         return request_context
 
     async def after_node_run(
@@ -265,13 +244,11 @@ class InboxlogCapability(AbstractCapability[Any]):
             run.last_response = next(
                 (m for m in reversed(ctx.messages) if isinstance(m, ModelResponse)), None
             )
-        if isinstance(result, End) and run.step_open:
-            await _call(run.record_new, ctx.messages)
-            if await _call(run.steering_pending):
-                await _call(run.end_open_step, run.outcome())
-                request = ModelRequest(parts=[])
-                run.placeholder = request
-                return ModelRequestNode(request=request)
+        steer = isinstance(result, End) and run.step_open
+        if steer and await _call(run.steer_at_end, ctx.messages):
+            request = ModelRequest(parts=[])
+            run.placeholder = request
+            return ModelRequestNode(request=request)
         return result
 
     def _active(self) -> _Run:
@@ -283,15 +260,64 @@ class InboxlogCapability(AbstractCapability[Any]):
 
 
 class _Run:
-    """One run's turn: the session, the step state and what of the history is in the log."""
+    """One run's turn: the session, the step state and what of the history is in the log.
+
+    Its methods without ``async`` do the log's blocking work; the hooks run each in one
+    worker-thread call (``_call``), never on the event loop.
+    """
+
+    @classmethod
+    def begin(
+        cls,
+        target: inboxlog.Store | inboxlog.Session,
+        conversation_id: str,
+        plugins: list[inboxlog.AsyncListener],
+        prompt: Any,
+        given: list[ModelMessage],
+    ) -> _Run:
+        """Opens the session (unless given one), reads its history and opens the turn;
+        the run's prompt then enters ``next-turn``, durable before any model call, so
+        after a crash it still waits there for the next run."""
+        if isinstance(target, inboxlog.Session):
+            log, owned = target, False
+        else:
+            log, owned = _open_or_create(target, conversation_id), True
+        try:
+            loaded = fold_messages(log.events())
+            if loaded and given:
+                raise ValueError(
+                    f'session "{log.id}" holds a history: run the agent without message_history='
+                )
+            run = cls(log, owned, plugins, prompt, loaded)
+            run.number = log.open_turn()  # refused while another run holds the session
+        except BaseException:
+            if owned:
+                log.close()
+            raise
+        try:
+            if given:
+                run.record(given)  # a given history seeds the log
+            if prompt is not None:
+                log.inbox.append("next-turn", run.prompt_message())
+            run.pending = log.inbox.has_pending
+        except BaseException as error:
+            run.finish_failed([], error)
+            run.release()
+            raise
+        return run
 
     def __init__(
         self,
         log: inboxlog.Session,
+        owned: bool,
         plugins: list[inboxlog.AsyncListener],
         prompt: Any,
+        loaded: list[ModelMessage],
     ) -> None:
         self.log = log
+        self.owned = owned
+        self.loaded = loaded
+        self.pending = False
         self.plugins = plugins
         self.prompt = prompt
         self.prompt_id = f"input-{uuid.uuid4().hex}"
@@ -313,9 +339,7 @@ class _Run:
     async def enter_step(self) -> list[Message]:
         """Proposes, decides and records the next step; returns the messages that entered."""
         first = self.steps == 0
-        if first:
-            await _call(self._gather_next_turn)
-        proposal = await _call(self.log.propose_step)
+        proposal = await _call(self._propose)
         decision: Decision = await inboxlog.pre_step_async(proposal, self.plugins)
         if decision["kind"] == "enter":
             decision = {"kind": "enter", "messages": _unbundle(decision["messages"])}
@@ -333,6 +357,14 @@ class _Run:
         self.step_open = True
         self.steps += 1
         return decision["messages"] if decision["kind"] == "enter" else []
+
+    def _propose(self) -> Proposal:
+        """Ends the step the previous request owed (``continue``) and claims the input
+        of the next one (one worker-thread call for both)."""
+        self.end_open_step("continue")
+        if self.steps == 0:
+            self._gather_next_turn()
+        return self.log.propose_step()
 
     def _gather_next_turn(self) -> None:
         """Makes the first claim take all of ``next-turn``: the protocol claims its first
@@ -374,13 +406,43 @@ class _Run:
             self.log.end_step(outcome)
             self.step_open = False
 
-    def steering_pending(self) -> bool:
+    def steer_at_end(self, messages: list[ModelMessage]) -> bool:
+        """At an ``End``: records the history, takes posted input in and, when
+        ``next-step`` holds some, ends the step so that one more request can take it."""
+        self.record_new(messages)
         self.log.inbox.receive()
-        return bool(self.log.inbox.next_step)
+        if not self.log.inbox.next_step:
+            return False
+        self.end_open_step(self.outcome())
+        return True
 
     def outcome(self) -> Any:
         last = self.last_response
         return "max-tokens" if last is not None and last.finish_reason == "length" else "completed"
+
+    def finish(
+        self, messages: list[ModelMessage], outcome: Any, error: BaseException | None
+    ) -> None:
+        """Records the rest of the history and ends the turn with ``outcome``."""
+        self.settle(messages)
+        self.end_turn(outcome, error)
+
+    def finish_failed(self, messages: list[ModelMessage], error: BaseException) -> None:
+        """Records the rest of the history and ends the turn ``error``."""
+        self.settle(messages)
+        if self.log.current_turn == self.number:
+            self.log.fail(_error_reason(error))
+
+    def finish_aborted(self, messages: list[ModelMessage], keep_inbox: bool) -> None:
+        """Records the rest of the history and ends the turn ``aborted``."""
+        self.settle(messages)
+        if self.log.current_turn == self.number:
+            self.log.cancel({"kind": "user"}, keep_inbox)
+
+    def release(self) -> None:
+        """Closes the session if this run opened it."""
+        if self.owned:
+            self.log.close()
 
     def end_turn(self, outcome: Any, error: BaseException | None) -> None:
         """Ends the last step with ``outcome`` and closes the turn; with no step at all,
@@ -412,6 +474,11 @@ class _Run:
         data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
         self.log.append(kind, {"messages": data})
 
+    def has_new(self, messages: list[ModelMessage]) -> bool:
+        """Whether the history differs from what the log holds (checked on the loop)."""
+        done = self.recorded
+        return len(messages) != len(done) or (bool(done) and messages[-1] is not done[-1])
+
     def record_new(self, messages: list[ModelMessage]) -> None:
         """Appends what the history gained since the last record; the whole history when
         a hook rewrote what was already recorded."""
@@ -436,7 +503,7 @@ class _Run:
         step filled."""
         if self.placeholder is not None and not self.placeholder.parts:
             messages = [m for m in messages if m is not self.placeholder]
-        if not self.log.closed:
+        if messages and not self.log.closed:
             self.record_new(messages)
 
 
@@ -477,10 +544,6 @@ def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
         elif kind == HISTORY:
             messages = list(event["data"]["messages"])
     return messages
-
-
-def _read_history(log: inboxlog.Session) -> list[ModelMessage]:
-    return fold_messages(log.events())
 
 
 def _unbundle(messages: Sequence[Message]) -> list[Message]:
