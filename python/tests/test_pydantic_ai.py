@@ -17,7 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -407,6 +407,36 @@ async def test_a_plugin_that_rejects_the_first_step_blocks_the_turn_before_the_m
     assert inboxlog.fold_consumed_work(events)["end"] is not None
 
 
+async def test_steering_during_run_streams_final_response_waits_for_the_next_run(
+    store: inboxlog.Store,
+) -> None:
+    """Pydantic AI runs no node hook for run_stream's final response, so no request can
+    carry steering that arrives then: it moves to the front of next-turn."""
+    session = store.create("chat")
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        if len(messages) == 1:
+            session.inbox.append("next-step", {"id": "late", "content": "And tomorrow?"})
+            yield "Sunny."
+        else:
+            yield "Rain tomorrow."
+
+    agent: Agent[None, str] = Agent(
+        FunctionModel(stream_function=stream), capabilities=[InboxlogCapability(session)]
+    )
+    async with agent.run_stream("Weather?") as streamed:
+        assert await streamed.get_output() == "Sunny."
+    assert turn_ends(session.events()) == [{"kind": "completed"}]
+    assert [m["id"] for m in session.inbox.next_turn] == ["late"]
+    assert not session.inbox.next_step
+
+    async with agent.run_stream() as streamed:
+        assert await streamed.get_output() == "Rain tomorrow."
+    assert entered(session.events())[-1] == (2, 1, "late")
+    assert turn_ends(session.events()) == [{"kind": "completed"}] * 2
+    session.close()
+
+
 # -- endings ---------------------------------------------------------------------------------
 
 
@@ -443,6 +473,30 @@ async def test_a_tool_call_cut_at_the_token_limit_ends_max_tokens_and_propagates
     assert turn_ends(events) == [{"kind": "max-tokens"}]
     assert 1 < len(script.seen) < 5
     assert round_trip([cut])[0] in fold_messages(events)
+
+
+async def test_a_length_stop_with_steering_pending_ends_the_turn_error(
+    store: inboxlog.Store,
+) -> None:
+    """The length error propagates, so no request takes the steering: the turn cannot
+    conclude max-tokens with input pending, it ends error and the input stays."""
+    session = store.create("chat")
+    cut = ModelResponse(parts=[ToolCallPart("weather", '{"city": "Par')], finish_reason="length")
+    calls: list[str] = []
+
+    async def cut_while_steering_arrives() -> ModelResponse:
+        calls.append(f"s{len(calls)}")
+        session.inbox.append("next-step", {"id": calls[-1], "content": "Hurry."})
+        return cut
+
+    script = Script(*[cut_while_steering_arrives] * 5)
+    with pytest.raises(IncompleteToolCall):
+        await agent_with(script.model, session).run("Weather?")
+    (reason,) = turn_ends(session.events())
+    assert reason["kind"] == "error" and reason["error"]["code"] == "IncompleteToolCall"
+    assert [m["id"] for m in session.inbox.next_step] == [calls[-1]]
+    assert [i for _, _, i in entered(session.events())][1:] == calls[:-1]
+    session.close()
 
 
 async def test_cancellation_ends_the_turn_aborted(store: inboxlog.Store) -> None:

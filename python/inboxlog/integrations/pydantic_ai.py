@@ -64,7 +64,7 @@ from typing import Any, TypeVar
 
 try:
     from pydantic import TypeAdapter
-    from pydantic_ai.agent import ModelRequestNode
+    from pydantic_ai.agent import CallToolsNode, ModelRequestNode
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.capabilities.abstract import AgentNode, NodeResult, WrapRunHandler
     from pydantic_ai.exceptions import IncompleteToolCall, OutputTokenLimitExceeded
@@ -244,7 +244,9 @@ class InboxlogCapability(AbstractCapability[Any]):
             run.last_response = next(
                 (m for m in reversed(ctx.messages) if isinstance(m, ModelResponse)), None
             )
-        steer = isinstance(result, End) and run.step_open
+        # Only a CallToolsNode's End: run_stream ends on a node of its own (its result is
+        # already handed out, so no request could follow).
+        steer = isinstance(result, End) and isinstance(node, CallToolsNode) and run.step_open
         if steer and await _call(run.steer_at_end, ctx.messages):
             request = ModelRequest(parts=[])
             run.placeholder = request
