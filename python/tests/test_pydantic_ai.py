@@ -224,6 +224,44 @@ async def test_the_next_run_continues_from_the_log_without_message_history(
     assert turn_ends(log_of(store)) == [{"kind": "completed"}] * 2
 
 
+async def test_a_run_sees_what_other_writers_added_since_its_last_run(
+    store: inboxlog.Store,
+) -> None:
+    """A capability keeps the history between its runs; another writer's turns, and a
+    history rewritten by one, still reach it from the log."""
+    ours = Script(say("one"), say("three"), say("five"))
+    theirs = Script(say("two"), say("four"))
+    ours_agent = agent_with(ours.model, store)
+    their_agent: Agent[None, str] = Agent(
+        theirs.model,
+        capabilities=[InboxlogCapability(store), ProcessHistory(lambda ms: ms[-1:])],
+    )
+    await ours_agent.run("1", conversation_id="chat")
+    await agent_with(theirs.model, store).run("2", conversation_id="chat")  # another worker
+    third = await ours_agent.run("3", conversation_id="chat")
+    assert [prompts_of(m) for m in ours.seen[1] if isinstance(m, ModelRequest)] == [
+        ["1"],
+        ["2"],
+        ["3"],
+    ]
+    assert fold_messages(log_of(store)) == round_trip(third.all_messages())
+
+    await their_agent.run("4", conversation_id="chat")  # rewrites the history to its request
+    fifth = await ours_agent.run("5", conversation_id="chat")
+    assert [prompts_of(m) for m in ours.seen[2] if isinstance(m, ModelRequest)] == [["4"], ["5"]]
+    assert fold_messages(log_of(store)) == round_trip(fifth.all_messages())
+
+
+async def test_a_session_deleted_and_created_again_is_read_afresh(store: inboxlog.Store) -> None:
+    script = Script(say("one"), say("two"))
+    agent = agent_with(script.model, store)
+    await agent.run("1", conversation_id="chat")
+    store.delete("chat")
+    store.create("chat").close()
+    await agent.run("2", conversation_id="chat")
+    assert [prompts_of(m) for m in script.seen[1] if isinstance(m, ModelRequest)] == [["2"]]
+
+
 async def test_history_survives_a_restart_and_equals_the_message_history_round_trip(
     tmp_path: Path,
 ) -> None:

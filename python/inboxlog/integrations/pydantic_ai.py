@@ -58,6 +58,7 @@ moved back to ``next-turn``) instead of getting one more request.
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -148,6 +149,7 @@ class InboxlogCapability(AbstractCapability[Any]):
         self.plugins = list(plugins)
         self.keep_inbox_on_cancel = keep_inbox_on_cancel
         self._run: _Run | None = None
+        self._histories = _Histories()
 
     @property
     def session(self) -> inboxlog.Session | None:
@@ -156,9 +158,11 @@ class InboxlogCapability(AbstractCapability[Any]):
 
     async def for_run(self, ctx: RunContext[Any]) -> InboxlogCapability:
         """A fresh instance per run: each run keeps its turn's state apart."""
-        return InboxlogCapability(
+        fresh = InboxlogCapability(
             self.target, plugins=self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel
         )
+        fresh._histories = self._histories  # shared by the runs of this capability
+        return fresh
 
     async def wrap_run(
         self, ctx: RunContext[Any], *, handler: WrapRunHandler
@@ -167,7 +171,13 @@ class InboxlogCapability(AbstractCapability[Any]):
         runs it, and ends the turn as the run ended."""
         given = list(ctx.messages)
         run = await _call(
-            _Run.begin, self.target, ctx.conversation_id, self.plugins, ctx.prompt, given
+            _Run.begin,
+            self.target,
+            ctx.conversation_id,
+            self.plugins,
+            ctx.prompt,
+            given,
+            self._histories,
         )
         self._run = run
         try:
@@ -276,6 +286,7 @@ class _Run:
         plugins: list[inboxlog.AsyncListener],
         prompt: Any,
         given: list[ModelMessage],
+        histories: _Histories,
     ) -> _Run:
         """Opens the session (unless given one), reads its history and opens the turn;
         the run's prompt then enters ``next-turn``, durable before any model call, so
@@ -285,12 +296,13 @@ class _Run:
         else:
             log, owned = _open_or_create(target, conversation_id), True
         try:
-            loaded = fold_messages(log.events())
+            loaded = histories.load(log)
             if loaded and given:
                 raise ValueError(
                     f'session "{log.id}" holds a history: run the agent without message_history='
                 )
             run = cls(log, owned, plugins, prompt, loaded)
+            run.histories = histories
             run.number = log.open_turn()  # refused while another run holds the session
         except BaseException:
             if owned:
@@ -319,6 +331,7 @@ class _Run:
         self.log = log
         self.owned = owned
         self.loaded = loaded
+        self.histories: _Histories | None = None
         self.pending = False
         self.plugins = plugins
         self.prompt = prompt
@@ -428,6 +441,8 @@ class _Run:
         """Records the rest of the history and ends the turn with ``outcome``."""
         self.settle(messages)
         self.end_turn(outcome, error)
+        if error is None and self.histories is not None:
+            self.histories.keep(self.log, self.recorded)
 
     def finish_failed(self, messages: list[ModelMessage], error: BaseException) -> None:
         """Records the rest of the history and ends the turn ``error``."""
@@ -507,6 +522,40 @@ class _Run:
             messages = [m for m in messages if m is not self.placeholder]
         if messages and not self.log.closed:
             self.record_new(messages)
+
+
+class _Histories:
+    """The history each session's last run left, kept between the runs of one capability
+    so that a run reads only what other writers appended since, not the whole log.
+
+    A run takes its session's entry (so a failed run leaves none) and a run that
+    completed puts back what it wrote, with the seq of the log's last event then and the
+    header's ``createdAt`` (a session deleted and created again is read afresh).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_id: dict[str, tuple[int | None, int, list[ModelMessage]]] = {}
+
+    def load(self, log: inboxlog.Session) -> list[ModelMessage]:
+        with self._lock:
+            kept = self._by_id.pop(log.id, None)
+        if kept is None:
+            return fold_messages(log.events())
+        seq, created, messages = kept
+        last = log.last_seq
+        if seq is None or created != log.header["createdAt"] or last is None or last < seq:
+            return fold_messages(log.events())
+        if last == seq:
+            return list(messages)
+        tail = log.events(seq + 1)
+        if any(e["type"] == HISTORY for e in tail):
+            return fold_messages(log.events())
+        return [*messages, *fold_messages(tail)]
+
+    def keep(self, log: inboxlog.Session, messages: list[ModelMessage]) -> None:
+        with self._lock:
+            self._by_id[log.id] = (log.last_seq, log.header["createdAt"], list(messages))
 
 
 def message_parts(message: Message) -> list[ModelRequestPart]:
