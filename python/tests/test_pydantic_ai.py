@@ -443,6 +443,7 @@ async def test_a_plugin_that_rejects_the_first_step_blocks_the_turn_before_the_m
     events = log_of(store)
     assert turn_ends(events) == [{"kind": "blocked"}]
     assert inboxlog.fold_consumed_work(events)["end"] is not None
+    assert fold_messages(events) == []  # the rejected prompt is in no history
 
 
 async def test_steering_during_run_streams_final_response_waits_for_the_next_run(
@@ -765,6 +766,12 @@ async def test_an_adopted_session_is_left_open(store: inboxlog.Store) -> None:
 def test_constructor_refusals() -> None:
     with pytest.raises(TypeError, match="expected an inboxlog.Store or inboxlog.Session"):
         InboxlogCapability("logs")  # type: ignore[arg-type]
+
+
+async def test_a_hook_called_outside_a_run_is_refused(store: inboxlog.Store) -> None:
+    capability = InboxlogCapability(store)
+    with pytest.raises(RuntimeError, match="a hook ran outside a run"):
+        await capability.after_node_run(None, node=None, result=None)  # type: ignore[arg-type]
 
 
 def test_message_parts_and_fold_messages() -> None:

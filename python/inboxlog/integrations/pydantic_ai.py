@@ -29,6 +29,8 @@ session already open. Every way of running the agent (``run``, ``run_sync``, ``i
   event holding the whole new history. :func:`fold_messages` reads the history back;
   the capability puts it in front of the run, so a run needs no ``message_history=``,
   and a run resumed on another worker after a crash sees exactly what was committed.
+  Between the runs of one capability the history stays in memory: a run reads only the
+  events appended since its last run (by another worker, say), not the whole log.
 - Each model request is one step, taken through the step-boundary protocol in
   ``before_model_request``: ``propose_step`` claims the inbox's input (at the first
   request all of ``next-turn``: what was pending first, then the run's own prompt;
@@ -266,7 +268,7 @@ class InboxlogCapability(AbstractCapability[Any]):
     def _active(self) -> _Run:
         if self._run is None:
             raise RuntimeError(
-                "InboxlogCapability: a hook ran outside the run (wrap_run was skipped)"
+                "InboxlogCapability: a hook ran outside a run (its wrap_run was skipped)"
             )
         return self._run
 
