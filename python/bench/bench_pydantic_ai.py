@@ -1,7 +1,7 @@
 """What InboxlogCapability adds to a Pydantic AI model request (issue #23: at most 1 ms
 per request on a JSONL store with ``sync`` durability, beyond the appends' own fsync).
 
-    .venv/bin/python python/bench/bench_pydantic_ai.py [--quick]
+    .venv/bin/python python/bench/bench_pydantic_ai.py [--quick | --parts]
 
 The same agent (``FunctionModel``, one tool call then an answer: two model requests per
 run) runs conversations of ``RUNS`` runs each, taking turns between:
@@ -22,6 +22,9 @@ writes × (sync ``append`` − none ``append``), in wall-clock time; and the cap
 own work as CPU time (``time.process_time``, every thread), ``sync`` − ``plain`` and
 ``none`` − ``plain``, which waiting for the disk does not count and a busy machine
 disturbs far less than wall-clock time.
+
+Last, the parts of the log work a request does, each timed alone in CPU time
+(``--parts``: only these).
 
 Each figure is the best of a few rounds, the sides taking turns, so the machine's noise
 weighs on all alike.
@@ -239,5 +242,36 @@ def main() -> None:
     )
 
 
+def parts() -> None:
+    """What a model request's log work is made of, each timed alone in CPU time."""
+    response = ModelResponse(parts=[ToolCallPart("weather", {"city": "Paris"})])
+    data = {"messages": ModelMessagesTypeAdapter.dump_python([response], mode="json")}
+    session = inboxlog.Store.memory().create("parts")
+
+    def cpu(fn: Callable[[], object], n: int = 2000) -> float:
+        best = float("inf")
+        for _ in range(5):
+            start = time.process_time()
+            for _ in range(n):
+                fn()
+            best = min(best, (time.process_time() - start) / n)
+        return best * 1e6
+
+    async def hops(n: int) -> float:
+        start = time.process_time()
+        for _ in range(n):
+            await asyncio.to_thread(int)
+        return (time.process_time() - start) / n * 1e6
+
+    hop = min(asyncio.run(hops(2000)) for _ in range(3))
+    dump = cpu(lambda: ModelMessagesTypeAdapter.dump_python([response], mode="json"))
+    append = cpu(lambda: session.append("pydantic-ai/messages", data))
+    print(f"parts, CPU: a worker-thread call (asyncio.to_thread) {hop:.1f} us")
+    print(f"parts, CPU: ModelMessagesTypeAdapter.dump_python of one response {dump:.1f} us")
+    print(f"parts, CPU: an append of it to a memory store {append:.1f} us")
+
+
 if __name__ == "__main__":
-    main()
+    if "--parts" not in sys.argv:
+        main()
+    parts()
