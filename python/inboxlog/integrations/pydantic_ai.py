@@ -36,17 +36,20 @@ session already open. Every way of running the agent (``run``, ``run_sync``, ``i
   request all of ``next-turn``: what was pending first, then the run's own prompt;
   later, everything in ``next-step``, including what ``store.post`` delivered from other
   processes), the pre-step ``plugins`` decide (:func:`inboxlog.pre_step_async`) and
-  ``decide`` records the step and its ``user/message`` events. The messages that
-  entered become ``UserPromptPart``\\ s of the request about to be sent, so the model
-  sees them in that request and the history keeps them, exactly once; the request's
-  ``metadata["inboxlog"]["messages"]`` lists their inbox ids.
+  ``decide`` records the step and its ``user/message`` events. (The protocol's first
+  claim takes one ``next-turn`` message, so several are first replaced by one bundle, a
+  replacing splice that keeps the work pending, which the decision unpacks.) The
+  messages that entered become ``UserPromptPart`` parts of the request about to be
+  sent, so the model sees them in that request and the history keeps them, exactly
+  once; the request's ``metadata["inboxlog"]["messages"]`` lists their inbox ids.
 - When the agent would end while ``next-step`` holds input, the capability sends it one
   more request carrying that input (``after_node_run`` turns the ``End`` into a
   ``ModelRequestNode``), as Pydantic AI's own ``enqueue(..., priority="asap")`` does;
   ``next-turn`` input waits for the next run.
 - ``turn/end``: ``completed`` when the run returns; ``max-tokens`` when the last response
   stopped for length (``finish_reason == "length"``: returned, or raised as
-  ``IncompleteToolCall`` / ``OutputTokenLimitExceeded``, which propagate); ``blocked``
+  ``IncompleteToolCall`` / ``OutputTokenLimitExceeded``, which propagate; ``error``
+  instead when ``next-step`` input is pending then, as no request can take it); ``blocked``
   when a plugin rejects a step (:class:`StepRejectedError`); ``error`` on any other
   exception (re-raised); ``aborted`` when the run is cancelled. A process killed mid-run
   leaves the turn open; the next open of the session closes it ``interrupted`` and a run
