@@ -554,13 +554,16 @@ async def test_cancellation_ends_the_turn_aborted(store: inboxlog.Store) -> None
     )
     task = asyncio.create_task(agent.run("Weather?"))
     await calling.wait()
+    session.inbox.append("next-turn", {"id": "kept", "content": "meanwhile"})
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     events = session.events()
     assert turn_ends(events) == [{"kind": "aborted", "reason": {"kind": "user"}}]
-    assert [m["id"] for m in session.inbox.next_turn] == []  # both claimed by step 1
-    # The default clears the inbox; keep_inbox_on_cancel kept what arrived meanwhile.
+    # "queued" and the prompt were claimed by step 1; what came after was kept.
+    assert [i for _, _, i in entered(events)][:1] == ["queued"]
+    assert [m["id"] for m in session.inbox.next_turn] == ["kept"]
+    # Without keep_inbox_on_cancel a cancelled run clears the inbox.
     session.inbox.append("next-step", {"id": "x", "content": "steer"})
     calling.clear()
     script.replies.append(block)
