@@ -150,6 +150,8 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 	@# which tests/test_langgraph_saver.py runs on every store.
 	$(VPY) -m pip install --quiet "langchain>=1.5,<1.6" "langgraph>=1.2,<1.3" \
 		"langgraph-checkpoint>=4.3,<4.4" "langgraph-checkpoint-conformance==0.0.2"
+	@# The pydantic-ai extra's dependency (the capability API of 2.68), for its tests and example.
+	$(VPY) -m pip install --quiet "pydantic-ai-slim>=2.68,<2.69"
 	touch $@
 
 # Python package and its tests (section owned by the Python layer). The package is
@@ -166,6 +168,9 @@ test-python: $(VENV)/.installed
 	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
 	cd python && ../$(VENV)/bin/pytest
 	cd "$$(mktemp -d)" && $(CURDIR)/$(VPY) $(CURDIR)/tests/readme_examples.py run-python $(CURDIR)/README.md
+	@# The Pydantic AI example (#23): a tool call, steering posted from another process, a
+	@# killed worker resumed; no network.
+	$(VPY) examples/pydantic_ai_steering.py "$$(mktemp -d)/sessions" > /dev/null
 
 # One log through both bindings: the wheel and the C library (via ctypes).
 test-e2e: c-lib $(VENV)/.installed

@@ -5,4 +5,6 @@ Each adapter is a submodule that imports its framework only when imported itself
 
 - :mod:`inboxlog.integrations.openai_agents`: the OpenAI Agents SDK (``openai-agents``,
   the ``openai-agents`` extra).
+- :mod:`inboxlog.integrations.pydantic_ai`: Pydantic AI (``pydantic-ai-slim``, the
+  ``pydantic-ai`` extra).
 """

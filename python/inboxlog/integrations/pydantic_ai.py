@@ -1,0 +1,648 @@
+"""Pydantic AI on an inboxlog session: its message history, its turns, its steering.
+
+    pip install "./python[pydantic-ai]"
+
+    import inboxlog
+    from pydantic_ai import Agent
+    from inboxlog.integrations.pydantic_ai import InboxlogCapability
+
+    agent = Agent(model, capabilities=[InboxlogCapability(inboxlog.Store("sessions"))])
+    result = await agent.run("What's the weather in Paris?", conversation_id="chat-1")
+
+Written against ``pydantic-ai-slim`` 2.68, whose capability API has every hook this
+module uses (``for_run``, ``wrap_run``, ``before_model_request``,
+``prepare_model_request``, ``after_node_run``). :class:`InboxlogCapability` is an
+``AbstractCapability``; the run's ``conversation_id`` names the session (the capability
+opens it, creating it when it does not exist, for the length of the run and closes it
+after, so one worker writes it at a time), or ``InboxlogCapability(session)`` uses a
+session already open. Every way of running the agent (``run``, ``run_sync``, ``iter``,
+``run_stream``) is one inboxlog turn:
+
+- ``turn/start`` when the run starts; then the run's prompt is appended to the inbox's
+  ``next-turn`` (durable before any model sees it, so a crash loses nothing).
+- The message history comes from the log: every message Pydantic AI adds to the run's
+  history is appended as a ``pydantic-ai/messages`` event ``{"messages": [...]}``
+  (``ModelMessagesTypeAdapter``'s JSON): each request once it is prepared, before the
+  model is called (with the tool results and the steering it carries), each response as
+  soon as it is in the history, the rest when the run ends. A hook that rewrote earlier
+  history (a history processor, compaction) is recorded as one ``pydantic-ai/history``
+  event holding the whole new history. :func:`fold_messages` reads the history back;
+  the capability puts it in front of the run, so a run needs no ``message_history=``,
+  and a run resumed on another worker after a crash sees exactly what was committed.
+  Between the runs of one capability the history stays in memory: a run reads only the
+  events appended since its last run (by another worker, say), not the whole log.
+- Each model request is one step, taken through the step-boundary protocol in
+  ``before_model_request``: ``propose_step`` claims the inbox's input (at the first
+  request all of ``next-turn``: what was pending first, then the run's own prompt;
+  later, everything in ``next-step``, including what ``store.post`` delivered from other
+  processes), the pre-step ``plugins`` decide (:func:`inboxlog.pre_step_async`) and
+  ``decide`` records the step and its ``user/message`` events (the first request's
+  claim is ``propose_step(whole_next_turn=True)``: pure claims, nothing canceled). The
+  messages that entered become ``UserPromptPart`` parts of the request about to be
+  sent, so the model sees them in that request and the history keeps them, exactly
+  once; the request's ``metadata["inboxlog"]["messages"]`` lists their inbox ids.
+- When the agent would end while ``next-step`` holds input, the capability sends it one
+  more request carrying that input (``after_node_run`` turns the ``End`` into a
+  ``ModelRequestNode``), as Pydantic AI's own ``enqueue(..., priority="asap")`` does;
+  ``next-turn`` input waits for the next run.
+- ``turn/end``: ``completed`` when the run returns; ``max-tokens`` when the last response
+  stopped for length (``finish_reason == "length"``: returned, or raised as
+  ``IncompleteToolCall`` / ``OutputTokenLimitExceeded``, which propagate; ``error``
+  instead when ``next-step`` input is pending then, as no request can take it); ``blocked``
+  when a plugin rejects a step (:class:`StepRejectedError`); ``error`` on any other
+  exception (re-raised); ``aborted`` when the run is cancelled. A process killed mid-run
+  leaves the turn open; the next open of the session closes it ``interrupted`` and a run
+  with no prompt continues from the stored history.
+
+Under ``run_stream`` Pydantic AI runs no node hook for the final streamed response, so a
+steering message that arrives during that last response cannot get one more request:
+the turn ends ``aborted`` (cause ``hook``) with the inbox kept, and the next run's first
+request takes that message first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+try:
+    from pydantic import TypeAdapter
+    from pydantic_ai.agent import CallToolsNode, ModelRequestNode
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.capabilities.abstract import AgentNode, NodeResult, WrapRunHandler
+    from pydantic_ai.exceptions import IncompleteToolCall, OutputTokenLimitExceeded
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelRequestPart,
+        ModelResponse,
+        UserPromptPart,
+    )
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.run import AgentRunResult
+    from pydantic_ai.tools import RunContext
+    from pydantic_graph import End
+except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subprocess
+    if error.name not in ("pydantic_ai", "pydantic_graph", "pydantic") and not (
+        error.name or ""
+    ).startswith(("pydantic_ai.", "pydantic_graph.")):
+        raise
+    raise ImportError(
+        "inboxlog.integrations.pydantic_ai needs the pydantic-ai-slim package: "
+        'pip install "inboxlog[pydantic-ai]"'
+    ) from error
+
+import inboxlog
+from inboxlog.types import Decision, Message, Proposal
+
+MESSAGES = "pydantic-ai/messages"
+"""The event type of messages added to the history: ``{"messages": [...]}``."""
+HISTORY = "pydantic-ai/history"
+"""The event type of a rewritten history, replacing all before it: ``{"messages": [...]}``."""
+
+_T = TypeVar("_T")
+_USER_PROMPT: TypeAdapter[UserPromptPart] = TypeAdapter(UserPromptPart)
+
+
+class TurnEndedError(Exception):
+    """The step boundary ended the turn, so the run stopped before its next model request.
+
+    ``turn`` is the turn, ``reason`` its ``turn/end`` reason (e.g. ``{"kind":
+    "completed"}`` when the plugins entered no input at all).
+    """
+
+    def __init__(self, turn: int, reason: dict[str, Any]) -> None:
+        super().__init__(f"turn {turn} ended at a step boundary: {reason.get('kind')}")
+        self.turn = turn
+        self.reason = reason
+
+
+class StepRejectedError(TurnEndedError):
+    """A pre-step plugin rejected the step: the turn ended ``blocked`` and the model was
+    not called with the rejected input."""
+
+
+class InboxlogCapability(AbstractCapability[Any]):
+    """Keeps an agent's conversation in an inboxlog session and steers its runs from the
+    session's inbox (see the module documentation).
+
+    ``InboxlogCapability(store)`` opens the session the run's ``conversation_id`` names
+    (``agent.run(..., conversation_id="chat-1")``) for the length of each run;
+    ``InboxlogCapability(session)`` runs every conversation on that open session and
+    leaves closing it to its owner. ``plugins`` are pre-step listeners (plain or
+    ``async``) asked at every model request; ``keep_inbox_on_cancel`` keeps the inbox
+    when a run is cancelled (by default a cancelled run clears it, as ``cancel`` does).
+    """
+
+    def __init__(
+        self,
+        target: inboxlog.Store | inboxlog.Session,
+        *,
+        plugins: Iterable[inboxlog.AsyncListener] = (),
+        keep_inbox_on_cancel: bool = False,
+    ) -> None:
+        if not isinstance(target, (inboxlog.Store, inboxlog.Session)):
+            raise TypeError(
+                "InboxlogCapability: expected an inboxlog.Store or inboxlog.Session, "
+                f"got {type(target).__name__}"
+            )
+        self.target = target
+        self.plugins = list(plugins)
+        self.keep_inbox_on_cancel = keep_inbox_on_cancel
+        self._run: _Run | None = None
+        self._histories = _Histories()
+
+    @property
+    def session(self) -> inboxlog.Session | None:
+        """The session of the run in progress (of this run's instance), else ``None``."""
+        return None if self._run is None else self._run.log
+
+    async def for_run(self, ctx: RunContext[Any]) -> InboxlogCapability:
+        """A fresh instance per run: each run keeps its turn's state apart."""
+        fresh = InboxlogCapability(
+            self.target, plugins=self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel
+        )
+        fresh._histories = self._histories  # shared by the runs of this capability
+        return fresh
+
+    async def wrap_run(
+        self, ctx: RunContext[Any], *, handler: WrapRunHandler
+    ) -> AgentRunResult[Any]:
+        """Opens the session and the turn, puts the stored history in front of the run,
+        runs it, and ends the turn as the run ended."""
+        given = list(ctx.messages)
+        run = await _call(
+            _Run.begin,
+            self.target,
+            ctx.conversation_id,
+            self.plugins,
+            ctx.prompt,
+            given,
+            self._histories,
+        )
+        self._run = run
+        try:
+            ctx.messages[:0] = run.loaded
+            run.recorded = list(ctx.messages)
+            if ctx.prompt is None and run.pending and not _ends_with_request(ctx.messages):
+                # No prompt, but input waits: a request for the first step to carry.
+                run.placeholder = ModelRequest(parts=[])
+                ctx.messages.append(run.placeholder)
+            result = await handler()
+        except TurnEndedError:
+            raise
+        except asyncio.CancelledError:
+            await _call(run.finish_aborted, run.history(ctx), self.keep_inbox_on_cancel)
+            raise
+        except (IncompleteToolCall, OutputTokenLimitExceeded) as error:
+            await _call(run.finish, run.history(ctx), "max-tokens", error)
+            raise
+        except Exception as error:
+            await _call(run.finish_failed, run.history(ctx), error)
+            raise
+        else:
+            await _call(run.finish, result.all_messages(), run.outcome(), None)
+            return result
+        finally:
+            self._run = None
+            await _call(run.release)
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """The step boundary: claims the inbox's input, asks the plugins, records the
+        step and adds the messages that entered to the request about to be sent."""
+        run = self._active()
+        entered = await run.enter_step()
+        target = ctx.messages[-1] if ctx.messages else None
+        shared = (
+            isinstance(target, ModelRequest)
+            and bool(request_context.messages)
+            and request_context.messages[-1] is target
+        )
+        if isinstance(target, ModelRequest) and shared:
+            parts = run.request_parts(target, entered)
+            if parts is not None:
+                target.parts = parts
+                target.metadata = _with_ids(target.metadata, entered)
+        elif entered:
+            request = ModelRequest(
+                parts=[p for m in entered for p in message_parts(m)],
+                metadata=_with_ids(None, entered),
+            )
+            request_context.messages = [*request_context.messages, request]
+            ctx.messages.append(request)
+        return request_context
+
+    async def prepare_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Appends the prepared request (and what came before it) to the log, before the
+        model is called."""
+        run = self._active()
+        if run.has_new(ctx.messages):  # a further attempt at the same request has none
+            await _call(run.record_new, ctx.messages)
+        return request_context
+
+    async def after_node_run(
+        self, ctx: RunContext[Any], *, node: AgentNode[Any], result: NodeResult[Any]
+    ) -> NodeResult[Any]:
+        """Appends a model response to the log as soon as it is in the history; turns an
+        ``End`` into one more request while ``next-step`` holds input."""
+        run = self._active()
+        if isinstance(node, ModelRequestNode):
+            await _call(run.record_new, ctx.messages)
+            run.last_response = next(
+                (m for m in reversed(ctx.messages) if isinstance(m, ModelResponse)), None
+            )
+        # Only a CallToolsNode's End: run_stream ends on a node of its own (its result is
+        # already handed out, so no request could follow).
+        steer = isinstance(result, End) and isinstance(node, CallToolsNode) and run.step_open
+        if steer and await _call(run.steer_at_end, ctx.messages):
+            request = ModelRequest(parts=[])
+            run.placeholder = request
+            return ModelRequestNode(request=request)
+        return result
+
+    def _active(self) -> _Run:
+        if self._run is None:
+            raise RuntimeError(
+                "InboxlogCapability: a hook ran outside a run (its wrap_run was skipped)"
+            )
+        return self._run
+
+
+class _Run:
+    """One run's turn: the session, the step state and what of the history is in the log.
+
+    Its methods without ``async`` do the log's blocking work; the hooks run each in one
+    worker-thread call (``_call``), never on the event loop.
+    """
+
+    @classmethod
+    def begin(
+        cls,
+        target: inboxlog.Store | inboxlog.Session,
+        conversation_id: str,
+        plugins: list[inboxlog.AsyncListener],
+        prompt: Any,
+        given: list[ModelMessage],
+        histories: _Histories,
+    ) -> _Run:
+        """Opens the session (unless given one), reads its history and opens the turn;
+        the run's prompt then enters ``next-turn``, durable before any model call, so
+        after a crash it still waits there for the next run."""
+        if isinstance(target, inboxlog.Session):
+            log, owned = target, False
+        else:
+            log, owned = _open_or_create(target, conversation_id), True
+        try:
+            loaded = histories.load(log)
+            if loaded and given:
+                raise ValueError(
+                    f'session "{log.id}" holds a history: run the agent without message_history='
+                )
+            run = cls(log, owned, plugins, prompt, loaded)
+            run.histories = histories
+            run.number = log.open_turn()  # refused while another run holds the session
+        except BaseException:
+            if owned:
+                log.close()
+            raise
+        try:
+            if given:
+                run.record(given)  # a given history seeds the log
+            if prompt is not None:
+                log.inbox.receive()  # posts that arrived before this run come first
+                log.inbox.append("next-turn", run.prompt_message())
+            run.pending = log.inbox.has_pending
+        except BaseException as error:
+            run.finish_failed([], error)
+            run.release()
+            raise
+        return run
+
+    def __init__(
+        self,
+        log: inboxlog.Session,
+        owned: bool,
+        plugins: list[inboxlog.AsyncListener],
+        prompt: Any,
+        loaded: list[ModelMessage],
+    ) -> None:
+        self.log = log
+        self.owned = owned
+        self.loaded = loaded
+        self.histories: _Histories | None = None
+        self.pending = False
+        self.plugins = plugins
+        self.prompt = prompt
+        self.prompt_id = f"input-{uuid.uuid4().hex}"
+        self.number = 0
+        self.step_open = False
+        self.steps = 0
+        self.recorded: list[ModelMessage] = []
+        self.live: list[ModelMessage] | None = None  # the run's history, as the hooks see it
+        self.placeholder: ModelRequest | None = None
+        self.last_response: ModelResponse | None = None
+
+    def prompt_message(self) -> Message:
+        """The inbox message the run's own prompt travels as."""
+        if isinstance(self.prompt, str):
+            return {"id": self.prompt_id, "role": "user", "content": self.prompt}
+        part = _USER_PROMPT.dump_python(UserPromptPart(self.prompt), mode="json")
+        return {"id": self.prompt_id, "role": "user", "content": part["content"]}
+
+    async def enter_step(self) -> list[Message]:
+        """Proposes, decides and records the next step; returns the messages that entered."""
+        first = self.steps == 0
+        proposal = await _call(self._propose)
+        decision: Decision = await inboxlog.pre_step_async(proposal, self.plugins)
+        if (
+            decision["kind"] == "enter"
+            and first
+            and not decision["messages"]
+            and not proposal["messages"]
+        ):
+            # A run with no input continues from the history: its first step enters
+            # this marker (no parts), as a turn's first step must enter something.
+            marker = {"id": f"continue-turn-{proposal['turn']}", "continue": True}
+            decision = {"kind": "enter", "messages": [marker]}
+        decided = await _call(self.log.decide, decision)
+        if decided["kind"] != "step":
+            reason = decided["reason"]
+            if reason.get("kind") == "blocked":
+                raise StepRejectedError(decided["turn"], reason)
+            raise TurnEndedError(decided["turn"], reason)
+        self.step_open = True
+        self.steps += 1
+        return decision["messages"] if decision["kind"] == "enter" else []
+
+    def _propose(self) -> Proposal:
+        """Ends the step the previous request owed (``continue``) and claims the input
+        of the next one (one worker-thread call for both)."""
+        self.end_open_step("continue")
+        return self.log.propose_step(whole_next_turn=True)
+
+    def request_parts(
+        self, request: ModelRequest, entered: list[Message]
+    ) -> list[ModelRequestPart] | None:
+        """The parts of ``request`` once the messages that entered are in it, in claim
+        order (the run's own prompt is the part Pydantic AI already made); ``None`` when
+        nothing changes."""
+        own = [m for m in entered if m.get("id") == self.prompt_id]
+        if not own and not any(message_parts(m) for m in entered):
+            return None
+        kept = list(request.parts)
+        prompt_parts: list[ModelRequestPart] = []
+        if own:
+            for i in range(len(kept) - 1, -1, -1):
+                part = kept[i]
+                if isinstance(part, UserPromptPart) and part.content == self.prompt:
+                    prompt_parts = [kept.pop(i)]
+                    break
+        added: list[ModelRequestPart] = []
+        for m in entered:
+            if m.get("id") == self.prompt_id and prompt_parts:
+                added.extend(prompt_parts)
+            else:
+                added.extend(message_parts(m))
+        return [*kept, *added]
+
+    def end_open_step(self, outcome: Any) -> None:
+        if self.step_open:
+            self.log.end_step(outcome)
+            self.step_open = False
+
+    def steer_at_end(self, messages: list[ModelMessage]) -> bool:
+        """At an ``End``: records the history, takes posted input in and, when
+        ``next-step`` holds some, ends the step so that one more request can take it."""
+        self.record_new(messages)
+        self.log.inbox.receive()
+        if not self.log.inbox.next_step:
+            return False
+        self.end_open_step(self.outcome())
+        return True
+
+    def outcome(self) -> Any:
+        last = self.last_response
+        return "max-tokens" if last is not None and last.finish_reason == "length" else "completed"
+
+    def finish(
+        self, messages: list[ModelMessage], outcome: Any, error: BaseException | None
+    ) -> None:
+        """Records the rest of the history and ends the turn with ``outcome``."""
+        self.settle(messages)
+        self.end_turn(outcome, error)
+        if error is None and self.histories is not None:
+            self.histories.keep(self.log, self.recorded)
+
+    def finish_failed(self, messages: list[ModelMessage], error: BaseException) -> None:
+        """Records the rest of the history and ends the turn ``error``."""
+        self.settle(messages)
+        if self.log.current_turn == self.number:
+            self.log.fail(_error_reason(error))
+
+    def finish_aborted(self, messages: list[ModelMessage], keep_inbox: bool) -> None:
+        """Records the rest of the history and ends the turn ``aborted``."""
+        self.settle(messages)
+        if self.log.current_turn == self.number:
+            self.log.cancel({"kind": "user"}, keep_inbox)
+
+    def release(self) -> None:
+        """Closes the session if this run opened it."""
+        if self.owned:
+            self.log.close()
+
+    def end_turn(self, outcome: Any, error: BaseException | None) -> None:
+        """Ends the last step with ``outcome`` and closes the turn; with no step at all,
+        ends the turn as a balanced no-step turn."""
+        if self.log.current_turn != self.number:
+            return
+        if self.steps == 0:
+            self.log.propose_step()
+            self.log.decide({"kind": "enter", "messages": []})
+            return
+        if self.step_open:
+            again = self.log.end_step(outcome)
+            self.step_open = False
+        else:
+            again = bool(self.log.inbox.next_step)
+        if again and error is not None:
+            self.log.fail(_error_reason(error))
+            return
+        if again:
+            # Steering arrived after the last response and no request can carry it in
+            # this run (run_stream's final node runs no node hook): the turn ends with the
+            # inbox kept, and the next run's first request takes it first.
+            reason = "steering arrived after the final streamed response"
+            self.log.cancel({"kind": "hook", "reason": reason}, True)
+            return
+        self.log.close_turn()
+
+    def record(self, messages: Sequence[ModelMessage], kind: str = MESSAGES) -> None:
+        data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+        self.log.append(kind, {"messages": data})
+
+    def has_new(self, messages: list[ModelMessage]) -> bool:
+        """Whether the history differs from what the log holds (checked on the loop)."""
+        done = self.recorded
+        return len(messages) != len(done) or (bool(done) and messages[-1] is not done[-1])
+
+    def record_new(self, messages: list[ModelMessage]) -> None:
+        """Appends what the history gained since the last record; the whole history when
+        a hook rewrote what was already recorded."""
+        self.live = messages
+        done = self.recorded
+        if len(messages) >= len(done) and all(a is b for a, b in zip(messages, done)):
+            added = messages[len(done) :]
+            if not added:
+                return
+            self.record(added)
+        else:
+            self.record(messages, HISTORY)
+        self.recorded = list(messages)
+
+    def history(self, ctx: RunContext[Any]) -> list[ModelMessage]:
+        """The run's history: the hooks' view of it once a hook ran (the graph replaces the
+        list ``wrap_run`` saw when it starts)."""
+        return ctx.messages if self.live is None else self.live
+
+    def settle(self, messages: list[ModelMessage]) -> None:
+        """Records what is left of the history, without the placeholder request that no
+        step filled."""
+        if self.placeholder is not None and not self.placeholder.parts:
+            messages = [m for m in messages if m is not self.placeholder]
+        if messages and not self.log.closed:
+            self.record_new(messages)
+
+
+class _Histories:
+    """The history each session's last run left, kept between the runs of one capability
+    so that a run reads only what other writers appended since, not the whole log.
+
+    A run takes its session's entry (so a failed run leaves none) and a run that
+    completed puts back what it wrote, with the seq of the log's last event then and the
+    header's ``createdAt`` (a session deleted and created again is read afresh).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_id: dict[str, tuple[int | None, int, list[ModelMessage]]] = {}
+
+    def load(self, log: inboxlog.Session) -> list[ModelMessage]:
+        with self._lock:
+            kept = self._by_id.pop(log.id, None)
+        if kept is None:
+            return fold_messages(log.events())
+        seq, created, messages = kept
+        last = log.last_seq
+        if seq is None or created != log.header["createdAt"] or last is None or last < seq:
+            return fold_messages(log.events())
+        if last == seq:
+            return list(messages)
+        tail = log.events(seq + 1)
+        if any(e["type"] == HISTORY for e in tail):
+            return fold_messages(log.events())
+        return [*messages, *fold_messages(tail)]
+
+    def keep(self, log: inboxlog.Session, messages: list[ModelMessage]) -> None:
+        with self._lock:
+            self._by_id[log.id] = (log.last_seq, log.header["createdAt"], list(messages))
+
+
+def message_parts(message: Message) -> list[ModelRequestPart]:
+    """The request parts an inbox message stands for.
+
+    ``{"id", "content"}`` stands for one ``UserPromptPart`` (content a str, or a list of
+    Pydantic AI user content in its JSON form, e.g. ``{"kind": "image-url", "url": ...}``);
+    a message with no content (the marker a run without input enters with) for none.
+    Other keys (``role``, ``source``, ...) stay in the log only.
+    """
+    content = message.get("content")
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [UserPromptPart(content)]
+    if isinstance(content, list):
+        return [_USER_PROMPT.validate_python({"content": content, "part_kind": "user-prompt"})]
+    raise ValueError(f'message "{message.get("id")}": "content" must be a string or a list')
+
+
+def fold_messages(events: Iterable[Mapping[str, Any]]) -> list[ModelMessage]:
+    """The Pydantic AI message history a log's events hold: every ``pydantic-ai/messages``
+    message in order, from the last ``pydantic-ai/history`` on.
+
+    Reads any log, e.g. ``store.inspect(id)[1]``; the result is what
+    ``agent.run(..., message_history=...)`` takes.
+    """
+    return ModelMessagesTypeAdapter.validate_python(_history_json(events))
+
+
+def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
+    messages: list[Any] = []
+    for event in events:
+        kind = event["type"]
+        if kind == MESSAGES:
+            messages.extend(event["data"]["messages"])
+        elif kind == HISTORY:
+            messages = list(event["data"]["messages"])
+    return messages
+
+
+def _with_ids(metadata: dict[str, Any] | None, entered: list[Message]) -> dict[str, Any] | None:
+    ids = [m["id"] for m in entered if message_parts(m)]
+    if not ids:
+        return metadata
+    return {**(metadata or {}), "inboxlog": {"messages": ids}}
+
+
+def _ends_with_request(messages: Sequence[ModelMessage]) -> bool:
+    return bool(messages) and isinstance(messages[-1], ModelRequest)
+
+
+def _error_reason(error: BaseException) -> dict[str, str]:
+    return {"message": str(error) or type(error).__name__, "code": type(error).__name__}
+
+
+def _open_or_create(store: inboxlog.Store, id: str) -> inboxlog.Session:
+    try:
+        return store.open(id)
+    except inboxlog.NotFoundError:
+        pass
+    try:
+        return store.create(id)
+    except inboxlog.AlreadyExistsError:  # created meanwhile by another process
+        return store.open(id)
+
+
+async def _call(fn: Callable[..., _T], *args: Any) -> _T:
+    """Runs a blocking log call in a worker thread and waits for its outcome even when
+    the caller is cancelled meanwhile (then re-raises the cancellation), so a durable
+    change is never left half-observed: a cancelled run still knows what it wrote."""
+    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as error:
+            cancelled = cancelled or error
+    if cancelled is not None:
+        task.exception()  # retrieved, so asyncio does not report it as lost
+        raise cancelled
+    return task.result()
+
+
+__all__ = [
+    "HISTORY",
+    "MESSAGES",
+    "InboxlogCapability",
+    "StepRejectedError",
+    "TurnEndedError",
+    "fold_messages",
+    "message_parts",
+]
