@@ -113,7 +113,7 @@ $(C_BUILD)/%: tests/cpp/%.cpp $(C_DEPS) | c-lib
 # The release libinboxlog.so exports exactly the functions the header declares, and no
 # test hook; the hosts' testing build exports those plus the test hooks, nothing else.
 C_RELEASE_LIBDIR := $(CARGO_TARGET)/release
-C_TEST_HOOKS := inboxlog_test_panic
+C_TEST_HOOKS := inboxlog_test_panic inboxlog_test_failing_observer
 
 c-symbols: c-lib
 	$(CARGO) build --release -p inboxlog-ffi
