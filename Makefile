@@ -77,7 +77,7 @@ C_INCLUDES := -Iinclude -Itests/c -DINBOXLOG_EXPECTED_VERSION='"$(INBOXLOG_VERSI
 C_SHARED_LINK := -L$(C_LIBDIR) -linboxlog -Wl,-rpath,$(C_LIBDIR)
 # What the Rust staticlib needs from the system (`rustc --print native-static-libs`).
 C_STATIC_LINK := $(C_LIBDIR)/libinboxlog.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
-C_DEPS := include/inboxlog.h include/inboxlog.hpp tests/c/check.h $(C_LIBDIR)/libinboxlog.so \
+C_DEPS := include/inboxlog.h include/inboxlog.hpp tests/c/check.h tests/cpp/check.hpp $(C_LIBDIR)/libinboxlog.so \
 	$(C_LIBDIR)/libinboxlog.a
 # Every host under tests/c and tests/cpp, found by name: a new host needs no edit here.
 # errors.c runs twice, linked to the shared library and (errors-static) to the static one.
