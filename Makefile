@@ -53,7 +53,7 @@ C_PG_DROP := command -v psql >/dev/null \
 		-c "DROP SCHEMA IF EXISTS $(C_PG_SCHEMA) CASCADE" >/dev/null 2>&1 \
 	|| echo "make test-c: schema $(C_PG_SCHEMA) left on the server (no psql to drop it)" >&2
 
-test-c: c-lib c-symbols c-hosts
+test-c: c-lib c-symbols c-hosts c-asan-hosts hpp-coverage $(C_BUILD)/worker
 	@command -v $(VALGRIND) >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
 		|| { echo "make test-c: installing valgrind with apt-get"; \
 		     apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
@@ -62,7 +62,9 @@ test-c: c-lib c-symbols c-hosts
 	@set -e; export INBOXLOG_TEST_PG_SCHEMA=$(C_PG_SCHEMA); trap '$(C_PG_DROP)' EXIT; \
 	for host in $(C_HOST_BINS); do echo "== $$host"; $$host; done; \
 	for host in $(C_HOST_BINS); do \
-		echo "== valgrind $$host"; $(VALGRIND) $(VALGRIND_FLAGS) $$host; done
+		echo "== valgrind $$host"; $(VALGRIND) $(VALGRIND_FLAGS) $$host; done; \
+	for host in $(C_ASAN_BINS); do echo "== asan $$host"; $$host; done; \
+	echo "== $(C_BUILD)/worker"; $(C_BUILD)/worker
 
 # ---- C ABI: host programs (tests/c, tests/cpp) built into tests/build ----------------
 CC ?= cc
@@ -86,7 +88,13 @@ CXX_HOSTS := $(sort $(wildcard tests/cpp/*.cpp))
 C_HOST_BINS := $(patsubst tests/c/%.c,$(C_BUILD)/%,$(C_HOSTS)) $(C_BUILD)/errors-static \
 	$(patsubst tests/cpp/%.cpp,$(C_BUILD)/%,$(CXX_HOSTS))
 
-.PHONY: c-lib c-hosts c-symbols
+# The same hosts and the fleet worker example built with AddressSanitizer (LeakSanitizer
+# included) and UndefinedBehaviorSanitizer, linked against the same debug library; any
+# report fails the run.
+C_ASAN := -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+C_ASAN_BINS := $(patsubst $(C_BUILD)/%,$(C_BUILD)/asan/%,$(C_HOST_BINS)) $(C_BUILD)/asan/worker
+
+.PHONY: c-lib c-hosts c-symbols c-asan-hosts hpp-coverage
 
 # Cargo decides what to rebuild; the hosts relink when the library changed. The hosts
 # call the test hook, so their library is built with the ffi crate's testing feature.
@@ -94,6 +102,14 @@ c-lib:
 	$(CARGO) build -p inboxlog-ffi --features testing
 
 c-hosts: $(C_HOST_BINS)
+
+c-asan-hosts: $(C_ASAN_BINS)
+
+# Every function of inboxlog.h has a wrapper in inboxlog.hpp (or a commented exception);
+# the selftest shows the check refusing doctored copies.
+hpp-coverage:
+	$(PYTHON) tests/hpp_coverage.py check
+	$(PYTHON) tests/hpp_coverage.py selftest
 
 # Made by c-lib; named here so a fresh checkout knows where they come from.
 $(C_LIBDIR)/libinboxlog.so $(C_LIBDIR)/libinboxlog.a: | c-lib ;
@@ -109,6 +125,27 @@ $(C_BUILD)/errors-static: tests/c/errors.c $(C_DEPS) | c-lib
 $(C_BUILD)/%: tests/cpp/%.cpp $(C_DEPS) | c-lib
 	@mkdir -p $(C_BUILD)
 	$(CXX) -std=c++17 $(C_WARN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
+
+# The C++ fleet worker example (README, C and C++): PostgreSQL, kill and takeover.
+$(C_BUILD)/worker: examples/worker.cpp $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)
+	$(CXX) -std=c++17 $(C_WARN) -Iinclude $< $(C_SHARED_LINK) -o $@
+
+$(C_BUILD)/asan/%: tests/c/%.c $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)/asan
+	$(CC) -std=c11 $(C_WARN) $(C_ASAN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
+
+$(C_BUILD)/asan/errors-static: tests/c/errors.c $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)/asan
+	$(CC) -std=c11 $(C_WARN) $(C_ASAN) $(C_INCLUDES) $< $(C_STATIC_LINK) -o $@
+
+$(C_BUILD)/asan/%: tests/cpp/%.cpp $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)/asan
+	$(CXX) -std=c++17 $(C_WARN) $(C_ASAN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
+
+$(C_BUILD)/asan/worker: examples/worker.cpp $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)/asan
+	$(CXX) -std=c++17 $(C_WARN) $(C_ASAN) -Iinclude $< $(C_SHARED_LINK) -o $@
 
 # The release libinboxlog.so exports exactly the functions the header declares, and no
 # test hook; the hosts' testing build exports those plus the test hooks, nothing else.

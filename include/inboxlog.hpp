@@ -316,10 +316,14 @@ inline std::string fold_consumed_work(const std::string &events) {
 /// One open session (see inboxlog_session in inboxlog.h).
 class Session {
 public:
+    /// Takes ownership of `raw` (NULL: a handle every call refuses).
     explicit Session(inboxlog_session *raw) noexcept : h_(raw) {}
 
+    /// The session id.
     std::string id() const { return detail::str(inboxlog_session_id, h_.get()); }
+    /// The header, a JSON object.
     std::string header() const { return detail::str(inboxlog_session_header, h_.get()); }
+    /// What opening repaired: {"tornBytes":N,"repairedTurn":N|null}.
     std::string open_report() const { return detail::str(inboxlog_session_open_report, h_.get()); }
     /// INBOXLOG_ABSENT for an empty log.
     std::int64_t last_seq() const { return detail::value<std::int64_t>(inboxlog_session_last_seq, h_.get()); }
@@ -327,6 +331,7 @@ public:
     std::int64_t current_turn() const {
         return detail::value<std::int64_t>(inboxlog_session_current_turn, h_.get());
     }
+    /// The events with seq >= `since`, a JSON array.
     std::string events(std::uint64_t since = 0) const {
         return detail::str(inboxlog_session_events, h_.get(), since);
     }
@@ -335,8 +340,11 @@ public:
         return detail::str(inboxlog_session_append, h_.get(), type.c_str(), data.c_str(),
                            detail::opt(envelope));
     }
+    /// Makes everything before it durable (the barrier of "batched" and "none").
     void flush() { detail::call(inboxlog_session_flush, h_.get()); }
+    /// Releases the log; later calls throw CLOSED (closing twice is fine).
     void close() { detail::call(inboxlog_session_close, h_.get()); }
+    /// Starts collecting notifications for poll().
     void watch() { detail::call(inboxlog_session_watch, h_.get()); }
     /// Notifications since the last poll: [{"event":…},{"inbox":…},…].
     std::string poll() { return detail::str(inboxlog_session_poll, h_.get()); }
@@ -352,24 +360,33 @@ public:
     }
 
     // Inbox (ARCHITECTURE.md#inbox).
+    /// Splices `inserted` (a JSON array) into `target` with JavaScript arithmetic; returns the removed messages.
     std::string splice(const std::string &target, double start, double delete_count,
                        const std::string &inserted) {
         return detail::str(inboxlog_inbox_splice, h_.get(), target.c_str(), start, delete_count,
                            inserted.c_str());
     }
+    /// Appends `message` to the end of `target`.
     void inbox_append(const std::string &target, const std::string &message) {
         detail::call(inboxlog_inbox_append, h_.get(), target.c_str(), message.c_str());
     }
+    /// Puts `message` at the head of `target`.
     void inbox_prepend(const std::string &target, const std::string &message) {
         detail::call(inboxlog_inbox_prepend, h_.get(), target.c_str(), message.c_str());
     }
+    /// Replaces the pending message `id`; false when none is pending.
     bool replace(const std::string &id, const std::string &message) {
         return detail::value<bool>(inboxlog_inbox_replace, h_.get(), id.c_str(), message.c_str());
     }
+    /// Removes the pending message `id`; false when none is pending.
     bool remove(const std::string &id) { return detail::value<bool>(inboxlog_inbox_remove, h_.get(), id.c_str()); }
+    /// Cancels everything pending (next-step first).
     void clear() { detail::call(inboxlog_inbox_clear, h_.get()); }
+    /// The next-turn list, a JSON array.
     std::string next_turn() const { return detail::str(inboxlog_inbox_next_turn, h_.get()); }
+    /// The next-step list, a JSON array.
     std::string next_step() const { return detail::str(inboxlog_inbox_next_step, h_.get()); }
+    /// Whether either list holds a message.
     bool has_pending() const { return detail::value<bool>(inboxlog_inbox_has_pending, h_.get()); }
     /// Takes in the messages posted to this session (Store::post), each as one durable
     /// splice (or one agent/inbox/rejected event); returns how many posts it wrote. Runs
@@ -378,10 +395,13 @@ public:
 
     // Step-boundary protocol (ARCHITECTURE.md#protocol). `extra` is a JSON object of host keys for the
     // event the call writes (empty: none), e.g. open_turn(R"({"trigger":{"kind":"user"}})").
+    /// Opens a turn; returns its number.
     std::uint64_t open_turn(const std::string &extra = {}) {
         return detail::value<std::uint64_t>(inboxlog_session_open_turn, h_.get(), detail::opt(extra));
     }
+    /// Claims the input of the next step: {"turn":N,"step":K,"messages":[…]}.
     std::string propose_step() { return detail::str(inboxlog_session_propose_step, h_.get()); }
+    /// The one pre-step decision: {"kind":"reject"} or {"kind":"enter","messages":[…]}.
     std::string decide(const std::string &decision, const std::string &extra = {}) {
         return detail::str(inboxlog_session_decide, h_.get(), decision.c_str(), detail::opt(extra));
     }
@@ -389,6 +409,7 @@ public:
     bool end_step(const std::string &outcome, const std::string &extra = {}) {
         return detail::value<bool>(inboxlog_session_end_step, h_.get(), outcome.c_str(), detail::opt(extra));
     }
+    /// Closes a concluded turn with its reason.
     std::string close_turn(const std::string &extra = {}) {
         return detail::str(inboxlog_session_close_turn, h_.get(), detail::opt(extra));
     }
@@ -396,10 +417,12 @@ public:
     void cancel(const std::string &cause = {}, bool keep_inbox = false, const std::string &extra = {}) {
         detail::call(inboxlog_session_cancel, h_.get(), detail::opt(cause), keep_inbox, detail::opt(extra));
     }
+    /// Ends the open turn as an error ({"message":…,"code":…}).
     void fail(const std::string &error, const std::string &extra = {}) {
         detail::call(inboxlog_session_fail, h_.get(), error.c_str(), detail::opt(extra));
     }
 
+    /// The C handle, still owned by this Session.
     inboxlog_session *get() const noexcept { return h_.get(); }
 
 private:
@@ -414,7 +437,7 @@ namespace detail {
 inline std::vector<std::string> split_array(const std::string &json) {
     const auto bad = [&] {
         return Error(INBOXLOG_STATUS_INVALID_JSON, "invalid_json",
-                     "follower poll: not a JSON array: " + json.substr(0, 64));
+                     "inboxlog::Events: not a JSON array: " + json.substr(0, 64));
     };
     const auto blank = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
     std::vector<std::string> items;
@@ -455,11 +478,12 @@ inline std::vector<std::string> split_array(const std::string &json) {
 
 } // namespace detail
 
-/// The events one Follower::poll returned, in seq order: iterable, each event a JSON
-/// object text.
+/// A JSON array split into its elements, each a JSON text: the events one
+/// Follower::poll returned, in seq order, or any array the library returns (a
+/// proposal's messages, events()). Iterable.
 class Events {
 public:
-    /// Splits `json`, a JSON array of events.
+    /// Splits `json`, a JSON array; Error (INBOXLOG_STATUS_INVALID_JSON) if it is none.
     explicit Events(std::string json) : json_(std::move(json)), items_(detail::split_array(json_)) {}
     /// The events as one JSON array, as the library returned them.
     const std::string &json() const noexcept { return json_; }
@@ -519,12 +543,13 @@ public:
             detail::value<inboxlog_store *>(inboxlog_store_open_postgres, url.c_str(), detail::opt(options)));
     }
 
-    /// An empty meta means none.
+    /// Creates the empty session `id`; `meta` a JSON object (empty: none).
     Session create(const std::string &id, const std::string &meta = {}) const {
         return Session(
             detail::value<inboxlog_session *>(inboxlog_session_create, h_.get(), id.c_str(), detail::opt(meta)));
     }
-    /// seed_length INBOXLOG_ABSENT: none.
+    /// Creates session `id` seeded with `seed` (a JSON array of events); seed_length
+    /// INBOXLOG_ABSENT: none.
     Session create_seeded(const std::string &id, const std::string &seed, std::int64_t seed_length = INBOXLOG_ABSENT,
                           const std::string &meta = {}) const {
         return Session(detail::value<inboxlog_session *>(inboxlog_session_create_seeded, h_.get(), id.c_str(),
@@ -539,14 +564,16 @@ public:
     Session open(const std::string &id, bool takeover) const {
         return Session(detail::value<inboxlog_session *>(inboxlog_session_open_ex, h_.get(), id.c_str(), takeover));
     }
+    /// Forks `parent` into the new session `child` (a copy of its events, an empty inbox).
     Session fork(const std::string &parent, const std::string &child, const std::string &meta = {}) const {
         return Session(detail::value<inboxlog_session *>(inboxlog_session_fork, h_.get(), parent.c_str(),
                                                          child.c_str(), detail::opt(meta)));
     }
-    /// {"header":{…},"events":[…]}
+    /// Reads session `id` without locking: {"header":{…},"events":[…]}.
     std::string inspect(const std::string &id) const {
         return detail::str(inboxlog_store_inspect, h_.get(), id.c_str());
     }
+    /// The headers of every session, a JSON array.
     std::string list() const { return detail::str(inboxlog_store_list, h_.get()); }
     /// Checks session `id` as opening it would, without locking or writing: a JSON
     /// report on success, the Error opening would throw (with its path, line, offset
@@ -574,17 +601,22 @@ private:
 /// A consumer's copy of an inbox that follows splice events.
 class Projection {
 public:
+    /// A projection from a baseline {"seq":…,"next_turn":[…],"next_step":[…]}.
     explicit Projection(const std::string &baseline)
         : h_(detail::value<inboxlog_projection *>(inboxlog_projection_new, baseline.c_str())) {}
+    /// A projection replayed from a log's events (splices from `replay_from`, up to `upto`).
     static Projection replay(const std::string &events, std::uint64_t replay_from = 0,
                              std::int64_t upto = INBOXLOG_ABSENT) {
         return Projection(
             detail::value<inboxlog_projection *>(inboxlog_projection_replay, events.c_str(), replay_from, upto));
     }
+    /// Applies the next event.
     void apply(const std::string &event) { detail::call(inboxlog_projection_apply, h_.get(), event.c_str()); }
+    /// Applies a JSON array of events, all or nothing.
     void apply_all(const std::string &events) {
         detail::call(inboxlog_projection_apply_all, h_.get(), events.c_str());
     }
+    /// The projection as a baseline.
     std::string baseline() const { return detail::str(inboxlog_projection_baseline, h_.get()); }
 
 private:

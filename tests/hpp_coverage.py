@@ -103,10 +103,16 @@ def selftest() -> int:
     """Doctored copies the check must refuse, and the real pair it must pass."""
     header = HEADER.read_text()
     hpp = HPP.read_text()
-    extra = "int inboxlog_session_frobnicate(struct inboxlog_session *s, char **error);\n"
+    extra = (
+        "int inboxlog_session_frobnicate(struct inboxlog_session *s, char **error);\n"
+    )
     doctored = {
         "a header with an extra function": (
-            header.replace("void inboxlog_follower_free(", extra + "void inboxlog_follower_free(", 1),
+            header.replace(
+                "void inboxlog_follower_free(",
+                extra + "void inboxlog_follower_free(",
+                1,
+            ),
             hpp,
         ),
         "a wrapper that lost one": (
@@ -122,10 +128,13 @@ def selftest() -> int:
         ),
         "an exception that is called after all": (
             header,
-            hpp + "\ninline void release(inboxlog_store *s) { inboxlog_store_free(s); }\n",
+            hpp
+            + "\ninline void release(inboxlog_store *s) { inboxlog_store_free(s); }\n",
         ),
         "an exception the header no longer declares": (
-            header.replace("void inboxlog_follower_free(", "void inboxlog_follower_release(", 1),
+            header.replace(
+                "void inboxlog_follower_free(", "void inboxlog_follower_release(", 1
+            ),
             hpp,
         ),
     }
@@ -133,14 +142,19 @@ def selftest() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for what, (h, p) in doctored.items():
             if (h, p) == (header, hpp):
-                print(f"hpp coverage selftest: {what}: the doctoring changed nothing", file=sys.stderr)
+                print(
+                    f"hpp coverage selftest: {what}: the doctoring changed nothing",
+                    file=sys.stderr,
+                )
                 failed = 1
                 continue
             hpath, ppath = Path(tmp, "inboxlog.h"), Path(tmp, "inboxlog.hpp")
             hpath.write_text(h)
             ppath.write_text(p)
             if not problems(h, p):
-                print(f"hpp coverage selftest: {what} passed the check", file=sys.stderr)
+                print(
+                    f"hpp coverage selftest: {what} passed the check", file=sys.stderr
+                )
                 failed = 1
             else:
                 print(f"hpp coverage selftest: {what} is refused: {problems(h, p)[0]}")
