@@ -53,7 +53,7 @@ C_PG_DROP := command -v psql >/dev/null \
 		-c "DROP SCHEMA IF EXISTS $(C_PG_SCHEMA) CASCADE" >/dev/null 2>&1 \
 	|| echo "make test-c: schema $(C_PG_SCHEMA) left on the server (no psql to drop it)" >&2
 
-test-c: c-lib c-symbols c-hosts c-asan-hosts hpp-coverage $(C_BUILD)/worker
+test-c: c-lib c-symbols c-hosts c-asan-hosts c-worker hpp-coverage
 	@command -v $(VALGRIND) >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
 		|| { echo "make test-c: installing valgrind with apt-get"; \
 		     apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
@@ -94,7 +94,7 @@ C_HOST_BINS := $(patsubst tests/c/%.c,$(C_BUILD)/%,$(C_HOSTS)) $(C_BUILD)/errors
 C_ASAN := -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 C_ASAN_BINS := $(patsubst $(C_BUILD)/%,$(C_BUILD)/asan/%,$(C_HOST_BINS)) $(C_BUILD)/asan/worker
 
-.PHONY: c-lib c-hosts c-symbols c-asan-hosts hpp-coverage
+.PHONY: c-lib c-hosts c-symbols c-asan-hosts c-worker hpp-coverage
 
 # Cargo decides what to rebuild; the hosts relink when the library changed. The hosts
 # call the test hook, so their library is built with the ffi crate's testing feature.
@@ -104,6 +104,8 @@ c-lib:
 c-hosts: $(C_HOST_BINS)
 
 c-asan-hosts: $(C_ASAN_BINS)
+
+c-worker: $(C_BUILD)/worker
 
 # Every function of inboxlog.h has a wrapper in inboxlog.hpp (or a commented exception);
 # the selftest shows the check refusing doctored copies.
