@@ -63,8 +63,19 @@ test-c: c-lib c-symbols c-hosts c-asan-hosts c-worker hpp-coverage
 	for host in $(C_HOST_BINS); do echo "== $$host"; $$host; done; \
 	for host in $(C_HOST_BINS); do \
 		echo "== valgrind $$host"; $(VALGRIND) $(VALGRIND_FLAGS) $$host; done; \
+	echo "== asan $(C_BUILD)/asan/leak_canary (must report its leak)"; \
+	if $(C_BUILD)/asan/leak_canary 2> $(C_BUILD)/asan/leak_canary.txt \
+		|| ! grep -q 'LeakSanitizer: detected memory leaks' $(C_BUILD)/asan/leak_canary.txt; then \
+		cat $(C_BUILD)/asan/leak_canary.txt >&2; \
+		echo "make test-c: LeakSanitizer does not work here; the ASan runs would miss leaks" >&2; exit 1; fi; \
 	for host in $(C_ASAN_BINS); do echo "== asan $$host"; $$host; done; \
-	echo "== $(C_BUILD)/worker"; $(C_BUILD)/worker
+	echo "== $(C_BUILD)/worker"; $(C_BUILD)/worker; \
+	echo "== $(C_BUILD)/worker, no server (must fail, naming it, never the password)"; \
+	if $(C_BUILD)/worker 'postgresql://u:hunter2@127.0.0.1:9/db?connect_timeout=2' \
+		> /dev/null 2> $(C_BUILD)/worker-unreachable.txt \
+		|| ! grep -q '127.0.0.1:9.*(unavailable)' $(C_BUILD)/worker-unreachable.txt \
+		|| grep -q hunter2 $(C_BUILD)/worker-unreachable.txt; then \
+		cat $(C_BUILD)/worker-unreachable.txt >&2; exit 1; fi
 
 # ---- C ABI: host programs (tests/c, tests/cpp) built into tests/build ----------------
 CC ?= cc
@@ -103,7 +114,7 @@ c-lib:
 
 c-hosts: $(C_HOST_BINS)
 
-c-asan-hosts: $(C_ASAN_BINS)
+c-asan-hosts: $(C_ASAN_BINS) $(C_BUILD)/asan/leak_canary
 
 c-worker: $(C_BUILD)/worker
 
@@ -144,6 +155,11 @@ $(C_BUILD)/asan/errors-static: tests/c/errors.c $(C_DEPS) | c-lib
 $(C_BUILD)/asan/%: tests/cpp/%.cpp $(C_DEPS) | c-lib
 	@mkdir -p $(C_BUILD)/asan
 	$(CXX) -std=c++17 $(C_WARN) $(C_ASAN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
+
+# Leaks on purpose: proves LeakSanitizer is on (test-c requires its report).
+$(C_BUILD)/asan/leak_canary: tests/sanitizers/leak_canary.c $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)/asan
+	$(CC) -std=c11 $(C_WARN) $(C_ASAN) -Iinclude $< $(C_SHARED_LINK) -o $@
 
 $(C_BUILD)/asan/worker: examples/worker.cpp $(C_DEPS) | c-lib
 	@mkdir -p $(C_BUILD)/asan

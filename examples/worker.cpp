@@ -20,9 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +38,7 @@ namespace {
 const char *const kSession = "support-1";
 volatile std::sig_atomic_t stopping = 0;
 const char *program = "worker"; // argv[0], to start workers with
+std::vector<pid_t> children;     // the workers started, reaped when they exit
 
 std::string env(const char *name, const char *fallback) {
     const char *value = std::getenv(name);
@@ -155,6 +160,7 @@ pid_t spawn(const std::string &url, const std::string &name, bool takeover, cons
         _exit(127);
     }
     if (pid < 0) throw std::runtime_error("worker: fork failed");
+    children.push_back(pid);
     return pid;
 }
 
@@ -167,7 +173,18 @@ bool wait_stopped(pid_t pid) {
 /// Waits for worker `pid` to exit; whether it exited with status 0.
 bool wait_exited(pid_t pid) {
     int status = 0;
-    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const bool reaped = waitpid(pid, &status, 0) == pid;
+    if (reaped) children.erase(std::find(children.begin(), children.end(), pid));
+    return reaped && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/// After a failure: no worker outlives the demonstration (a stopped one least of all).
+void kill_children() {
+    for (const pid_t pid : children) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+    }
+    children.clear();
 }
 
 /// Follows the log until an answer to `id` went by, printing what the workers do.
@@ -205,7 +222,7 @@ int demo(const std::string &url) {
     if (!wait_stopped(a)) throw std::runtime_error("worker: a did not reach its hanging call");
     std::printf("killing a (pid %d) with SIGKILL inside its turn\n", static_cast<int>(a));
     kill(a, SIGKILL);
-    waitpid(a, nullptr, 0);
+    wait_exited(a);
 
     const pid_t b = spawn(url, "b", false, "p4");
     if (!watch_until_answered(follower, "p3")) throw std::runtime_error("worker: p3 was never answered");
@@ -251,5 +268,6 @@ int main(int argc, char **argv) {
     } catch (const std::exception &e) {
         std::fprintf(stderr, "%s\n", e.what());
     }
+    kill_children();
     return 1;
 }

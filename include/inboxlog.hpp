@@ -3,10 +3,10 @@
 // Handles are move-only and released by their destructors; every failed call throws
 // inboxlog::Error carrying the status code, the kind name, the message and where it
 // happened (session, path, line, offset, seq) when the library says. Structured
-// values stay JSON text (std::string), exactly as in the C ABI; a follower's poll is
-// the one list split into its events. Every function of inboxlog.h has its wrapper
-// here (tests/hpp_coverage.py checks it). A moved-from handle
-// throws Error with INBOXLOG_STATUS_NULL_ARGUMENT when used. Thread-safety is the C
+// values stay JSON text (std::string), exactly as in the C ABI; a follower's poll comes
+// split into its events. Every function of inboxlog.h has its wrapper here
+// (tests/hpp_coverage.py checks it). A moved-from handle throws Error with
+// INBOXLOG_STATUS_NULL_ARGUMENT when used. Thread-safety is the C
 // ABI's: a Session may be shared by reference across threads (not destroyed while in
 // use).
 #ifndef INBOXLOG_HPP
@@ -25,9 +25,10 @@
 namespace inboxlog {
 
 namespace detail {
-std::size_t field_at(const std::string &json, const std::string &key) noexcept;
-std::string string_field(const std::string &json, const std::string &key);
-std::optional<std::uint64_t> uint_field(const std::string &json, const std::string &key) noexcept;
+// The error JSON's readers, defined below.
+inline std::size_t field_at(const std::string &json, const std::string &key) noexcept;
+inline std::string string_field(const std::string &json, const std::string &key);
+inline std::optional<std::uint64_t> uint_field(const std::string &json, const std::string &key) noexcept;
 } // namespace detail
 
 /// A failed call: `code()` is an inboxlog_status value, `kind()` its name, `what()` the
