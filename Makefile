@@ -53,7 +53,7 @@ C_PG_DROP := command -v psql >/dev/null \
 		-c "DROP SCHEMA IF EXISTS $(C_PG_SCHEMA) CASCADE" >/dev/null 2>&1 \
 	|| echo "make test-c: schema $(C_PG_SCHEMA) left on the server (no psql to drop it)" >&2
 
-test-c: c-lib c-symbols c-hosts
+test-c: c-lib c-symbols c-hosts c-asan-hosts c-worker hpp-coverage
 	@command -v $(VALGRIND) >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
 		|| { echo "make test-c: installing valgrind with apt-get"; \
 		     apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
@@ -62,7 +62,20 @@ test-c: c-lib c-symbols c-hosts
 	@set -e; export INBOXLOG_TEST_PG_SCHEMA=$(C_PG_SCHEMA); trap '$(C_PG_DROP)' EXIT; \
 	for host in $(C_HOST_BINS); do echo "== $$host"; $$host; done; \
 	for host in $(C_HOST_BINS); do \
-		echo "== valgrind $$host"; $(VALGRIND) $(VALGRIND_FLAGS) $$host; done
+		echo "== valgrind $$host"; $(VALGRIND) $(VALGRIND_FLAGS) $$host; done; \
+	echo "== asan $(C_BUILD)/asan/leak_canary (must report its leak)"; \
+	if $(C_BUILD)/asan/leak_canary 2> $(C_BUILD)/asan/leak_canary.txt \
+		|| ! grep -q 'LeakSanitizer: detected memory leaks' $(C_BUILD)/asan/leak_canary.txt; then \
+		cat $(C_BUILD)/asan/leak_canary.txt >&2; \
+		echo "make test-c: LeakSanitizer does not work here; the ASan runs would miss leaks" >&2; exit 1; fi; \
+	for host in $(C_ASAN_BINS); do echo "== asan $$host"; $$host; done; \
+	echo "== $(C_BUILD)/worker"; $(C_BUILD)/worker; \
+	echo "== $(C_BUILD)/worker, no server (must fail, naming it, never the password)"; \
+	if $(C_BUILD)/worker 'postgresql://u:hunter2@127.0.0.1:9/db?connect_timeout=2' \
+		> /dev/null 2> $(C_BUILD)/worker-unreachable.txt \
+		|| ! grep -q '127.0.0.1:9.*(unavailable)' $(C_BUILD)/worker-unreachable.txt \
+		|| grep -q hunter2 $(C_BUILD)/worker-unreachable.txt; then \
+		cat $(C_BUILD)/worker-unreachable.txt >&2; exit 1; fi
 
 # ---- C ABI: host programs (tests/c, tests/cpp) built into tests/build ----------------
 CC ?= cc
@@ -77,7 +90,7 @@ C_INCLUDES := -Iinclude -Itests/c -DINBOXLOG_EXPECTED_VERSION='"$(INBOXLOG_VERSI
 C_SHARED_LINK := -L$(C_LIBDIR) -linboxlog -Wl,-rpath,$(C_LIBDIR)
 # What the Rust staticlib needs from the system (`rustc --print native-static-libs`).
 C_STATIC_LINK := $(C_LIBDIR)/libinboxlog.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
-C_DEPS := include/inboxlog.h include/inboxlog.hpp tests/c/check.h $(C_LIBDIR)/libinboxlog.so \
+C_DEPS := include/inboxlog.h include/inboxlog.hpp tests/c/check.h tests/cpp/check.hpp $(C_LIBDIR)/libinboxlog.so \
 	$(C_LIBDIR)/libinboxlog.a
 # Every host under tests/c and tests/cpp, found by name: a new host needs no edit here.
 # errors.c runs twice, linked to the shared library and (errors-static) to the static one.
@@ -86,7 +99,13 @@ CXX_HOSTS := $(sort $(wildcard tests/cpp/*.cpp))
 C_HOST_BINS := $(patsubst tests/c/%.c,$(C_BUILD)/%,$(C_HOSTS)) $(C_BUILD)/errors-static \
 	$(patsubst tests/cpp/%.cpp,$(C_BUILD)/%,$(CXX_HOSTS))
 
-.PHONY: c-lib c-hosts c-symbols
+# The same hosts and the fleet worker example built with AddressSanitizer (LeakSanitizer
+# included) and UndefinedBehaviorSanitizer, linked against the same debug library; any
+# report fails the run.
+C_ASAN := -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+C_ASAN_BINS := $(patsubst $(C_BUILD)/%,$(C_BUILD)/asan/%,$(C_HOST_BINS)) $(C_BUILD)/asan/worker
+
+.PHONY: c-lib c-hosts c-symbols c-asan-hosts c-worker hpp-coverage
 
 # Cargo decides what to rebuild; the hosts relink when the library changed. The hosts
 # call the test hook, so their library is built with the ffi crate's testing feature.
@@ -94,6 +113,16 @@ c-lib:
 	$(CARGO) build -p inboxlog-ffi --features testing
 
 c-hosts: $(C_HOST_BINS)
+
+c-asan-hosts: $(C_ASAN_BINS) $(C_BUILD)/asan/leak_canary
+
+c-worker: $(C_BUILD)/worker
+
+# Every function of inboxlog.h has a wrapper in inboxlog.hpp (or a commented exception);
+# the selftest shows the check refusing doctored copies.
+hpp-coverage:
+	$(PYTHON) tests/hpp_coverage.py check
+	$(PYTHON) tests/hpp_coverage.py selftest
 
 # Made by c-lib; named here so a fresh checkout knows where they come from.
 $(C_LIBDIR)/libinboxlog.so $(C_LIBDIR)/libinboxlog.a: | c-lib ;
@@ -110,10 +139,36 @@ $(C_BUILD)/%: tests/cpp/%.cpp $(C_DEPS) | c-lib
 	@mkdir -p $(C_BUILD)
 	$(CXX) -std=c++17 $(C_WARN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
 
+# The C++ fleet worker example (README, C and C++): PostgreSQL, kill and takeover.
+$(C_BUILD)/worker: examples/worker.cpp $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)
+	$(CXX) -std=c++17 $(C_WARN) -Iinclude $< $(C_SHARED_LINK) -o $@
+
+$(C_BUILD)/asan/%: tests/c/%.c $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)/asan
+	$(CC) -std=c11 $(C_WARN) $(C_ASAN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
+
+$(C_BUILD)/asan/errors-static: tests/c/errors.c $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)/asan
+	$(CC) -std=c11 $(C_WARN) $(C_ASAN) $(C_INCLUDES) $< $(C_STATIC_LINK) -o $@
+
+$(C_BUILD)/asan/%: tests/cpp/%.cpp $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)/asan
+	$(CXX) -std=c++17 $(C_WARN) $(C_ASAN) $(C_INCLUDES) $< $(C_SHARED_LINK) -o $@
+
+# Leaks on purpose: proves LeakSanitizer is on (test-c requires its report).
+$(C_BUILD)/asan/leak_canary: tests/sanitizers/leak_canary.c $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)/asan
+	$(CC) -std=c11 $(C_WARN) $(C_ASAN) -Iinclude $< $(C_SHARED_LINK) -o $@
+
+$(C_BUILD)/asan/worker: examples/worker.cpp $(C_DEPS) | c-lib
+	@mkdir -p $(C_BUILD)/asan
+	$(CXX) -std=c++17 $(C_WARN) $(C_ASAN) -Iinclude $< $(C_SHARED_LINK) -o $@
+
 # The release libinboxlog.so exports exactly the functions the header declares, and no
 # test hook; the hosts' testing build exports those plus the test hooks, nothing else.
 C_RELEASE_LIBDIR := $(CARGO_TARGET)/release
-C_TEST_HOOKS := inboxlog_test_panic
+C_TEST_HOOKS := inboxlog_test_panic inboxlog_test_failing_observer
 
 c-symbols: c-lib
 	$(CARGO) build --release -p inboxlog-ffi

@@ -1,34 +1,81 @@
 // inboxlog C++17 wrapper: header-only RAII over the C ABI in inboxlog.h (hand-written).
 //
 // Handles are move-only and released by their destructors; every failed call throws
-// inboxlog::Error carrying the status code, the kind name and the message. Structured
-// values stay JSON text (std::string), exactly as in the C ABI. A moved-from handle
-// throws Error with INBOXLOG_STATUS_NULL_ARGUMENT when used. Thread-safety is the C
+// inboxlog::Error carrying the status code, the kind name, the message and where it
+// happened (session, path, line, offset, seq) when the library says. Structured
+// values stay JSON text (std::string), exactly as in the C ABI; a follower's poll comes
+// split into its events. Every function of inboxlog.h has its wrapper here
+// (tests/hpp_coverage.py checks it). A moved-from handle throws Error with
+// INBOXLOG_STATUS_NULL_ARGUMENT when used. Thread-safety is the C
 // ABI's: a Session may be shared by reference across threads (not destroyed while in
 // use).
 #ifndef INBOXLOG_HPP
 #define INBOXLOG_HPP
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "inboxlog.h"
 
 namespace inboxlog {
 
-/// A failed call: `code()` is an inboxlog_status value, `kind()` its name.
+namespace detail {
+// The error JSON's readers, defined below.
+inline std::size_t field_at(const std::string &json, const std::string &key) noexcept;
+inline std::string string_field(const std::string &json, const std::string &key);
+inline std::optional<std::uint64_t> uint_field(const std::string &json, const std::string &key) noexcept;
+} // namespace detail
+
+/// A failed call: `code()` is an inboxlog_status value, `kind()` its name, `what()` the
+/// message; where the library knows it, the error names the session, the file (`path`),
+/// its `line` and byte `offset`, and the `seq` it happened at.
 class Error : public std::runtime_error {
 public:
+    /// An error with no location.
     Error(int code, std::string kind, const std::string &message)
         : std::runtime_error(message), code_(code), kind_(std::move(kind)) {}
+    /// An error with the location keys of the library's error JSON `json` (absent keys,
+    /// or keys of the wrong type, stay empty).
+    Error(int code, std::string kind, const std::string &message, std::string json)
+        : std::runtime_error(message), code_(code), kind_(std::move(kind)), json_(std::move(json)) {
+        if (json_.empty()) return;
+        if (detail::field_at(json_, "session") != std::string::npos) session_ = detail::string_field(json_, "session");
+        if (detail::field_at(json_, "path") != std::string::npos) path_ = detail::string_field(json_, "path");
+        line_ = detail::uint_field(json_, "line");
+        offset_ = detail::uint_field(json_, "offset");
+        seq_ = detail::uint_field(json_, "seq");
+    }
+    /// The inboxlog_status code.
     int code() const noexcept { return code_; }
+    /// The kind name, e.g. "corrupt".
     const std::string &kind() const noexcept { return kind_; }
+    /// The session id the error names.
+    const std::optional<std::string> &session() const noexcept { return session_; }
+    /// The file the error names (a JSONL log).
+    const std::optional<std::string> &path() const noexcept { return path_; }
+    /// The line of that file, counting from 1.
+    std::optional<std::uint64_t> line() const noexcept { return line_; }
+    /// The byte offset of that line in the file.
+    std::optional<std::uint64_t> offset() const noexcept { return offset_; }
+    /// The seq of the event the error names.
+    std::optional<std::uint64_t> seq() const noexcept { return seq_; }
+    /// The library's error JSON as returned ("" for an error made by the wrapper).
+    const std::string &json() const noexcept { return json_; }
 
 private:
     int code_;
     std::string kind_;
+    std::string json_;
+    std::optional<std::string> session_;
+    std::optional<std::string> path_;
+    std::optional<std::uint64_t> line_;
+    std::optional<std::uint64_t> offset_;
+    std::optional<std::uint64_t> seq_;
 };
 
 namespace detail {
@@ -76,15 +123,89 @@ inline bool hex4(const std::string &json, std::size_t at, unsigned &cp) noexcept
     return true;
 }
 
-/// The decoded string value of `"key":"…"` in the library's compact error JSON. Never
-/// throws on malformed input (a bad or truncated `\u` escape, a lone surrogate becomes
-/// U+FFFD), so a parse can never hide the error being reported.
+/// Moves `i` past the JSON string that starts at `json[i]` (a quote); false when it
+/// does not end.
+inline bool skip_string(const std::string &json, std::size_t &i) noexcept {
+    for (++i; i < json.size(); ++i) {
+        if (json[i] == '\\') {
+            ++i;
+        } else if (json[i] == '"') {
+            ++i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/// Where the value of the top-level key `key` of the JSON object `json` starts, or npos.
+/// Walks the object key by key, skipping values whole, so a key spelled inside a string
+/// (a message quoting `"seq":`) is never taken for one. Never throws; on malformed input
+/// it finds what comes before the damage.
+inline std::size_t field_at(const std::string &json, const std::string &key) noexcept {
+    const std::size_t n = json.size();
+    std::size_t i = 0;
+    auto blank = [&] {
+        while (i < n && (json[i] == ' ' || json[i] == '\n' || json[i] == '\t' || json[i] == '\r')) ++i;
+    };
+    blank();
+    if (i >= n || json[i] != '{') return std::string::npos;
+    ++i;
+    for (;;) {
+        blank();
+        if (i >= n || json[i] != '"') return std::string::npos;
+        const std::size_t name = i + 1;
+        if (!skip_string(json, i)) return std::string::npos;
+        const bool match = i - 1 - name == key.size() && json.compare(name, key.size(), key) == 0;
+        blank();
+        if (i >= n || json[i] != ':') return std::string::npos;
+        ++i;
+        blank();
+        if (match) return i < n ? i : std::string::npos;
+        int depth = 0;
+        while (i < n) {
+            const char c = json[i];
+            if (c == '"') {
+                if (!skip_string(json, i)) return std::string::npos;
+                continue;
+            }
+            if (c == '{' || c == '[') {
+                ++depth;
+            } else if (c == '}' || c == ']') {
+                if (depth == 0) break;
+                --depth;
+            } else if (c == ',' && depth == 0) {
+                break;
+            }
+            ++i;
+        }
+        if (i >= n || json[i] != ',') return std::string::npos;
+        ++i;
+    }
+}
+
+/// The unsigned integer value of the top-level key `key`, if it is one that fits.
+inline std::optional<std::uint64_t> uint_field(const std::string &json, const std::string &key) noexcept {
+    std::size_t i = field_at(json, key);
+    if (i == std::string::npos || i >= json.size() || json[i] < '0' || json[i] > '9') return std::nullopt;
+    std::uint64_t value = 0;
+    for (; i < json.size() && json[i] >= '0' && json[i] <= '9'; ++i) {
+        const auto digit = static_cast<std::uint64_t>(json[i] - '0');
+        if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
+        value = value * 10 + digit;
+    }
+    if (i < json.size() && (json[i] == '.' || json[i] == 'e' || json[i] == 'E')) return std::nullopt;
+    return value;
+}
+
+/// The decoded string value of the top-level key `key` in the library's compact error
+/// JSON ("" when absent or not a string). Never throws on malformed input (a bad or
+/// truncated `\u` escape, a lone surrogate becomes U+FFFD), so a parse can never hide
+/// the error being reported.
 inline std::string string_field(const std::string &json, const std::string &key) {
-    const std::string marker = "\"" + key + "\":\"";
-    std::size_t i = json.find(marker);
+    std::size_t i = field_at(json, key);
     std::string out;
-    if (i == std::string::npos) return out;
-    for (i += marker.size(); i < json.size() && json[i] != '"'; ++i) {
+    if (i == std::string::npos || json[i] != '"') return out;
+    for (++i; i < json.size() && json[i] != '"'; ++i) {
         if (json[i] != '\\' || i + 1 >= json.size()) {
             out += json[i];
             continue;
@@ -127,7 +248,7 @@ inline Error error_from(int status, const std::string &json) {
     const char *name = inboxlog_status_name(status);
     std::string kind = string_field(json, "kind");
     if (kind.empty() && name != nullptr) kind = name;
-    return Error(status, kind, string_field(json, "message"));
+    return Error(status, kind, string_field(json, "message"), json);
 }
 
 /// Throws Error unless `status` is OK; frees the error JSON.
@@ -196,10 +317,14 @@ inline std::string fold_consumed_work(const std::string &events) {
 /// One open session (see inboxlog_session in inboxlog.h).
 class Session {
 public:
+    /// Takes ownership of `raw` (NULL: a handle every call refuses).
     explicit Session(inboxlog_session *raw) noexcept : h_(raw) {}
 
+    /// The session id.
     std::string id() const { return detail::str(inboxlog_session_id, h_.get()); }
+    /// The header, a JSON object.
     std::string header() const { return detail::str(inboxlog_session_header, h_.get()); }
+    /// What opening repaired: {"tornBytes":N,"repairedTurn":N|null}.
     std::string open_report() const { return detail::str(inboxlog_session_open_report, h_.get()); }
     /// INBOXLOG_ABSENT for an empty log.
     std::int64_t last_seq() const { return detail::value<std::int64_t>(inboxlog_session_last_seq, h_.get()); }
@@ -207,6 +332,7 @@ public:
     std::int64_t current_turn() const {
         return detail::value<std::int64_t>(inboxlog_session_current_turn, h_.get());
     }
+    /// The events with seq >= `since`, a JSON array.
     std::string events(std::uint64_t since = 0) const {
         return detail::str(inboxlog_session_events, h_.get(), since);
     }
@@ -215,11 +341,19 @@ public:
         return detail::str(inboxlog_session_append, h_.get(), type.c_str(), data.c_str(),
                            detail::opt(envelope));
     }
+    /// Makes everything before it durable (the barrier of "batched" and "none").
     void flush() { detail::call(inboxlog_session_flush, h_.get()); }
+    /// Releases the log; later calls throw CLOSED (closing twice is fine).
     void close() { detail::call(inboxlog_session_close, h_.get()); }
+    /// Starts collecting notifications for poll().
     void watch() { detail::call(inboxlog_session_watch, h_.get()); }
     /// Notifications since the last poll: [{"event":…},{"inbox":…},…].
     std::string poll() { return detail::str(inboxlog_session_poll, h_.get()); }
+    /// The observer failures since the last call, oldest first, as a JSON array of
+    /// strings ("[]" when none); readable after close() too.
+    std::string take_observer_failures() {
+        return detail::str(inboxlog_session_take_observer_failures, h_.get());
+    }
     /// The inbox as of seq `upto` (INBOXLOG_ABSENT: now; past the last seq: an Error):
     /// {"seq":…,"next_turn":[…],"next_step":[…]}.
     std::string baseline(std::int64_t upto = INBOXLOG_ABSENT) const {
@@ -227,32 +361,48 @@ public:
     }
 
     // Inbox (ARCHITECTURE.md#inbox).
+    /// Splices `inserted` (a JSON array) into `target` with JavaScript arithmetic; returns the removed messages.
     std::string splice(const std::string &target, double start, double delete_count,
                        const std::string &inserted) {
         return detail::str(inboxlog_inbox_splice, h_.get(), target.c_str(), start, delete_count,
                            inserted.c_str());
     }
+    /// Appends `message` to the end of `target`.
     void inbox_append(const std::string &target, const std::string &message) {
         detail::call(inboxlog_inbox_append, h_.get(), target.c_str(), message.c_str());
     }
+    /// Puts `message` at the head of `target`.
     void inbox_prepend(const std::string &target, const std::string &message) {
         detail::call(inboxlog_inbox_prepend, h_.get(), target.c_str(), message.c_str());
     }
+    /// Replaces the pending message `id`; false when none is pending.
     bool replace(const std::string &id, const std::string &message) {
         return detail::value<bool>(inboxlog_inbox_replace, h_.get(), id.c_str(), message.c_str());
     }
+    /// Removes the pending message `id`; false when none is pending.
     bool remove(const std::string &id) { return detail::value<bool>(inboxlog_inbox_remove, h_.get(), id.c_str()); }
+    /// Cancels everything pending (next-step first).
     void clear() { detail::call(inboxlog_inbox_clear, h_.get()); }
+    /// The next-turn list, a JSON array.
     std::string next_turn() const { return detail::str(inboxlog_inbox_next_turn, h_.get()); }
+    /// The next-step list, a JSON array.
     std::string next_step() const { return detail::str(inboxlog_inbox_next_step, h_.get()); }
+    /// Whether either list holds a message.
     bool has_pending() const { return detail::value<bool>(inboxlog_inbox_has_pending, h_.get()); }
+    /// Takes in the messages posted to this session (Store::post), each as one durable
+    /// splice (or one agent/inbox/rejected event); returns how many posts it wrote. Runs
+    /// on its own when the session opens and before each propose_step.
+    std::uint64_t receive() { return detail::value<std::uint64_t>(inboxlog_inbox_receive, h_.get()); }
 
     // Step-boundary protocol (ARCHITECTURE.md#protocol). `extra` is a JSON object of host keys for the
     // event the call writes (empty: none), e.g. open_turn(R"({"trigger":{"kind":"user"}})").
+    /// Opens a turn; returns its number.
     std::uint64_t open_turn(const std::string &extra = {}) {
         return detail::value<std::uint64_t>(inboxlog_session_open_turn, h_.get(), detail::opt(extra));
     }
+    /// Claims the input of the next step: {"turn":N,"step":K,"messages":[…]}.
     std::string propose_step() { return detail::str(inboxlog_session_propose_step, h_.get()); }
+    /// The one pre-step decision: {"kind":"reject"} or {"kind":"enter","messages":[…]}.
     std::string decide(const std::string &decision, const std::string &extra = {}) {
         return detail::str(inboxlog_session_decide, h_.get(), decision.c_str(), detail::opt(extra));
     }
@@ -260,6 +410,7 @@ public:
     bool end_step(const std::string &outcome, const std::string &extra = {}) {
         return detail::value<bool>(inboxlog_session_end_step, h_.get(), outcome.c_str(), detail::opt(extra));
     }
+    /// Closes a concluded turn with its reason.
     std::string close_turn(const std::string &extra = {}) {
         return detail::str(inboxlog_session_close_turn, h_.get(), detail::opt(extra));
     }
@@ -267,48 +418,179 @@ public:
     void cancel(const std::string &cause = {}, bool keep_inbox = false, const std::string &extra = {}) {
         detail::call(inboxlog_session_cancel, h_.get(), detail::opt(cause), keep_inbox, detail::opt(extra));
     }
+    /// Ends the open turn as an error ({"message":…,"code":…}).
     void fail(const std::string &error, const std::string &extra = {}) {
         detail::call(inboxlog_session_fail, h_.get(), error.c_str(), detail::opt(extra));
     }
 
+    /// The C handle, still owned by this Session.
     inboxlog_session *get() const noexcept { return h_.get(); }
 
 private:
     detail::Handle<inboxlog_session, inboxlog_session_free> h_;
 };
 
-/// A place that holds session logs.
+namespace detail {
+
+/// The elements of the JSON array `json` as JSON texts, in order. Splits at the array's
+/// own commas (strings and nested values are skipped whole); throws Error with
+/// INBOXLOG_STATUS_INVALID_JSON when `json` is not one whole array.
+inline std::vector<std::string> split_array(const std::string &json) {
+    const auto bad = [&] {
+        return Error(INBOXLOG_STATUS_INVALID_JSON, "invalid_json",
+                     "inboxlog::Events: not a JSON array: " + json.substr(0, 64));
+    };
+    const auto blank = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
+    std::vector<std::string> items;
+    std::size_t i = 0;
+    const std::size_t n = json.size();
+    while (i < n && blank(json[i])) ++i;
+    if (i >= n || json[i] != '[') throw bad();
+    ++i;
+    std::size_t start = i;
+    int depth = 0;
+    for (; i < n; ++i) {
+        const char c = json[i];
+        if (c == '"') {
+            if (!skip_string(json, i)) throw bad();
+            --i; // the loop steps past the closing quote
+        } else if (c == '{' || c == '[') {
+            ++depth;
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            --depth;
+        } else if ((c == ',' || c == ']') && depth == 0) {
+            std::size_t b = start, e = i;
+            while (b < e && blank(json[b])) ++b;
+            while (e > b && blank(json[e - 1])) --e;
+            if (b == e && (c == ',' || !items.empty())) throw bad(); // an empty element
+            if (b < e) items.push_back(json.substr(b, e - b));
+            start = i + 1;
+            if (c == ']') break;
+        } else if (c == '}') {
+            throw bad();
+        }
+    }
+    if (i >= n) throw bad(); // no closing bracket
+    for (++i; i < n; ++i) {
+        if (!blank(json[i])) throw bad();
+    }
+    return items;
+}
+
+} // namespace detail
+
+/// A JSON array split into its elements, each a JSON text: the events one
+/// Follower::poll returned, in seq order, or any array the library returns (a
+/// proposal's messages, events()). Iterable.
+class Events {
+public:
+    /// Splits `json`, a JSON array; Error (INBOXLOG_STATUS_INVALID_JSON) if it is none.
+    explicit Events(std::string json) : json_(std::move(json)), items_(detail::split_array(json_)) {}
+    /// The events as one JSON array, as the library returned them.
+    const std::string &json() const noexcept { return json_; }
+    /// How many events came.
+    std::size_t size() const noexcept { return items_.size(); }
+    /// Whether none came.
+    bool empty() const noexcept { return items_.empty(); }
+    /// The event at `i` (0 is the oldest).
+    const std::string &operator[](std::size_t i) const { return items_.at(i); }
+    /// The first event.
+    std::vector<std::string>::const_iterator begin() const noexcept { return items_.begin(); }
+    /// Past the last event.
+    std::vector<std::string>::const_iterator end() const noexcept { return items_.end(); }
+
+private:
+    std::string json_;
+    std::vector<std::string> items_;
+};
+
+/// Follows one session's log from elsewhere (Store::follow): its events as they are
+/// committed, without owning the session. Calls on one follower serialize.
+class Follower {
+public:
+    /// Waits up to `timeout` for committed events and returns every event available
+    /// then, each once, in seq order (none when nothing came in time; zero does not
+    /// wait). A negative timeout is refused with INBOXLOG_STATUS_INVALID_INPUT.
+    Events poll(std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const {
+        if (timeout.count() < 0) {
+            throw Error(INBOXLOG_STATUS_INVALID_INPUT, "invalid_input",
+                        "follower poll: timeout is negative (" + std::to_string(timeout.count()) + " ms)");
+        }
+        return Events(detail::str(inboxlog_follower_poll, h_.get(), static_cast<std::uint64_t>(timeout.count())));
+    }
+    /// The seq of the next event poll returns: where a new follower resumes with nothing
+    /// skipped or repeated.
+    std::uint64_t next_seq() const { return detail::value<std::uint64_t>(inboxlog_follower_next_seq, h_.get()); }
+
+private:
+    friend class Store;
+    explicit Follower(inboxlog_follower *raw) noexcept : h_(raw) {}
+    detail::Handle<inboxlog_follower, inboxlog_follower_free> h_;
+};
+
+/// A place that holds session logs: memory, a JSONL directory or PostgreSQL.
 class Store {
 public:
+    /// An empty in-memory store.
     static Store memory() { return Store(detail::value<inboxlog_store *>(inboxlog_store_new_memory)); }
-    /// durability: "sync", "batched" or "none".
+    /// The JSONL directory store at `root`; durability: "sync", "batched" or "none".
     static Store jsonl(const std::string &root, const std::string &durability = "sync") {
         return Store(detail::value<inboxlog_store *>(inboxlog_store_open_jsonl, root.c_str(), durability.c_str()));
     }
+    /// The PostgreSQL store at `url` (postgresql://, libpq syntax). `options` is a JSON
+    /// object with optional "schema", "durability" and "recordLimit" (empty: defaults).
+    static Store postgres(const std::string &url, const std::string &options = {}) {
+        return Store(
+            detail::value<inboxlog_store *>(inboxlog_store_open_postgres, url.c_str(), detail::opt(options)));
+    }
 
-    /// An empty meta means none.
+    /// Creates the empty session `id`; `meta` a JSON object (empty: none).
     Session create(const std::string &id, const std::string &meta = {}) const {
         return Session(
             detail::value<inboxlog_session *>(inboxlog_session_create, h_.get(), id.c_str(), detail::opt(meta)));
     }
-    /// seed_length INBOXLOG_ABSENT: none.
+    /// Creates session `id` seeded with `seed` (a JSON array of events); seed_length
+    /// INBOXLOG_ABSENT: none.
     Session create_seeded(const std::string &id, const std::string &seed, std::int64_t seed_length = INBOXLOG_ABSENT,
                           const std::string &meta = {}) const {
         return Session(detail::value<inboxlog_session *>(inboxlog_session_create_seeded, h_.get(), id.c_str(),
                                                          detail::opt(meta), seed.c_str(), seed_length));
     }
+    /// Opens session `id` as its writer (LOCKED while another holds it).
     Session open(const std::string &id) const {
         return Session(detail::value<inboxlog_session *>(inboxlog_session_open, h_.get(), id.c_str()));
     }
+    /// Opens session `id`; with `takeover`, takes it from a live but stuck owner
+    /// (PostgreSQL only), who then gets FENCED on its next call.
+    Session open(const std::string &id, bool takeover) const {
+        return Session(detail::value<inboxlog_session *>(inboxlog_session_open_ex, h_.get(), id.c_str(), takeover));
+    }
+    /// Forks `parent` into the new session `child` (a copy of its events, an empty inbox).
     Session fork(const std::string &parent, const std::string &child, const std::string &meta = {}) const {
         return Session(detail::value<inboxlog_session *>(inboxlog_session_fork, h_.get(), parent.c_str(),
                                                          child.c_str(), detail::opt(meta)));
     }
-    /// {"header":{…},"events":[…]}
+    /// Reads session `id` without locking: {"header":{…},"events":[…]}.
     std::string inspect(const std::string &id) const {
         return detail::str(inboxlog_store_inspect, h_.get(), id.c_str());
     }
+    /// The headers of every session, a JSON array.
     std::string list() const { return detail::str(inboxlog_store_list, h_.get()); }
+    /// Checks session `id` as opening it would, without locking or writing: a JSON
+    /// report on success, the Error opening would throw (with its path, line, offset
+    /// and seq) otherwise.
+    std::string verify(const std::string &id) const {
+        return detail::str(inboxlog_store_verify, h_.get(), id.c_str());
+    }
+    /// Posts `message` (JSON) to the `target` list of session `id`, open or not,
+    /// wherever its writer runs; returns the post id once the post is durable.
+    std::string post(const std::string &id, const std::string &target, const std::string &message) const {
+        return detail::str(inboxlog_store_post, h_.get(), id.c_str(), target.c_str(), message.c_str());
+    }
+    /// Follows session `id` from seq `since`.
+    Follower follow(const std::string &id, std::uint64_t since = 0) const {
+        return Follower(detail::value<inboxlog_follower *>(inboxlog_follower_open, h_.get(), id.c_str(), since));
+    }
     /// Deletes session `id` for good (`delete` is a C++ keyword).
     void remove(const std::string &id) const { detail::call(inboxlog_store_delete, h_.get(), id.c_str()); }
 
@@ -320,17 +602,22 @@ private:
 /// A consumer's copy of an inbox that follows splice events.
 class Projection {
 public:
+    /// A projection from a baseline {"seq":…,"next_turn":[…],"next_step":[…]}.
     explicit Projection(const std::string &baseline)
         : h_(detail::value<inboxlog_projection *>(inboxlog_projection_new, baseline.c_str())) {}
+    /// A projection replayed from a log's events (splices from `replay_from`, up to `upto`).
     static Projection replay(const std::string &events, std::uint64_t replay_from = 0,
                              std::int64_t upto = INBOXLOG_ABSENT) {
         return Projection(
             detail::value<inboxlog_projection *>(inboxlog_projection_replay, events.c_str(), replay_from, upto));
     }
+    /// Applies the next event.
     void apply(const std::string &event) { detail::call(inboxlog_projection_apply, h_.get(), event.c_str()); }
+    /// Applies a JSON array of events, all or nothing.
     void apply_all(const std::string &events) {
         detail::call(inboxlog_projection_apply_all, h_.get(), events.c_str());
     }
+    /// The projection as a baseline.
     std::string baseline() const { return detail::str(inboxlog_projection_baseline, h_.get()); }
 
 private:

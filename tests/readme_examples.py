@@ -1,7 +1,8 @@
 """Keeps README.md's examples honest.
 
 python3 tests/readme_examples.py check              the Rust and C examples in README.md
-                                                    are the files that `make test` runs
+                                                    are the files that `make test` runs,
+                                                    each C++ one an excerpt of one
 python3 tests/readme_examples.py run-python README  runs the README's Python examples
 """
 
@@ -15,6 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 FILES = {
     "rust": ROOT / "core/examples/readme.rs",
     "c": ROOT / "tests/c/readme_example.c",
+}
+# README blocks that are excerpts of a longer program `make test` runs.
+EXCERPTS = {
+    "cpp": ROOT / "examples/worker.cpp",
 }
 
 
@@ -32,6 +37,14 @@ def main(argv: list[str]) -> int:
                     file=sys.stderr,
                 )
                 return 1
+        for lang, path in EXCERPTS.items():
+            for block in blocks(readme, lang):
+                if block not in path.read_text():
+                    print(
+                        f"README.md: a {lang} example is not an excerpt of {path}",
+                        file=sys.stderr,
+                    )
+                    return 1
         return 0
     if argv[:1] == ["run-python"] and len(argv) == 2:
         # Every Python example, in order, each in a namespace of its own.

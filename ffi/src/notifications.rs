@@ -99,6 +99,33 @@ pub unsafe extern "C" fn inboxlog_session_take_observer_failures(
     }
 }
 
+/// Test hook, only in a library built with the ffi crate's testing feature (the shipped
+/// library and header have no such function): registers on session an event observer
+/// that fails on every event it is shown, with the message
+/// `test observer refused seq <seq>`. C hosts register no callbacks, so this is how
+/// their tests make inboxlog_session_take_observer_failures return something.
+///
+/// Ownership: nothing is returned.
+/// Threads: any thread, any number at once.
+///
+/// # Safety
+/// As for every session function (header overview, Safety).
+#[cfg(feature = "testing")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_test_failing_observer(
+    session: *mut inboxlog_session,
+    error: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: the caller's contract (header overview, Safety).
+    unsafe {
+        with_session(session, error, |s| {
+            s.session
+                .on_event(|e| Err(format!("test observer refused seq {}", e.seq())));
+            Ok(())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
