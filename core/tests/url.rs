@@ -6,15 +6,19 @@
 //! refused, `accepted.txt` parses) whose passwords are made of pieces holding `Qx`,
 //! which nothing else in them holds, so any `Qx` in a message is a password leaking;
 //! and a property test over generated URLs with such a password in every position.
-//! Parsing only: nothing here opens a connection.
+//! Parsing only, but for one test that connects to the test server (see
+//! `pg_common`) with every parameter the store honours.
+
+mod pg_common;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use inboxlog::ErrorKind;
 use inboxlog::store::postgres::{
     ChannelBinding, Host, PgUrl, SslMode, TargetSessionAttrs, redact_url,
 };
+use inboxlog::store::{Durability, PgStore};
+use inboxlog::{Envelope, ErrorKind, Session, SessionMeta};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> Vec<String> {
@@ -339,6 +343,34 @@ fn parameters_libpq_knows_are_honoured_or_refused_as_unsupported() {
     ] {
         assert!(refused(url).contains(needle), "{url}: {}", refused(url));
     }
+}
+
+#[test]
+fn the_honoured_parameters_reach_the_server() {
+    let Some(schema) = pg_common::Schema::new() else {
+        return;
+    };
+    let base = pg_common::url();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let app = format!("url_{}", schema.name);
+    let url = format!(
+        "{base}{sep}target_session_attrs=read-write&channel_binding=prefer\
+         &load_balance_hosts=random&client_encoding=UTF8&gssencmode=disable\
+         &connect_timeout=-1&fallback_application_name={app}"
+    );
+    let store = PgStore::connect(&url, schema.options(Durability::Sync)).unwrap();
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    s.append("host/a", "{}", Envelope::default()).unwrap();
+    // The fallback name is the one the server sees, as no application_name was given.
+    let mut c = pg_common::client().unwrap();
+    let seen: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .unwrap()
+        .get(0);
+    assert!(seen >= 1, "no connection named {app}");
 }
 
 #[test]

@@ -303,14 +303,13 @@ impl PgUrl {
 
 /// `url` with every part that may hold a password replaced by `***`: safe to show
 /// whatever its shape. Text with another scheme (or none) keeps only its scheme part
-/// (`mysql://***`), as nothing tells where its password would be, unless it holds no
-/// `:` and no `@` at all.
+/// (`mysql://***`, or `***`), as nothing tells where its password would be.
 pub fn redact_url(url: &str) -> String {
     if SCHEMES.iter().any(|s| url.starts_with(s)) {
         return Secrets::of(url).redacted();
     }
-    if !url.contains([':', '@']) {
-        return url.to_owned(); // no password separator: nothing to hide
+    if url.is_empty() {
+        return String::new();
     }
     format!("{}***", scheme_part(url))
 }
@@ -914,7 +913,8 @@ mod tests {
         assert_eq!(scheme_part(""), "");
         assert_eq!(redact_url("mysql://u:pw@h/db"), "mysql://***");
         assert_eq!(redact_url("Secret123@h"), "***");
-        assert_eq!(redact_url("nonsense"), "nonsense");
+        assert_eq!(redact_url("nonsense"), "***");
+        assert_eq!(redact_url(""), "");
     }
 
     #[test]
