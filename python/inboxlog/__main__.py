@@ -24,8 +24,8 @@
 
 ROOT is a JSONL store's directory, or a postgresql:// (or postgres://) URL for the
 PostgreSQL store, whose tables live in the schema given by --schema (default inboxlog).
-A ROOT that starts like a URL (a scheme and ":", or "postgres") is taken as one, so a
-mistyped URL is refused without its password instead of naming a directory; write a
+A ROOT that starts like a URL (a scheme and ":", or "postgres//") is taken as one, so
+a mistyped URL is refused without its password instead of naming a directory; write a
 directory named like that as ./NAME.
 
 verify prints one line per session. A log that opens, on stdout:
@@ -71,11 +71,11 @@ _EXAMPLES = {
 }
 
 
-_URL_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|postgres", re.IGNORECASE)
+_URL_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|postgres(ql)?//", re.IGNORECASE)
 
 
 def _looks_like_url(arg: str) -> bool:
-    """Whether ``arg`` starts like a URL (``scheme:``, or ``postgres`` mistyped)."""
+    """Whether ``arg`` starts like a URL (``scheme:``, or ``postgres//`` mistyped)."""
     return _URL_LIKE.match(arg) is not None
 
 

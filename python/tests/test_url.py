@@ -61,12 +61,12 @@ def test_the_issue_27_reproducer() -> None:
     )
 
 
-# The CLI takes a root that starts like a URL (a scheme and ":", or "postgres") as one;
+# The CLI takes a root that starts like a URL (a scheme and ":", or "postgres//") as one;
 # any other (``//u:pw@h``, ``QxPw1``) names a directory, as a path may hold "@" or ":".
 URL_LIKE = [
     u
     for u in REFUSED + ACCEPTED
-    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:|postgres", u, re.IGNORECASE)
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:|postgres(ql)?//", u, re.IGNORECASE)
 ]
 
 
@@ -98,8 +98,11 @@ def test_a_mistyped_url_is_not_taken_for_a_directory(
     assert err.startswith("inboxlog: invalid_input: invalid PostgreSQL URL starting"), err
     assert "Secret" not in err
     assert list(tmp_path.iterdir()) == [], "no directory named after the URL"
-    # A directory whose name starts like a scheme is still reachable as ./NAME.
+    # A directory whose name starts like a scheme is still reachable as ./NAME, and
+    # one named postgres... is a directory.
     assert main(["list", "./data:v2"]) == 0
+    assert main(["list", "postgres-sessions"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data:v2", "postgres-sessions"]
 
 
 def test_python_m_inboxlog_prints_no_password(tmp_path: Path) -> None:
