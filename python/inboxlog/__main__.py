@@ -24,6 +24,9 @@
 
 ROOT is a JSONL store's directory, or a postgresql:// (or postgres://) URL for the
 PostgreSQL store, whose tables live in the schema given by --schema (default inboxlog).
+A ROOT that starts like a URL (a scheme and ":", or "postgres//") is taken as one, so
+a mistyped URL is refused without its password instead of naming a directory; write a
+directory named like that as ./NAME.
 
 verify prints one line per session. A log that opens, on stdout:
     ID: ok, N events, P pending, droppedUnrun=false
@@ -48,9 +51,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import NoReturn
 
 from . import InboxlogError, Store, fold_consumed_work, import_reference
 from .types import Event
@@ -72,9 +77,19 @@ _EXAMPLES = {
 }
 
 
+_URL_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|postgres(ql)?//", re.IGNORECASE)
+
+
+def _looks_like_url(arg: str) -> bool:
+    """Whether ``arg`` starts like a URL (``scheme:``, or ``postgres//`` mistyped)."""
+    return _URL_LIKE.match(arg) is not None
+
+
 def _store(where: str, schema: str = "inboxlog") -> Store:
-    """The store a command names: a PostgreSQL URL, or a JSONL directory."""
-    if where.startswith(("postgresql://", "postgres://")):
+    """The store a command names: a PostgreSQL URL, or a JSONL directory. Anything
+    that starts like a URL goes to the URL parser, whose refusal never shows a
+    password (#27)."""
+    if _looks_like_url(where):
         return Store.postgres(where, schema=schema, durability="sync")
     return Store(where, durability="sync")
 
@@ -87,6 +102,18 @@ def _time(ms: int) -> str:
     except (OverflowError, ValueError, OSError):
         return str(ms)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error never quotes an argument that may carry a password
+    (one that starts like a URL, or holds an ``@``): it is shown as ``***`` (#27)."""
+
+    secret_args: Sequence[str] = ()
+
+    def error(self, message: str) -> NoReturn:
+        for arg in sorted(self.secret_args, key=len, reverse=True):
+            message = message.replace(repr(arg), "'***'").replace(arg, "***")
+        super().error(message)
 
 
 def _list(store: Store, args: argparse.Namespace) -> int:
@@ -243,7 +270,10 @@ def _post(store: Store, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="inboxlog", description=__doc__.split("\n")[0])
+    args_given = sys.argv[1:] if argv is None else list(argv)
+    # Every parser (the subcommands' too, made by add_subparsers with this class) hides them.
+    _Parser.secret_args = [a for a in args_given if _looks_like_url(a) or "@" in a]
+    parser = _Parser(prog="inboxlog", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for name, fn, helptext in [
         ("list", _list, "list sessions"),

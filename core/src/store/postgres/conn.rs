@@ -13,7 +13,7 @@ use postgres::{Client, NoTls};
 use rustls::ClientConfig;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::url::{Host, PgUrl, SslMode};
+use super::url::{ChannelBinding, Host, PgUrl, SslMode, TargetSessionAttrs};
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::Durability;
 
@@ -89,6 +89,21 @@ impl Connector {
         if let Some(options) = &url.options {
             config.options(options);
         }
+        config
+            .target_session_attrs(match url.target_session_attrs {
+                TargetSessionAttrs::Any => postgres::config::TargetSessionAttrs::Any,
+                TargetSessionAttrs::ReadWrite => postgres::config::TargetSessionAttrs::ReadWrite,
+            })
+            .channel_binding(match url.channel_binding {
+                ChannelBinding::Disable => postgres::config::ChannelBinding::Disable,
+                ChannelBinding::Prefer => postgres::config::ChannelBinding::Prefer,
+                ChannelBinding::Require => postgres::config::ChannelBinding::Require,
+            })
+            .load_balance_hosts(if url.load_balance_hosts {
+                postgres::config::LoadBalanceHosts::Random
+            } else {
+                postgres::config::LoadBalanceHosts::Disable
+            });
         for host in &url.hosts {
             match host {
                 Host::Tcp(name, port) => config.host(name).port(*port),

@@ -52,7 +52,7 @@ use crate::message::Message;
 use crate::splice::Target;
 
 pub use self::schema::{DEFAULT_SCHEMA, REPLAYED, SCHEMA_VERSION, validate_schema};
-pub use self::url::{Host, PgUrl, SslMode, redact_url};
+pub use self::url::{ChannelBinding, Host, PgUrl, SslMode, TargetSessionAttrs, redact_url};
 
 /// How a [`PgStore`] stores: the schema holding its tables, when appends are durable,
 /// and the largest event line it writes.

@@ -1,16 +1,32 @@
-//! `postgresql://` URLs (libpq's URI syntax, ARCHITECTURE.md#postgresql), parsed here rather than by
-//! the client so that every message about a URL names its host, port, database and user
-//! and never its password, and so that `sslmode` has inboxlog's meaning (see
-//! [`SslMode`]).
+//! `postgresql://` URLs in libpq's URI syntax (ARCHITECTURE.md#postgresql), parsed here
+//! rather than by the client so that every message about a URL names its host, port,
+//! database and user and never its password, and so that `sslmode` has inboxlog's
+//! meaning (see [`SslMode`]).
 //!
 //! `postgresql://[user[:password]@][host[:port][,host[:port]…]][/dbname][?key=value&…]`,
-//! `postgres://` alike; parts are percent-decoded; a host in `[…]` is an IPv6 address,
-//! one starting with `/` (percent-encoded in the authority, or `?host=/run/postgresql`)
-//! a Unix socket directory. Query keys: `host`, `port`, `user`, `password`, `dbname`,
-//! `sslmode`, `sslrootcert`, `connect_timeout`, `application_name`, `options`; any
-//! other is refused, as libpq refuses it.
+//! `postgres://` alike, read as libpq reads it: the user and password end at the first
+//! `@` met before any `/` (so a raw `?`, `:` or `,` may sit in a password); each part,
+//! and each parameter's name and value, is percent-decoded with strict hex and `%00`
+//! refused; a host in `[…]` is an IPv6 address (decoded too, `[fe80::1%25eth0]`), one
+//! starting with `/` (percent-encoded in the authority, or `?host=/run/postgresql`) a
+//! Unix socket directory; an empty host is `localhost` and an empty port 5432; a `port`
+//! or `host` parameter replaces the authority's list. Parameters: libpq's key words the
+//! store honours are taken, the others libpq knows are refused as unsupported, anything
+//! else as unknown, each by name and never with its value.
+//!
+//! One rule stricter than libpq: no raw `@` may follow the user and password (in a host,
+//! the database name or the query). libpq would read such a URL, but only by taking part
+//! of a password whose `@` or `/` was not percent-encoded as a host or a database name,
+//! which its messages would then show.
+//!
+//! No message shows a password, whatever the input: before anything is reported,
+//! [`Secrets`] marks every byte range of the text that could hold one under any reading
+//! (from the first `:` after the scheme to the last `@`, and the values of `password`
+//! and the other secret parameters, with the parts after them that are not another
+//! parameter), and a value from those ranges is never echoed.
 
 use std::fmt;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -40,18 +56,18 @@ pub enum SslMode {
 }
 
 impl SslMode {
-    fn parse(text: &str) -> Result<SslMode> {
+    /// `text` as an `sslmode` (`shown` is how a message may show it).
+    fn parse(text: &str, shown: &str) -> Result<SslMode> {
         Ok(match text {
             "disable" => SslMode::Disable,
             "prefer" | "allow" => SslMode::Prefer,
             "require" => SslMode::Require,
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
-            other => {
+            _ => {
                 return Err(invalid(format!(
-                    "sslmode {} in the PostgreSQL URL is not one of disable, allow, prefer, \
-                     require, verify-ca, verify-full",
-                    json::quote(other)
+                    "sslmode {shown} is not one of disable, allow, prefer, require, \
+                     verify-ca, verify-full"
                 )));
             }
         })
@@ -67,6 +83,26 @@ impl SslMode {
             SslMode::VerifyFull => "verify-full",
         }
     }
+}
+
+/// Which of several servers a connection settles on (the URL's `target_session_attrs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetSessionAttrs {
+    /// The first server that accepts the connection (libpq's default).
+    Any,
+    /// The first server whose sessions accept writes (`SHOW transaction_read_only`).
+    ReadWrite,
+}
+
+/// Whether SCRAM authentication binds to the TLS channel (the URL's `channel_binding`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChannelBinding {
+    /// Never.
+    Disable,
+    /// When the server and the channel allow it (libpq's default).
+    Prefer,
+    /// Always: a server that cannot is refused.
+    Require,
 }
 
 /// One server address of a URL.
@@ -105,10 +141,17 @@ pub struct PgUrl {
     pub sslrootcert: Option<PathBuf>,
     /// How long one connection attempt may take.
     pub connect_timeout: Duration,
-    /// `application_name` shown in `pg_stat_activity`.
+    /// `application_name` shown in `pg_stat_activity` (or `fallback_application_name`,
+    /// or `inboxlog`).
     pub application_name: String,
     /// Server options sent at startup (`-c name=value …`).
     pub options: Option<String>,
+    /// Which of several servers to settle on.
+    pub target_session_attrs: TargetSessionAttrs,
+    /// Whether SCRAM binds to the TLS channel.
+    pub channel_binding: ChannelBinding,
+    /// Whether the hosts are tried in a random order (`load_balance_hosts=random`).
+    pub load_balance_hosts: bool,
 }
 
 impl fmt::Debug for PgUrl {
@@ -134,15 +177,99 @@ impl fmt::Display for PgUrl {
 /// The default port.
 const DEFAULT_PORT: u16 = 5432;
 
+/// The two schemes libpq reads as URIs.
+const SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];
+
+/// libpq's connection key words that this store cannot honour: refused by name.
+const UNSUPPORTED: &[&str] = &[
+    "hostaddr",
+    "passfile",
+    "require_auth",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "replication",
+    "sslnegotiation",
+    "sslcompression",
+    "sslcert",
+    "sslkey",
+    "sslpassword",
+    "sslcertmode",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "sslkeylogfile",
+    "requirepeer",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "min_protocol_version",
+    "max_protocol_version",
+    "krbsrvname",
+    "gsslib",
+    "gssdelegation",
+    "service",
+    "scram_client_key",
+    "scram_server_key",
+    "oauth_issuer",
+    "oauth_client_id",
+    "oauth_client_secret",
+    "oauth_scope",
+];
+
+/// libpq's key words that the store honours (`ssl` is JDBC's `ssl=true`, as in libpq).
+const HONOURED: &[&str] = &[
+    "host",
+    "port",
+    "user",
+    "password",
+    "dbname",
+    "sslmode",
+    "sslrootcert",
+    "connect_timeout",
+    "application_name",
+    "fallback_application_name",
+    "options",
+    "target_session_attrs",
+    "channel_binding",
+    "load_balance_hosts",
+    "client_encoding",
+    "gssencmode",
+    "ssl",
+];
+
+/// Key words whose value is a secret: never shown, hidden in a redacted URL.
+const SECRET: &[&str] = &[
+    "password",
+    "sslpassword",
+    "oauth_client_secret",
+    "scram_client_key",
+    "scram_server_key",
+];
+
+/// Shown in a message in place of a part of the URL that may hold a password.
+const HIDDEN: &str = "(not shown: it may hold a password)";
+
 impl PgUrl {
     /// Parses `url`; an error (`invalid_input`) names what is wrong and never repeats
-    /// the password.
+    /// the password, whatever the URL's shape.
     pub fn parse(url: &str) -> Result<PgUrl> {
-        parse(url).map_err(|e| {
-            let shown = redact_url(url);
+        let Some(rest) = SCHEMES.iter().find_map(|s| url.strip_prefix(s)) else {
+            let shown = match scheme_part(url) {
+                "" => "(not shown)".to_owned(),
+                part => format!("starting {} (the rest not shown)", json::quote(part)),
+            };
+            return Err(invalid(format!(
+                "invalid PostgreSQL URL {shown}: it must start with postgresql:// or \
+                 postgres://"
+            )));
+        };
+        let secrets = Secrets::of(url);
+        parse(rest, &secrets).map_err(|e| {
             e.context(format_args!(
                 "invalid PostgreSQL URL {}",
-                json::quote(&shown)
+                json::quote(&secrets.redacted())
             ))
         })
     }
@@ -174,226 +301,568 @@ impl PgUrl {
     }
 }
 
-/// `url` with its userinfo password (if any) replaced by `***`, and any `password=`
-/// query value too: safe to show even when it does not parse.
+/// `url` with every part that may hold a password replaced by `***`: safe to show
+/// whatever its shape. Text with another scheme (or none) keeps only its scheme part
+/// (`mysql://***`, or `***`), as nothing tells where its password would be.
 pub fn redact_url(url: &str) -> String {
-    let mut out = url.to_owned();
-    if let Some(rest_at) = out.find("://").map(|i| i + 3) {
-        let end = out[rest_at..]
-            .find(['/', '?'])
-            .map_or(out.len(), |i| rest_at + i);
-        if let Some(at) = out[rest_at..end].rfind('@').map(|i| rest_at + i)
-            && let Some(colon) = out[rest_at..at].find(':').map(|i| rest_at + i)
-        {
-            out.replace_range(colon + 1..at, "***");
-        }
+    if SCHEMES.iter().any(|s| url.starts_with(s)) {
+        return Secrets::of(url).redacted();
     }
-    if let Some(q) = out.find('?') {
-        let mut query = String::new();
-        for (i, pair) in out[q + 1..].split('&').enumerate() {
-            if i > 0 {
-                query.push('&');
-            }
-            match pair.split_once('=') {
-                Some((key, _)) if key == "password" => {
-                    query.push_str(key);
-                    query.push_str("=***");
-                }
-                _ => query.push_str(pair),
-            }
-        }
-        out.truncate(q + 1);
-        out.push_str(&query);
+    if url.is_empty() {
+        return String::new();
     }
-    out
+    format!("{}***", scheme_part(url))
 }
 
-fn parse(url: &str) -> Result<PgUrl> {
-    let rest = url
-        .strip_prefix("postgresql://")
-        .or_else(|| url.strip_prefix("postgres://"))
-        .ok_or_else(|| invalid("it must start with postgresql:// or postgres://"))?;
-    let (rest, query) = match rest.split_once('?') {
-        Some((rest, query)) => (rest, Some(query)),
-        None => (rest, None),
+/// The scheme-like start of `text`: letters, digits, `+`, `-`, `.`, then the `:` and
+/// `/` after them (`postgres//`, `mysql:`); empty when no `:` or `/` follows, as the
+/// text then has no scheme at all.
+fn scheme_part(text: &str) -> &str {
+    let name = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c)))
+        .unwrap_or(text.len());
+    let seps = text[name..]
+        .find(|c: char| c != ':' && c != '/')
+        .map_or(text.len(), |i| name + i);
+    if seps == name { "" } else { &text[..seps] }
+}
+
+/// The byte ranges of a URL's text that may hold a password under any reading of it.
+struct Secrets<'a> {
+    url: &'a str,
+    /// Sorted, disjoint, not adjacent.
+    ranges: Vec<Range<usize>>,
+    /// The ranges that hold a password under libpq's reading or next to it: those but
+    /// the port-like text of a URL with no `@` at all, which is most likely a port.
+    strict: Vec<Range<usize>>,
+}
+
+impl<'a> Secrets<'a> {
+    fn of(url: &'a str) -> Secrets<'a> {
+        let start = SCHEMES
+            .iter()
+            .find(|s| url.starts_with(*s))
+            .map_or(0, |s| s.len());
+        let mut ranges = Vec::new();
+        let mut port_like = None;
+        // Whatever ends the user name, a password starts after a `:` and ends at an `@`;
+        // with no `@` at all, what follows the first `:` (a port, to libpq) may still be
+        // one whose `@host` was forgotten.
+        if let Some(colon) = url[start..].find(':').map(|i| start + i + 1) {
+            match url.rfind('@') {
+                Some(at) if colon <= at => ranges.push(colon..at),
+                Some(_) => {}
+                None => {
+                    let end = url[colon..]
+                        .find(['/', '?'])
+                        .map_or(url.len(), |i| colon + i);
+                    port_like = Some(colon..end);
+                }
+            }
+        }
+        // `?`/`&`-separated parts: a secret parameter's value, and the parts after it up
+        // to the next that names a key word (a raw `&` or `?` in the value).
+        let mut in_secret = false;
+        let mut pos = start;
+        for part in url[start..].split(['?', '&']) {
+            let (key, has_value) = match part.split_once('=') {
+                Some((key, _)) => (lenient_decode(key), true),
+                None => (lenient_decode(part), false),
+            };
+            let key = key.to_ascii_lowercase();
+            let known = has_value
+                && (HONOURED.contains(&key.as_str()) || UNSUPPORTED.contains(&key.as_str()));
+            if SECRET.contains(&key.as_str()) && has_value {
+                in_secret = true;
+                let value = pos + key_len(part) + 1;
+                ranges.push(value..pos + part.len());
+            } else if known {
+                in_secret = false;
+            } else if in_secret {
+                ranges.push(pos..pos + part.len());
+            }
+            pos += part.len() + 1;
+        }
+        let strict = merge(ranges.clone());
+        ranges.extend(port_like);
+        Secrets {
+            url,
+            ranges: merge(ranges),
+            strict,
+        }
+    }
+
+    /// Where `part` lies in the URL, if it is a slice of it.
+    fn span(&self, part: &str) -> Option<Range<usize>> {
+        let base = self.url.as_ptr() as usize;
+        let at = (part.as_ptr() as usize).checked_sub(base)?;
+        (at + part.len() <= self.url.len()).then_some(at..at + part.len())
+    }
+
+    /// Whether `part` (a slice of the URL) overlaps or touches a range that may hold a
+    /// password; anything else than a slice of the URL counts as hidden.
+    fn hides(&self, part: &str) -> bool {
+        self.span(part).is_none_or(|p| touches(&self.ranges, &p))
+    }
+
+    /// Whether `part`, about to be shown as a user, host, port or database name, may
+    /// hold a password: then the URL is refused.
+    fn holds_password(&self, part: &str) -> bool {
+        self.span(part).is_some_and(|p| touches(&self.strict, &p))
+    }
+
+    /// `text` (decoded from `raw`, a slice of the URL) quoted for a message, or a note
+    /// that it is not shown.
+    fn show(&self, raw: &str, text: &str) -> String {
+        if self.hides(raw) {
+            HIDDEN.to_owned()
+        } else {
+            json::quote(text)
+        }
+    }
+
+    /// The URL with each range replaced by `***`.
+    fn redacted(&self) -> String {
+        let mut out = String::with_capacity(self.url.len());
+        let mut from = 0;
+        for r in &self.ranges {
+            out.push_str(&self.url[from..r.start]);
+            out.push_str("***");
+            from = r.end;
+        }
+        out.push_str(&self.url[from..]);
+        out
+    }
+}
+
+/// `ranges` sorted, overlapping or adjacent ones merged.
+fn merge(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::new();
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end + 1 => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
+}
+
+/// Whether `part` overlaps or touches one of `ranges`.
+fn touches(ranges: &[Range<usize>], part: &Range<usize>) -> bool {
+    ranges
+        .iter()
+        .any(|r| part.start <= r.end && r.start <= part.end)
+}
+
+/// The length of the key of a `key=value` part.
+fn key_len(part: &str) -> usize {
+    part.find('=').unwrap_or(part.len())
+}
+
+/// `text` with each valid `%XX` decoded and the rest kept (to recognize a key word that
+/// is spelled with escapes, whatever else is wrong).
+fn lenient_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1..i + 3)) {
+            (b'%', Some(&[h, l])) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => {
+                out.push((hex(h) << 4) | hex(l));
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(digit: u8) -> u8 {
+    match digit {
+        b'0'..=b'9' => digit - b'0',
+        b'a'..=b'f' => digit - b'a' + 10,
+        _ => digit - b'A' + 10,
+    }
+}
+
+/// One host or port as written (a slice of the URL, for messages) and decoded.
+struct Part<'a> {
+    raw: &'a str,
+    text: String,
+}
+
+/// What the URL sets, before defaults.
+#[derive(Default)]
+struct Given<'a> {
+    /// The slices of the URL that become a user, host, port or database name.
+    shown: Vec<&'a str>,
+    hosts: Option<Vec<Part<'a>>>,
+    ports: Option<Vec<Part<'a>>>,
+    user: Option<String>,
+    password: Option<String>,
+    dbname: Option<String>,
+    application_name: Option<String>,
+    fallback_application_name: Option<String>,
+}
+
+/// Parses what follows the scheme, as libpq's URI parser does.
+fn parse<'a>(rest: &'a str, secrets: &Secrets<'a>) -> Result<PgUrl> {
+    let mut given = Given::default();
+    // libpq: user and password end at the first `@` met before any `/`.
+    let (userinfo, mut p) = match rest.find(['@', '/']) {
+        Some(i) if rest.as_bytes()[i] == b'@' => (Some(&rest[..i]), &rest[i + 1..]),
+        _ => (None, rest),
     };
-    let (authority, dbname) = match rest.split_once('/') {
-        Some((authority, db)) => (authority, (!db.is_empty()).then(|| decode(db, "dbname"))),
-        None => (rest, None),
-    };
-    let (userinfo, hostspec) = match authority.rsplit_once('@') {
-        Some((userinfo, hostspec)) => (Some(userinfo), hostspec),
-        None => (None, authority),
-    };
-    let mut user = None;
-    let mut password = None;
+    if p.contains('@') {
+        return Err(invalid(
+            "a raw \"@\" after the user name and password: percent-encode it as %40 \
+             (a \"@\" or \"/\" in a password as %40 or %2F)",
+        ));
+    }
     if let Some(userinfo) = userinfo {
-        let (u, p) = match userinfo.split_once(':') {
+        let (user, password) = match userinfo.split_once(':') {
             Some((u, p)) => (u, Some(p)),
             None => (userinfo, None),
         };
-        if !u.is_empty() {
-            user = Some(decode(u, "user")?);
+        if !user.is_empty() {
+            given.user = Some(decode(user, "user name")?);
+            given.shown.push(user);
         }
-        password = p.map(|p| decode(p, "password")).transpose()?;
-    }
-    let mut hosts: Vec<(String, Option<u16>)> = Vec::new();
-    if !hostspec.is_empty() {
-        for part in hostspec.split(',') {
-            hosts.push(host_port(part)?);
+        if let Some(p) = password.filter(|p| !p.is_empty()) {
+            given.password = Some(decode(p, "password")?);
         }
     }
-    let mut dbname = dbname.transpose()?;
-    let mut url_ports: Option<Vec<u16>> = None;
-    let mut sslmode = SslMode::Prefer;
-    let mut sslrootcert = None;
-    let mut connect_timeout = Duration::from_secs(10);
-    let mut application_name = "inboxlog".to_owned();
-    let mut options = None;
-    for pair in query.into_iter().flat_map(|q| q.split('&')) {
-        if pair.is_empty() {
-            continue;
+    // Hosts, each with an optional port, separated by commas.
+    let mut hosts = Vec::new();
+    let mut ports = Vec::new();
+    loop {
+        let (host, after) = if let Some(v6) = p.strip_prefix('[') {
+            let end = v6
+                .find(']')
+                .ok_or_else(|| invalid("an IPv6 host lacks its \"]\""))?;
+            if end == 0 {
+                return Err(invalid("an IPv6 host is empty (\"[]\")"));
+            }
+            let (host, after) = (&v6[..end], &v6[end + 1..]);
+            if let Some(c) = after.chars().next().filter(|c| !":/?,".contains(*c)) {
+                return Err(invalid(format!(
+                    "unexpected {} after the IPv6 host {} (\":\", \"/\", \"?\" or \",\" \
+                     expected)",
+                    secrets.show(&after[..c.len_utf8()], &c.to_string()),
+                    secrets.show(host, host)
+                )));
+            }
+            (host, after)
+        } else {
+            let end = p.find([':', '/', '?', ',']).unwrap_or(p.len());
+            (&p[..end], &p[end..])
+        };
+        hosts.push(Part {
+            raw: host,
+            text: decode(host, "host")?,
+        });
+        let (port, after) = match after.strip_prefix(':') {
+            Some(r) => {
+                let end = r.find(['/', '?', ',']).unwrap_or(r.len());
+                (&r[..end], &r[end..])
+            }
+            None => (&after[..0], after),
+        };
+        ports.push(Part {
+            raw: port,
+            text: decode(port, "port")?,
+        });
+        match after.strip_prefix(',') {
+            Some(next) => p = next,
+            None => {
+                p = after;
+                break;
+            }
         }
-        let (key, value) = pair
-            .split_once('=')
-            .ok_or_else(|| invalid(format!("parameter {} has no value", json::quote(pair))))?;
-        let value = decode(value, key)?;
-        match key {
+    }
+    given
+        .shown
+        .extend(hosts.iter().chain(&ports).map(|part| part.raw));
+    if hosts.len() > 1 || !hosts[0].text.is_empty() {
+        given.hosts = Some(hosts);
+    }
+    if ports.len() > 1 || !ports[0].text.is_empty() {
+        given.ports = Some(ports);
+    }
+    // Then `/dbname`, then `?query`.
+    let query = match p.strip_prefix('/') {
+        Some(after) => {
+            let (db, query) = match after.split_once('?') {
+                Some((db, q)) => (db, Some(q)),
+                None => (after, None),
+            };
+            if !db.is_empty() {
+                given.dbname = Some(decode(db, "database name")?);
+                given.shown.push(db);
+            }
+            query
+        }
+        None => p.strip_prefix('?'),
+    };
+    let mut url = PgUrl {
+        hosts: Vec::new(),
+        user: String::new(),
+        password: None,
+        dbname: String::new(),
+        sslmode: SslMode::Prefer,
+        sslrootcert: None,
+        connect_timeout: Duration::from_secs(10),
+        application_name: String::new(),
+        options: None,
+        target_session_attrs: TargetSessionAttrs::Any,
+        channel_binding: ChannelBinding::Prefer,
+        load_balance_hosts: false,
+    };
+    if let Some(query) = query {
+        parameters(query, secrets, &mut given, &mut url)?;
+    }
+    if given.shown.iter().any(|part| secrets.holds_password(part)) {
+        return Err(invalid(
+            "a password's text would be read as a user, host, port or database name: \
+             percent-encode \"@\", \"/\", \"?\" and \"&\" in a password (%40, %2F, %3F, %26)",
+        ));
+    }
+    url.hosts = hosts_and_ports(given.hosts, given.ports, secrets)?;
+    url.user = given.user.filter(|u| !u.is_empty()).unwrap_or_else(|| {
+        std::env::var("PGUSER")
+            .or_else(|_| std::env::var("USER"))
+            .unwrap_or_else(|_| "postgres".to_owned())
+    });
+    url.password = given.password.filter(|p| !p.is_empty());
+    url.dbname = given
+        .dbname
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| url.user.clone());
+    url.application_name = given
+        .application_name
+        .or(given.fallback_application_name)
+        .unwrap_or_else(|| "inboxlog".to_owned());
+    Ok(url)
+}
+
+/// The `key=value&…` query, as libpq reads it: names and values percent-decoded, each
+/// part exactly one `=`, later values replacing earlier ones.
+fn parameters<'a>(
+    mut query: &'a str,
+    secrets: &Secrets<'a>,
+    given: &mut Given<'a>,
+    url: &mut PgUrl,
+) -> Result<()> {
+    while !query.is_empty() {
+        let (part, next) = query.split_once('&').unwrap_or((query, ""));
+        query = next;
+        let Some((raw_key, raw_value)) = part.split_once('=') else {
+            return Err(invalid(format!(
+                "parameter {} has no value (\"key=value\" expected)",
+                secrets.show(part, part)
+            )));
+        };
+        let key = decode(raw_key, "parameter name")?;
+        let shown_key = secrets.show(raw_key, &key);
+        if raw_value.contains('=') {
+            return Err(invalid(format!(
+                "the value of parameter {shown_key} holds a second \"=\" (percent-encode \
+                 it as %3D)"
+            )));
+        }
+        let value = decode(raw_value, &format!("value of parameter {shown_key}"))?;
+        let shown = || secrets.show(raw_value, &value);
+        let choice = |options: &[&str], note: &str| -> Result<()> {
+            if options.contains(&value.as_str()) {
+                return Ok(());
+            }
+            Err(invalid(format!(
+                "{key} {} is not one of {}{note}",
+                shown(),
+                options.join(", ")
+            )))
+        };
+        match key.as_str() {
             "host" => {
-                hosts = value
-                    .split(',')
-                    .map(|h| (h.to_owned(), None))
-                    .collect::<Vec<_>>();
+                given.hosts = Some(
+                    value
+                        .split(',')
+                        .map(|h| Part {
+                            raw: raw_value,
+                            text: h.to_owned(),
+                        })
+                        .collect(),
+                );
             }
             "port" => {
-                url_ports = Some(value.split(',').map(port).collect::<Result<Vec<_>>>()?);
+                given.ports = Some(
+                    value
+                        .split(',')
+                        .map(|p| Part {
+                            raw: raw_value,
+                            text: p.to_owned(),
+                        })
+                        .collect(),
+                );
             }
-            "user" => user = Some(value),
-            "password" => password = Some(value),
-            "dbname" => dbname = Some(value),
-            "sslmode" => sslmode = SslMode::parse(&value)?,
-            "sslrootcert" => sslrootcert = Some(PathBuf::from(value)),
+            "user" => given.user = Some(value),
+            "password" => given.password = Some(value),
+            "dbname" => given.dbname = Some(value),
+            "sslmode" => url.sslmode = SslMode::parse(&value, &shown())?,
+            // JDBC's spelling, which libpq takes too; any other `ssl` is unknown there.
+            "ssl" if value == "true" => url.sslmode = SslMode::Require,
+            "sslrootcert" => url.sslrootcert = Some(PathBuf::from(value)),
             "connect_timeout" => {
-                let secs: u64 = value.parse().map_err(|_| {
+                let secs: i32 = value.trim().parse().map_err(|_| {
                     invalid(format!(
                         "connect_timeout {} is not a whole number of seconds",
-                        json::quote(&value)
+                        shown()
                     ))
                 })?;
-                // libpq: 0 (or less) waits forever; a day is forever enough.
-                connect_timeout = Duration::from_secs(if secs == 0 { 86_400 } else { secs });
+                // libpq: 0 or less waits forever (a day is forever enough here); 1 is
+                // raised to 2, as a rounded-down clock could otherwise give up at once.
+                url.connect_timeout = Duration::from_secs(match secs {
+                    ..=0 => 86_400,
+                    1 => 2,
+                    s => s.unsigned_abs().into(),
+                });
             }
-            "application_name" => application_name = value,
-            "options" => options = Some(value),
-            other => {
+            "application_name" => given.application_name = Some(value),
+            "fallback_application_name" => given.fallback_application_name = Some(value),
+            "options" => url.options = Some(value),
+            "target_session_attrs" => {
+                choice(
+                    &["any", "read-write"],
+                    " (libpq's read-only, primary, standby and prefer-standby are not \
+                     supported: the store writes)",
+                )?;
+                url.target_session_attrs = if value == "any" {
+                    TargetSessionAttrs::Any
+                } else {
+                    TargetSessionAttrs::ReadWrite
+                };
+            }
+            "channel_binding" => {
+                choice(&["disable", "prefer", "require"], "")?;
+                url.channel_binding = match value.as_str() {
+                    "disable" => ChannelBinding::Disable,
+                    "prefer" => ChannelBinding::Prefer,
+                    _ => ChannelBinding::Require,
+                };
+            }
+            "load_balance_hosts" => {
+                choice(&["disable", "random"], "")?;
+                url.load_balance_hosts = value == "random";
+            }
+            "client_encoding" => {
+                let name = value.to_ascii_lowercase().replace(['-', '_'], "");
+                if name != "utf8" && name != "unicode" {
+                    return Err(invalid(format!(
+                        "client_encoding {} is not supported: the store always talks UTF8",
+                        shown()
+                    )));
+                }
+            }
+            // The store never uses GSSAPI encryption, which these two allow.
+            "gssencmode" => choice(&["disable", "prefer"], " (no GSSAPI encryption here)")?,
+            other if UNSUPPORTED.contains(&other) => {
                 return Err(invalid(format!(
-                    "unknown parameter {} (known: host, port, user, password, dbname, sslmode, \
-                     sslrootcert, connect_timeout, application_name, options)",
-                    json::quote(other)
+                    "unsupported parameter {shown_key}: libpq knows it, the inboxlog store \
+                     cannot honour it"
+                )));
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "unknown parameter {shown_key} (libpq has no such key word)"
                 )));
             }
         }
     }
-    if hosts.is_empty() {
-        hosts.push(("localhost".to_owned(), None));
-    }
-    if let Some(ports) = &url_ports
-        && ports.len() != 1
-        && ports.len() != hosts.len()
-    {
+    Ok(())
+}
+
+/// The servers: hosts paired with ports as libpq pairs them (one port for every host,
+/// or one per host; an empty host is `localhost`, an empty port 5432).
+fn hosts_and_ports(
+    hosts: Option<Vec<Part<'_>>>,
+    ports: Option<Vec<Part<'_>>>,
+    secrets: &Secrets<'_>,
+) -> Result<Vec<Host>> {
+    let hosts = hosts.unwrap_or_else(|| {
+        vec![Part {
+            raw: "",
+            text: String::new(),
+        }]
+    });
+    let ports = match ports {
+        None => vec![DEFAULT_PORT],
+        Some(ports) => ports
+            .iter()
+            .map(|p| port(p, secrets))
+            .collect::<Result<Vec<_>>>()?,
+    };
+    if ports.len() != 1 && ports.len() != hosts.len() {
         return Err(invalid(format!(
             "{} ports for {} hosts (give one port, or one per host)",
             ports.len(),
             hosts.len()
         )));
     }
-    let hosts = hosts
+    Ok(hosts
         .into_iter()
         .enumerate()
-        .map(|(i, (host, own))| {
-            let port = own
-                .or_else(|| url_ports.as_ref().map(|p| p[i.min(p.len() - 1)]))
-                .unwrap_or(DEFAULT_PORT);
-            if host.starts_with('/') {
-                Host::Socket(PathBuf::from(host), port)
-            } else {
-                Host::Tcp(host, port)
+        .map(|(i, host)| {
+            let port = ports[i.min(ports.len() - 1)];
+            match host.text.as_str() {
+                "" => Host::Tcp("localhost".to_owned(), port),
+                dir if dir.starts_with('/') => Host::Socket(PathBuf::from(dir), port),
+                name => Host::Tcp(name.to_owned(), port),
             }
         })
-        .collect();
-    let user = match user {
-        Some(u) => u,
-        None => std::env::var("PGUSER")
-            .or_else(|_| std::env::var("USER"))
-            .unwrap_or_else(|_| "postgres".to_owned()),
-    };
-    if user.is_empty() {
-        return Err(invalid("the user name is empty"));
-    }
-    Ok(PgUrl {
-        dbname: dbname.unwrap_or_else(|| user.clone()),
-        hosts,
-        user,
-        password,
-        sslmode,
-        sslrootcert,
-        connect_timeout,
-        application_name,
-        options,
-    })
+        .collect())
 }
 
-/// `host[:port]`, the host possibly `[ipv6]` or percent-encoded (a socket directory).
-fn host_port(part: &str) -> Result<(String, Option<u16>)> {
-    if let Some(v6) = part.strip_prefix('[') {
-        let (host, after) = v6
-            .split_once(']')
-            .ok_or_else(|| invalid(format!("host {} lacks its ']'", json::quote(part))))?;
-        let port = match after {
-            "" => None,
-            p => Some(port(p.strip_prefix(':').ok_or_else(|| {
-                invalid(format!("unexpected {} after the host", json::quote(after)))
-            })?)?),
-        };
-        return Ok((host.to_owned(), port));
+/// One port: empty is the default; otherwise digits only, 1 to 65535.
+fn port(part: &Part<'_>, secrets: &Secrets<'_>) -> Result<u16> {
+    if part.text.is_empty() {
+        return Ok(DEFAULT_PORT);
     }
-    let (host, port) = match part.rsplit_once(':') {
-        Some((h, p)) => (h, Some(self::port(p)?)),
-        None => (part, None),
-    };
-    if host.is_empty() {
-        return Err(invalid(format!(
-            "host list {} has an empty host",
-            json::quote(part)
-        )));
-    }
-    Ok((decode(host, "host")?, port))
-}
-
-fn port(text: &str) -> Result<u16> {
-    match text.parse::<u16>() {
-        Ok(p) if p > 0 => Ok(p),
+    match part.text.parse::<u16>() {
+        Ok(p) if p > 0 && part.text.bytes().all(|b| b.is_ascii_digit()) => Ok(p),
         _ => Err(invalid(format!(
             "port {} is not a number from 1 to 65535",
-            json::quote(text)
+            secrets.show(part.raw, &part.text)
         ))),
     }
 }
 
-/// Percent-decodes one URL part (`what` names it in errors, never its value when it is
-/// the password).
+/// Percent-decodes one part of the URL as libpq does: `%` and two hex digits, never
+/// `%00`; `what` names the part in errors, never its value.
 fn decode(text: &str, what: &str) -> Result<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| invalid(format!("bad percent-encoding in the {what}")))?;
-            out.push(hex);
+            let byte = match bytes.get(i + 1..i + 3) {
+                Some(&[h, l]) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => {
+                    (hex(h) << 4) | hex(l)
+                }
+                _ => {
+                    return Err(invalid(format!(
+                        "bad percent-encoding in the {what} (\"%\" and two hex digits \
+                         expected; \"%\" itself is %25)"
+                    )));
+                }
+            };
+            if byte == 0 {
+                return Err(invalid(format!("%00 in the {what} is not allowed")));
+            }
+            out.push(byte);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -407,93 +876,60 @@ fn decode(text: &str, what: &str) -> Result<String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_full_url() {
-        let u = PgUrl::parse(
-            "postgresql://al%40ice:s3cr%3At@db.example:6543/my%20db?sslmode=verify-full&connect_timeout=3&application_name=w1",
-        )
-        .unwrap();
-        assert_eq!(u.hosts, [Host::Tcp("db.example".into(), 6543)]);
-        assert_eq!((u.user.as_str(), u.dbname.as_str()), ("al@ice", "my db"));
-        assert_eq!(u.password.as_deref(), Some("s3cr:t"));
-        assert_eq!(u.sslmode, SslMode::VerifyFull);
-        assert_eq!(u.connect_timeout, Duration::from_secs(3));
-        assert_eq!(u.application_name, "w1");
-        let shown = format!("{u} {u:?} {}", u.describe());
-        assert!(!shown.contains("s3cr"), "{shown}");
-        assert!(shown.contains("db.example:6543"), "{shown}");
-        assert_eq!(u.redact("password s3cr:t leaked"), "password *** leaked");
+    fn secrets_of(url: &str) -> Vec<&str> {
+        let s = Secrets::of(url);
+        s.ranges.iter().map(|r| &url[r.clone()]).collect()
     }
 
     #[test]
-    fn defaults_hosts_ports_and_sockets() {
-        let u = PgUrl::parse("postgres://bob@/").unwrap();
-        assert_eq!(u.hosts, [Host::Tcp("localhost".into(), 5432)]);
-        assert_eq!((u.dbname.as_str(), u.sslmode), ("bob", SslMode::Prefer));
-        let u = PgUrl::parse("postgresql://u@a:1,[::1],b?port=7").unwrap();
+    fn the_ranges_that_may_hold_a_password() {
+        assert_eq!(secrets_of("postgresql://u:pw@h:1/db"), ["pw"]);
+        assert_eq!(secrets_of("postgresql://u@h:1/db"), Vec::<&str>::new());
+        assert_eq!(secrets_of("postgresql://u:pw/db"), ["pw"]);
+        assert_eq!(secrets_of("postgresql://h:1,h2:2?x=1"), ["1,h2:2"]);
+        // A raw "/" or "?" in the password: still from the first ":" to the last "@".
+        assert_eq!(secrets_of("postgresql://u:p/a?s@h/db"), ["p/a?s"]);
         assert_eq!(
-            u.hosts,
-            [
-                Host::Tcp("a".into(), 1),
-                Host::Tcp("::1".into(), 7),
-                Host::Tcp("b".into(), 7)
-            ]
+            secrets_of("postgresql://h/d?password=x&sslmode=disable"),
+            ["x"]
         );
-        assert_eq!(u.servers(), "a:1,[::1]:7,b:7");
-        let u = PgUrl::parse("postgresql://u@%2Frun%2Fpostgresql/db").unwrap();
-        assert_eq!(u.hosts, [Host::Socket("/run/postgresql".into(), 5432)]);
-        let u = PgUrl::parse("postgresql:///db?host=/tmp&user=x&password=p&port=5433").unwrap();
-        assert_eq!(u.hosts, [Host::Socket("/tmp".into(), 5433)]);
+        // A raw "&" in a query password: the parts up to the next key word go with it.
         assert_eq!(
-            u.to_string(),
-            "postgresql://x@/tmp/.s.PGSQL.5433/db?sslmode=prefer"
+            secrets_of("postgresql://h/d?pass%77ord=a&b&c=d&port=1"),
+            ["a&b&c=d"]
         );
+        assert_eq!(secrets_of("postgresql://h/d?sslpassword=k"), ["k"]);
+        let s = Secrets::of("postgresql://u:pw@h:9/db");
+        assert!(s.hides(&s.url[15..17]) && !s.hides(&s.url[18..19]));
+        assert!(s.hides("pw"), "a string that is not a slice of the URL");
     }
 
     #[test]
-    fn bad_urls_are_refused_without_their_password() {
-        for (url, needle) in [
-            ("mysql://u:pw@h/db", "must start with postgresql://"),
-            ("postgresql://u:pw@h:99999/db", "port \"99999\""),
-            ("postgresql://u:pw@h:0/db", "port \"0\""),
-            ("postgresql://u:pw@h/db?sslmode=maybe", "sslmode \"maybe\""),
-            (
-                "postgresql://u:pw@h/db?bogus=1",
-                "unknown parameter \"bogus\"",
-            ),
-            ("postgresql://u:pw@h/db?password", "has no value"),
-            ("postgresql://u:pw@[::1/db", "lacks its ']'"),
-            ("postgresql://u:pw@a,,b/db", "empty host"),
-            (
-                "postgresql://u:p%zzw@h/db",
-                "bad percent-encoding in the password",
-            ),
-            (
-                "postgresql://u@h/db?connect_timeout=soon",
-                "connect_timeout \"soon\"",
-            ),
-            ("postgresql://u@a,b,c/db?port=1,2", "2 ports for 3 hosts"),
-            (
-                "postgresql://u@h/db?password=pw&sslmode=nope",
-                "sslmode \"nope\"",
-            ),
-        ] {
-            let err = PgUrl::parse(url).unwrap_err();
-            assert_eq!(err.kind(), crate::ErrorKind::InvalidInput, "{url}");
-            let text = err.to_string();
-            assert!(text.contains(needle), "{url}: {text}");
-            assert!(text.starts_with("invalid PostgreSQL URL \""), "{text}");
-            assert!(!text.contains("pw") && !text.contains("p%zzw"), "{text}");
+    fn scheme_parts() {
+        assert_eq!(scheme_part("postgres//u:pw@h"), "postgres//");
+        assert_eq!(scheme_part("postgresql:/u:pw@h"), "postgresql:/");
+        assert_eq!(scheme_part("mysql://x"), "mysql://");
+        assert_eq!(scheme_part("Secret123"), "");
+        assert_eq!(scheme_part(""), "");
+        assert_eq!(redact_url("mysql://u:pw@h/db"), "mysql://***");
+        assert_eq!(redact_url("Secret123@h"), "***");
+        assert_eq!(redact_url("nonsense"), "***");
+        assert_eq!(redact_url(""), "");
+    }
+
+    #[test]
+    fn strict_percent_decoding() {
+        assert_eq!(decode("a%2fb%2F", "x").unwrap(), "a/b/");
+        for bad in ["%+4", "%4", "%", "%g0", "% 4", "%-1"] {
+            let e = decode(bad, "password").unwrap_err().to_string();
+            assert!(
+                e.contains("bad percent-encoding in the password"),
+                "{bad}: {e}"
+            );
         }
-    }
-
-    #[test]
-    fn redact_url_hides_both_password_spellings() {
-        assert_eq!(
-            redact_url("postgresql://u:secret@h:1/db?password=other&sslmode=disable"),
-            "postgresql://u:***@h:1/db?password=***&sslmode=disable"
-        );
-        assert_eq!(redact_url("postgresql://u@h/db"), "postgresql://u@h/db");
-        assert_eq!(redact_url("nonsense"), "nonsense");
+        let e = decode("a%00b", "user name").unwrap_err().to_string();
+        assert_eq!(e, "%00 in the user name is not allowed");
+        let e = decode("%ff", "database name").unwrap_err().to_string();
+        assert_eq!(e, "the database name is not UTF-8 once decoded");
     }
 }
