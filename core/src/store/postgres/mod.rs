@@ -26,6 +26,7 @@ mod fleet;
 mod owner;
 mod read;
 mod schema;
+mod tls;
 mod url;
 mod writer;
 

@@ -1,6 +1,6 @@
 //! `postgresql://` URLs (libpq's URI syntax, ARCHITECTURE.md#postgresql), parsed here rather than by
 //! the client so that every message about a URL names its host, port, database and user
-//! and never its password, and so that `sslmode` has inboxlog's meaning (see
+//! and never its password, and so that `sslmode` has libpq's meaning (see
 //! [`SslMode`]).
 //!
 //! `postgresql://[user[:password]@][host[:port][,host[:port]…]][/dbname][?key=value&…]`,
@@ -17,25 +17,22 @@ use std::time::Duration;
 use crate::error::{Result, invalid};
 use crate::json;
 
-/// How a connection uses TLS (the URL's `sslmode`).
-///
-/// Stricter than libpq where it matters: whenever TLS is used, rustls verifies the
-/// server's certificate chain (against the Mozilla roots, or `sslrootcert` when given)
-/// and the host name. So `require` and `verify-ca` mean what libpq's `verify-full`
-/// means, and a server with a self-signed certificate needs `sslrootcert` naming it.
+/// How a connection uses TLS (the URL's `sslmode`), with libpq's meanings (the table
+/// is in `tls.rs`): only `verify-ca` and `verify-full` (and `require` with
+/// `sslrootcert`) check the server's certificate; `verify-full` is the one to use in
+/// production.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SslMode {
     /// Plain TCP, never TLS.
     Disable,
-    /// TLS when the server offers it and its certificate verifies; plain otherwise (the
-    /// default, as in libpq). Nothing is ever sent over a TLS channel that failed to
-    /// verify.
+    /// TLS whenever the server offers it, the certificate unchecked; plain text only
+    /// with a server that offers no TLS (the default; `allow` means the same).
     Prefer,
-    /// TLS required (and verified; see above).
+    /// TLS required; the certificate chain is checked only when `sslrootcert` is given.
     Require,
-    /// TLS required, chain verified (host name too: see above).
+    /// TLS required, the certificate chain checked (not the host name).
     VerifyCa,
-    /// TLS required, chain and host name verified.
+    /// TLS required, the certificate chain and the host name checked.
     VerifyFull,
 }
 
@@ -101,7 +98,8 @@ pub struct PgUrl {
     pub dbname: String,
     /// How TLS is used.
     pub sslmode: SslMode,
-    /// PEM file of the certificates to trust instead of the Mozilla roots.
+    /// PEM file of the certificates to trust instead of the bundled web roots;
+    /// `system` means the platform's trusted roots.
     pub sslrootcert: Option<PathBuf>,
     /// How long one connection attempt may take.
     pub connect_timeout: Duration,
@@ -245,7 +243,7 @@ fn parse(url: &str) -> Result<PgUrl> {
     }
     let mut dbname = dbname.transpose()?;
     let mut url_ports: Option<Vec<u16>> = None;
-    let mut sslmode = SslMode::Prefer;
+    let mut sslmode = None;
     let mut sslrootcert = None;
     let mut connect_timeout = Duration::from_secs(10);
     let mut application_name = "inboxlog".to_owned();
@@ -271,7 +269,7 @@ fn parse(url: &str) -> Result<PgUrl> {
             "user" => user = Some(value),
             "password" => password = Some(value),
             "dbname" => dbname = Some(value),
-            "sslmode" => sslmode = SslMode::parse(&value)?,
+            "sslmode" => sslmode = Some(SslMode::parse(&value)?),
             "sslrootcert" => sslrootcert = Some(PathBuf::from(value)),
             "connect_timeout" => {
                 let secs: u64 = value.parse().map_err(|_| {
@@ -294,6 +292,19 @@ fn parse(url: &str) -> Result<PgUrl> {
             }
         }
     }
+    // libpq: the platform's roots are for verify-full, its default with them.
+    let system_roots = sslrootcert.as_deref() == Some(std::path::Path::new("system"));
+    let sslmode = match sslmode {
+        None if system_roots => SslMode::VerifyFull,
+        None => SslMode::Prefer,
+        Some(mode) if system_roots && mode != SslMode::VerifyFull => {
+            return Err(invalid(format!(
+                "sslmode={} is too weak for sslrootcert=system (use verify-full)",
+                mode.name()
+            )));
+        }
+        Some(mode) => mode,
+    };
     if hosts.is_empty() {
         hosts.push(("localhost".to_owned(), None));
     }
@@ -485,6 +496,30 @@ mod tests {
             assert!(text.starts_with("invalid PostgreSQL URL \""), "{text}");
             assert!(!text.contains("pw") && !text.contains("p%zzw"), "{text}");
         }
+    }
+
+    #[test]
+    fn system_roots_mean_verify_full_as_in_libpq() {
+        let u = PgUrl::parse("postgresql://u@h/db?sslrootcert=system").unwrap();
+        assert_eq!(u.sslmode, SslMode::VerifyFull);
+        let u = PgUrl::parse("postgresql://u@h/db?sslrootcert=system&sslmode=verify-full").unwrap();
+        assert_eq!(u.sslmode, SslMode::VerifyFull);
+        for weak in ["disable", "allow", "prefer", "require", "verify-ca"] {
+            let err = PgUrl::parse(&format!(
+                "postgresql://u:pw@h/db?sslmode={weak}&sslrootcert=system"
+            ))
+            .unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("is too weak for sslrootcert=system")),
+                "{text}"
+            );
+            assert!(!text.contains("pw@"), "{text}");
+        }
+        let u = PgUrl::parse("postgresql://u@h/db?sslrootcert=/etc/ca.pem").unwrap();
+        assert_eq!(u.sslmode, SslMode::Prefer);
+        let u = PgUrl::parse("postgresql://u@h/db?sslmode=allow").unwrap();
+        assert_eq!(u.sslmode, SslMode::Prefer);
     }
 
     #[test]
