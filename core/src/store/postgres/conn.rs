@@ -179,17 +179,26 @@ impl Connector {
                     "connect by a host name the certificate holds, or use sslmode=verify-ca \
                      to check the chain only"
                 }
+                _ if self.url.sslmode == SslMode::Require => {
+                    "name the server's CA certificate in sslrootcert, or leave sslrootcert out \
+                     to encrypt without checking the certificate"
+                }
                 _ => {
                     "name the server's CA certificate with sslrootcert=/path/ca.pem, or use \
                      sslmode=require to encrypt without checking the certificate"
                 }
             };
+            let what = match problem {
+                rustls::CertificateError::UnknownIssuer => {
+                    "no trusted root signed it (invalid peer certificate: UnknownIssuer)".to_owned()
+                }
+                other => rustls::Error::InvalidCertificate(other.clone()).to_string(),
+            };
             return Some(format!(
                 "cannot connect: {server} presented a certificate that sslmode={mode} refuses \
-                 (it {}, against {}): {}; {way_out}",
+                 (it {}, against {}): {what}; {way_out}",
                 check.describe(),
                 tls::roots_source(&self.url),
-                rustls::Error::InvalidCertificate(problem.clone()),
             ));
         }
         let cause = chain(e);

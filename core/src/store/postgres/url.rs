@@ -511,7 +511,7 @@ mod tests {
             .unwrap_err();
             let text = err.to_string();
             assert!(
-                text.contains(&format!("is too weak for sslrootcert=system")),
+                text.contains("is too weak for sslrootcert=system"),
                 "{text}"
             );
             assert!(!text.contains("pw@"), "{text}");
