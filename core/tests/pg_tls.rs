@@ -195,6 +195,22 @@ impl Drop for Cluster {
     }
 }
 
+/// The URL [`system_roots_child`] connects to.
+const CHILD_URL: &str = "INBOXLOG_TLS_CHILD_URL";
+
+/// The child's entry point, run only by the private-CA test with [`CHILD_URL`] and
+/// `SSL_CERT_FILE` set; ignored in a normal run, where it would check nothing.
+#[test]
+#[ignore = "the TLS test's child process: it runs it with INBOXLOG_TLS_CHILD_URL set"]
+fn system_roots_child() {
+    println!();
+    if let Ok(url) = std::env::var(CHILD_URL) {
+        // sslrootcert=system means verify-full: connecting is the chain and name checked.
+        PgStore::connect(&url, PgOptions::default()).unwrap();
+        println!("connected with the system's roots");
+    }
+}
+
 static APPS: AtomicU64 = AtomicU64::new(0);
 
 /// `url` with `query` added (after the URL's own parameters, if any).
@@ -356,6 +372,27 @@ fn a_server_with_a_private_ca_is_encrypted_by_default_and_verified_only_when_ask
     );
     let full = format!("sslmode=verify-full&sslrootcert={root}");
     assert!(ssl_of_store(&mut client, &by_name, &full));
+    // sslrootcert=system trusts what the platform trusts: a child process (the
+    // environment is the process's) whose SSL_CERT_FILE names the throwaway CA.
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "system_roots_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SSL_CERT_FILE", &root)
+        .env_remove("SSL_CERT_DIR")
+        .env(CHILD_URL, with(&by_name, "sslrootcert=system"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success() && said.contains("connected with the system's roots"),
+        "{said}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
     // The platform's roots do not hold a throwaway CA (or the machine has none).
     match PgStore::connect(&with(&by_name, "sslrootcert=system"), PgOptions::default()) {
         Ok(_) => panic!("sslrootcert=system trusted a throwaway CA"),
