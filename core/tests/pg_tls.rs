@@ -5,18 +5,25 @@
 //! throwaway clusters this file starts itself (initdb and pg_ctl from the server
 //! packages, on a free port, in a temp dir, removed afterwards): one with TLS and a
 //! certificate from a throwaway CA, one without TLS. So every case runs on a machine
-//! whose server offers TLS and on one whose server does not.
+//! whose server offers TLS and on one whose server does not. A fake server that
+//! shows a certificate without holding its key stands for someone in the middle.
 
 mod pg_common;
 
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use inboxlog::store::postgres::{PgOptions, PgStore};
 use inboxlog::{ErrorKind, Session, SessionMeta};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rustls::ServerConnection;
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert, ServerConfig};
+use rustls::sign::CertifiedKey;
 
 /// A PostgreSQL cluster of this test's own, stopped and removed on drop.
 struct Cluster {
@@ -470,4 +477,65 @@ fn the_machine_server_is_encrypted_whenever_it_offers_tls() {
             cert_file.display()
         );
     }
+}
+
+/// Shows one certificate and signs with one key, whatever the client asks.
+#[derive(Debug)]
+struct Shows(Arc<CertifiedKey>);
+
+impl ResolvesServerCert for Shows {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+}
+
+#[test]
+fn the_unchecked_modes_refuse_a_server_that_shows_a_certificate_without_its_key() {
+    // A fake server: says yes to the client's SSLRequest, then shows a real certificate
+    // but signs the handshake with a key of its own, as an impersonator would.
+    let real = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let stranger = KeyPair::generate().unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(stranger.serialize_der()));
+    let signing = provider.key_provider.load_private_key(key).unwrap();
+    let shows = Shows(Arc::new(CertifiedKey::new(
+        vec![real.cert.der().clone()],
+        signing,
+    )));
+    let config = Arc::new(
+        ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::new(shows)),
+    );
+    let modes = ["prefer", "allow", "require"];
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        for _ in modes {
+            let (mut tcp, _) = listener.accept().unwrap();
+            let mut request = [0u8; 8];
+            tcp.read_exact(&mut request).unwrap();
+            // Length 8, then the SSLRequest code 80877103.
+            assert_eq!(request, [0, 0, 0, 8, 4, 210, 22, 47]);
+            tcp.write_all(b"S").unwrap();
+            let mut tls = ServerConnection::new(config.clone()).unwrap();
+            // Ends when the client refuses the handshake (its alert, or its close).
+            while tls.is_handshaking() && tls.complete_io(&mut tcp).is_ok() {}
+        }
+    });
+    for mode in modes {
+        refused(
+            &format!("postgresql://postgres:hunter2@127.0.0.1:{port}/test"),
+            &format!("sslmode={mode}"),
+            &[
+                "did not sign the TLS handshake with its certificate's key",
+                "BadSignature",
+                &format!("sslmode={}", if mode == "allow" { "prefer" } else { mode }),
+                &format!("127.0.0.1:{port}"),
+            ],
+        );
+    }
+    server.join().unwrap();
 }

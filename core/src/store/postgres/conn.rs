@@ -173,6 +173,16 @@ impl Connector {
         let mode = self.url.sslmode.name();
         let server = self.url.describe();
         if let Some(rustls::Error::InvalidCertificate(problem)) = rustls_error(e) {
+            if check == Check::Signatures {
+                // Only the handshake signature is checked: the peer showed a
+                // certificate whose key it does not hold.
+                return Some(format!(
+                    "cannot connect: {server} did not sign the TLS handshake with its \
+                     certificate's key ({}): sslmode={mode} checks no certificate but does \
+                     check that, so something on the path may be posing as the server",
+                    rustls::Error::InvalidCertificate(problem.clone())
+                ));
+            }
             let way_out = match problem {
                 rustls::CertificateError::NotValidForName
                 | rustls::CertificateError::NotValidForNameContext { .. } => {
