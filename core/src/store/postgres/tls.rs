@@ -16,7 +16,8 @@
 //! certificate.
 //!
 //! Roots: the PEM file `sslrootcert` names; `sslrootcert=system`, the platform's trusted
-//! roots; otherwise the bundled web roots of webpki-roots.
+//! roots (then the mode is `verify-full`, and a weaker one is refused, as in libpq);
+//! otherwise the bundled web roots of webpki-roots.
 
 use std::path::Path;
 use std::sync::Arc;
