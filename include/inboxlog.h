@@ -312,9 +312,10 @@ int inboxlog_store_open_jsonl(const char *root,
                               char **error);
 
 /**
- * Connects the PostgreSQL store at url, a postgresql:// URL (libpq syntax with
- * sslmode; TLS through rustls, which always verifies the certificate chain and host
- * name). The tables are created on first use.
+ * Connects the PostgreSQL store at url, a postgresql:// URL (libpq syntax, sslmode
+ * with libpq's meanings, TLS through rustls: prefer, the default, encrypts whenever the
+ * server offers TLS; verify-full checks the certificate and host name, the mode for
+ * production). The tables are created on first use.
  *
  * options_json is NULL (the defaults) or an object with optional "schema" (a plain
  * SQL identifier, default "inboxlog"), "durability" ("sync", the default: each call

@@ -1,5 +1,5 @@
 //! The PostgreSQL store against a real server (ARCHITECTURE.md#postgresql): the stored shape, ownership
-//! and fencing within one process, bad input, connection failures and TLS. The
+//! and fencing within one process, bad input, connection failures (TLS is in `pg_tls.rs`). The
 //! multi-process ownership and fault tests are in `pg_fleet.rs`; the behaviour suites
 //! shared with the other stores (`store.rs`, `verify.rs`, `model.rs`,
 //! `hostile_input.rs`) include this store too.
@@ -439,38 +439,6 @@ fn an_unreachable_server_is_unavailable_naming_host_and_port_never_the_password(
         let all = format!("{err} {err:?}");
         assert!(!all.contains("hunter2"), "{all}");
     }
-}
-
-#[test]
-fn sslmode_require_verifies_the_certificate_and_names_the_problem() {
-    let Some(mut c) = pg_common::client() else {
-        return;
-    };
-    let ssl: String = c.query_one("SHOW ssl", &[]).unwrap().get(0);
-    if ssl != "on" {
-        eprintln!("SKIPPED: the test server has ssl = {ssl}");
-        return;
-    }
-    let base = url();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    // A password in the URL (trust auth ignores it) must not show either.
-    let with_password = base.replacen("://postgres@", "://postgres:hunter2@", 1);
-    let err = refused(
-        PgStore::connect(
-            &format!("{with_password}{sep}sslmode=require"),
-            PgOptions::default(),
-        ),
-        ErrorKind::Unavailable,
-        &["certificate"],
-    );
-    assert!(!format!("{err:?}").contains("hunter2"), "{err:?}");
-    // `prefer` never uses that unverified channel: it goes on in plain text.
-    let Some(schema) = Schema::new() else { return };
-    let store = PgStore::connect(
-        &format!("{base}{sep}sslmode=prefer"),
-        schema.options(Durability::Sync),
-    );
-    assert!(store.is_ok(), "{:?}", store.err());
 }
 
 #[test]

@@ -99,3 +99,25 @@ def test_repr_shows_no_password(postgres: inboxlog.Store) -> None:
     store = inboxlog.Store.postgres(url, schema=schema)
     assert "hunter2" not in repr(store)
     assert "Store.postgres(" in repr(store)
+
+
+def test_the_default_sslmode_encrypts_whenever_the_server_offers_tls(
+    postgres: inboxlog.Store,
+) -> None:
+    """`prefer`, the default, means what it means in libpq (issue #26): TLS whenever the
+    server offers it, a self-signed certificate included; plain text only from a server
+    that offers none. Read back from the server's `pg_stat_ssl` for the store's own
+    backends."""
+    schema = schema_of(postgres)
+    app = f"py_tls_{os.getpid()}"
+    sep = "&" if "?" in PG_URL else "?"
+    store = inboxlog.Store.postgres(f"{PG_URL}{sep}application_name={app}", schema=schema)
+    with store.create("s") as s:
+        s.append("note", {"secret": "over the wire"})
+        ssl = sql(
+            "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) "
+            f"WHERE a.application_name = '{app}'"
+        ).split()
+    offered = sql("SHOW ssl").strip() == "on"
+    assert ssl, "the store's backends are not in pg_stat_activity"
+    assert ssl == ["t" if offered else "f"] * len(ssl), ssl

@@ -6,13 +6,12 @@
 //! current-thread runtime of its own: the synchronous core calls it like a function.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use postgres::{Client, NoTls};
-use rustls::ClientConfig;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::tls::{self, Check};
 use super::url::{ChannelBinding, Host, PgUrl, SslMode, TargetSessionAttrs};
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::Durability;
@@ -54,10 +53,7 @@ impl fmt::Debug for Connector {
 impl Connector {
     /// A connector for `url`; reads `sslrootcert` now, so a bad file fails here.
     pub fn new(url: PgUrl, durability: Durability) -> Result<Connector> {
-        let tls = match url.sslmode {
-            SslMode::Disable => None,
-            _ => Some(MakeRustlsConnect::new(tls_config(&url)?)),
-        };
+        let tls = tls::config(&url)?.map(MakeRustlsConnect::new);
         Ok(Connector {
             url,
             tls,
@@ -113,32 +109,29 @@ impl Connector {
         config
     }
 
-    /// A new connection, set up for the store: keepalives that bound a dead owner's
-    /// lock, and asynchronous commit in the `batched` and `none` modes.
+    /// A new connection, set up for the store: TLS as `sslmode` says (`tls.rs`),
+    /// keepalives that bound a dead owner's lock, and asynchronous commit in the
+    /// `batched` and `none` modes.
     pub fn connect(&self) -> Result<Client> {
         let mut config = self.config();
-        let connected = match (&self.tls, self.url.sslmode) {
-            (None, _) => config
+        let connected = match &self.tls {
+            None => config
                 .ssl_mode(postgres::config::SslMode::Disable)
                 .connect(NoTls),
-            (Some(tls), SslMode::Prefer) => {
-                match config
-                    .ssl_mode(postgres::config::SslMode::Prefer)
-                    .connect(tls.clone())
-                {
-                    // As libpq's `prefer` would, go on in plain text; unlike it, never
-                    // over a TLS channel whose certificate did not verify.
-                    Err(e) if is_tls(&e) => config
-                        .ssl_mode(postgres::config::SslMode::Disable)
-                        .connect(NoTls),
-                    other => other,
-                }
-            }
-            (Some(tls), _) => config
+            // `allow` and `prefer`: TLS whenever the server offers it; a handshake that
+            // fails fails the connection, never falling back to plain text.
+            Some(tls) if self.url.sslmode == SslMode::Prefer => config
+                .ssl_mode(postgres::config::SslMode::Prefer)
+                .connect(tls.clone()),
+            Some(tls) => config
                 .ssl_mode(postgres::config::SslMode::Require)
                 .connect(tls.clone()),
         };
-        let mut client = connected.map_err(|e| self.fail("cannot connect", &e, Stmt::Read))?;
+        let connected = connected.map_err(|e| match self.tls_problem(&e) {
+            Some(text) => Error::new(ErrorKind::Unavailable, self.url.redact(&text)),
+            None => self.fail("cannot connect", &e, Stmt::Read),
+        });
+        let mut client = connected?;
         client
             .batch_execute(SERVER_KEEPALIVE)
             .map_err(|e| self.fail("cannot set up the connection", &e, Stmt::Read))?;
@@ -186,6 +179,63 @@ impl Connector {
         Error::new(kind, self.url.redact(&text))
     }
 
+    /// The message for a connect that failed over TLS itself: a server that does not
+    /// offer the TLS the mode requires, or a certificate the mode refuses (naming the
+    /// problem, what was checked against which roots, and the ways out). `None` for any
+    /// other failure.
+    fn tls_problem(&self, e: &postgres::Error) -> Option<String> {
+        let check = Check::of(&self.url)?;
+        let mode = self.url.sslmode.name();
+        let server = self.url.describe();
+        if let Some(rustls::Error::InvalidCertificate(problem)) = rustls_error(e) {
+            if check == Check::Signatures {
+                // Only the handshake signature is checked: the peer showed a
+                // certificate whose key it does not hold.
+                return Some(format!(
+                    "cannot connect: {server} did not sign the TLS handshake with its \
+                     certificate's key ({}): sslmode={mode} checks no certificate but does \
+                     check that, so something on the path may be posing as the server",
+                    rustls::Error::InvalidCertificate(problem.clone())
+                ));
+            }
+            let way_out = match problem {
+                rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. } => {
+                    "connect by a host name the certificate holds, or use sslmode=verify-ca \
+                     to check the chain only"
+                }
+                _ if self.url.sslmode == SslMode::Require => {
+                    "name the server's CA certificate in sslrootcert, or leave sslrootcert out \
+                     to encrypt without checking the certificate"
+                }
+                _ => {
+                    "name the server's CA certificate with sslrootcert=/path/ca.pem, or use \
+                     sslmode=require to encrypt without checking the certificate"
+                }
+            };
+            let what = match problem {
+                rustls::CertificateError::UnknownIssuer => {
+                    "no trusted root signed it (invalid peer certificate: UnknownIssuer)".to_owned()
+                }
+                other => rustls::Error::InvalidCertificate(other.clone()).to_string(),
+            };
+            return Some(format!(
+                "cannot connect: {server} presented a certificate that sslmode={mode} refuses \
+                 (it {}, against {}): {what}; {way_out}",
+                check.describe(),
+                tls::roots_source(&self.url),
+            ));
+        }
+        let cause = chain(e);
+        if cause.contains("server does not support TLS") {
+            return Some(format!(
+                "cannot connect: {server} does not offer TLS, which sslmode={mode} requires \
+                 (sslmode=prefer would go on in plain text)"
+            ));
+        }
+        None
+    }
+
     /// The `unavailable` error of a call made on a connection already known to be
     /// closed: nothing was sent.
     pub fn closed(&self, doing: impl fmt::Display) -> Error {
@@ -226,60 +276,23 @@ fn chain(e: &postgres::Error) -> String {
     text
 }
 
-/// Whether a connect failed in the TLS handshake (rather than reaching the server).
-fn is_tls(e: &postgres::Error) -> bool {
+/// The rustls error in `e`'s causes, if the connection failed in the TLS handshake.
+fn rustls_error(e: &postgres::Error) -> Option<&rustls::Error> {
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
-        if cause.downcast_ref::<rustls::Error>().is_some() {
-            return true;
+        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+            return Some(tls);
         }
-        if let Some(io) = cause.downcast_ref::<std::io::Error>()
-            && io
-                .get_ref()
-                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
+        if let Some(tls) = cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
         {
-            return true;
+            return Some(tls);
         }
         source = cause.source();
     }
-    e.to_string() == "error performing TLS handshake"
-}
-
-/// The rustls client configuration: the ring provider; the Mozilla roots, or only the
-/// certificates of `sslrootcert`.
-fn tls_config(url: &PgUrl) -> Result<ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    match &url.sslrootcert {
-        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
-        Some(path) => {
-            use rustls_pki_types::CertificateDer;
-            use rustls_pki_types::pem::PemObject;
-            let bad = |why: String| {
-                Error::new(
-                    ErrorKind::InvalidInput,
-                    format!("sslrootcert {}: {why}", path.display()),
-                )
-            };
-            let certs = CertificateDer::pem_file_iter(path)
-                .map_err(|e| bad(e.to_string()))?
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(|e| bad(e.to_string()))?;
-            if certs.is_empty() {
-                return Err(bad("holds no PEM certificate".to_owned()));
-            }
-            for cert in certs {
-                roots
-                    .add(cert)
-                    .map_err(|e| bad(format!("not a usable CA certificate: {e}")))?;
-            }
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("TLS setup: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+    None
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@
 //!
 //! The client is the synchronous `postgres` crate (it fits the synchronous core: each
 //! connection drives tokio-postgres on a small runtime of its own), with TLS by rustls
-//! (`conn.rs`); URLs are parsed here (`url.rs`) so no message ever shows a password.
+//! (`conn.rs`; `sslmode` with libpq's meanings, `tls.rs`); URLs are parsed here
+//! (`url.rs`) so no message ever shows a password.
 //! Each open session holds a connection of its own (its lock lives there); other calls
 //! borrow one from a small pool.
 //!
@@ -26,6 +27,7 @@ mod fleet;
 mod owner;
 mod read;
 mod schema;
+mod tls;
 mod url;
 mod writer;
 

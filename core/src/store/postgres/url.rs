@@ -1,6 +1,6 @@
 //! `postgresql://` URLs in libpq's URI syntax (ARCHITECTURE.md#postgresql), parsed here
 //! rather than by the client so that every message about a URL names its host, port,
-//! database and user and never its password, and so that `sslmode` has inboxlog's
+//! database and user and never its password, and so that `sslmode` has libpq's
 //! meaning (see [`SslMode`]).
 //!
 //! `postgresql://[user[:password]@][host[:port][,host[:port]…]][/dbname][?key=value&…]`,
@@ -33,25 +33,22 @@ use std::time::Duration;
 use crate::error::{Result, invalid};
 use crate::json;
 
-/// How a connection uses TLS (the URL's `sslmode`).
-///
-/// Stricter than libpq where it matters: whenever TLS is used, rustls verifies the
-/// server's certificate chain (against the Mozilla roots, or `sslrootcert` when given)
-/// and the host name. So `require` and `verify-ca` mean what libpq's `verify-full`
-/// means, and a server with a self-signed certificate needs `sslrootcert` naming it.
+/// How a connection uses TLS (the URL's `sslmode`), with libpq's meanings (the table
+/// is in `tls.rs`): only `verify-ca` and `verify-full` (and `require` with
+/// `sslrootcert`) check the server's certificate; `verify-full` is the one to use in
+/// production.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SslMode {
     /// Plain TCP, never TLS.
     Disable,
-    /// TLS when the server offers it and its certificate verifies; plain otherwise (the
-    /// default, as in libpq). Nothing is ever sent over a TLS channel that failed to
-    /// verify.
+    /// TLS whenever the server offers it, the certificate unchecked; plain text only
+    /// with a server that offers no TLS (the default; `allow` means the same).
     Prefer,
-    /// TLS required (and verified; see above).
+    /// TLS required; the certificate chain is checked only when `sslrootcert` is given.
     Require,
-    /// TLS required, chain verified (host name too: see above).
+    /// TLS required, the certificate chain checked (not the host name).
     VerifyCa,
-    /// TLS required, chain and host name verified.
+    /// TLS required, the certificate chain and the host name checked.
     VerifyFull,
 }
 
@@ -137,7 +134,8 @@ pub struct PgUrl {
     pub dbname: String,
     /// How TLS is used.
     pub sslmode: SslMode,
-    /// PEM file of the certificates to trust instead of the Mozilla roots.
+    /// PEM file of the certificates to trust instead of the bundled web roots;
+    /// `system` means the platform's trusted roots.
     pub sslrootcert: Option<PathBuf>,
     /// How long one connection attempt may take.
     pub connect_timeout: Duration,
@@ -507,6 +505,8 @@ struct Given<'a> {
     dbname: Option<String>,
     application_name: Option<String>,
     fallback_application_name: Option<String>,
+    /// Whether the query named an `sslmode` (or `ssl=true`).
+    sslmode: bool,
 }
 
 /// Parses what follows the scheme, as libpq's URI parser does.
@@ -625,6 +625,17 @@ fn parse<'a>(rest: &'a str, secrets: &Secrets<'a>) -> Result<PgUrl> {
     if let Some(query) = query {
         parameters(query, secrets, &mut given, &mut url)?;
     }
+    // libpq: the platform's roots are for verify-full, its default with them.
+    if url.sslrootcert.as_deref() == Some(std::path::Path::new("system")) {
+        if !given.sslmode {
+            url.sslmode = SslMode::VerifyFull;
+        } else if url.sslmode != SslMode::VerifyFull {
+            return Err(invalid(format!(
+                "sslmode={} is too weak for sslrootcert=system (use verify-full)",
+                url.sslmode.name()
+            )));
+        }
+    }
     if given.shown.iter().any(|part| secrets.holds_password(part)) {
         return Err(invalid(
             "a password's text would be read as a user, host, port or database name: \
@@ -712,9 +723,15 @@ fn parameters<'a>(
             "user" => given.user = Some(value),
             "password" => given.password = Some(value),
             "dbname" => given.dbname = Some(value),
-            "sslmode" => url.sslmode = SslMode::parse(&value, &shown())?,
+            "sslmode" => {
+                url.sslmode = SslMode::parse(&value, &shown())?;
+                given.sslmode = true;
+            }
             // JDBC's spelling, which libpq takes too; any other `ssl` is unknown there.
-            "ssl" if value == "true" => url.sslmode = SslMode::Require,
+            "ssl" if value == "true" => {
+                url.sslmode = SslMode::Require;
+                given.sslmode = true;
+            }
             "sslrootcert" => url.sslrootcert = Some(PathBuf::from(value)),
             "connect_timeout" => {
                 let secs: i32 = value.trim().parse().map_err(|_| {
@@ -931,5 +948,29 @@ mod tests {
         assert_eq!(e, "%00 in the user name is not allowed");
         let e = decode("%ff", "database name").unwrap_err().to_string();
         assert_eq!(e, "the database name is not UTF-8 once decoded");
+    }
+
+    #[test]
+    fn system_roots_mean_verify_full_as_in_libpq() {
+        let u = PgUrl::parse("postgresql://u@h/db?sslrootcert=system").unwrap();
+        assert_eq!(u.sslmode, SslMode::VerifyFull);
+        let u = PgUrl::parse("postgresql://u@h/db?sslrootcert=system&sslmode=verify-full").unwrap();
+        assert_eq!(u.sslmode, SslMode::VerifyFull);
+        for weak in ["disable", "allow", "prefer", "require", "verify-ca"] {
+            let err = PgUrl::parse(&format!(
+                "postgresql://u:pw@h/db?sslmode={weak}&sslrootcert=system"
+            ))
+            .unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.contains("is too weak for sslrootcert=system"),
+                "{text}"
+            );
+            assert!(!text.contains("pw@"), "{text}");
+        }
+        let u = PgUrl::parse("postgresql://u@h/db?sslrootcert=/etc/ca.pem").unwrap();
+        assert_eq!(u.sslmode, SslMode::Prefer);
+        let u = PgUrl::parse("postgresql://u@h/db?sslmode=allow").unwrap();
+        assert_eq!(u.sslmode, SslMode::Prefer);
     }
 }
