@@ -19,8 +19,8 @@ use inboxlog::ToJson;
 use inboxlog::store::fault::{Action, FaultPlan, Point};
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
 use inboxlog::{
-    Baseline, Decision, Envelope, ErrorKind, Event, QueueProjection, Session, SessionMeta,
-    StepOutcome, Target, fold_consumed_work,
+    Baseline, Decision, Envelope, ErrorKind, Event, Follower, QueueProjection, Session,
+    SessionMeta, StepOutcome, Target, fold_consumed_work,
 };
 use jsonl_common::*;
 
@@ -85,7 +85,7 @@ fn owner(root: &str, fault: &str) {
 fn follower(root: &str, every: &str) {
     let every: u64 = every.parse().unwrap();
     let store = JsonlStore::open(root, Durability::Sync).unwrap();
-    let mut follower = store.follow("s", 0).unwrap();
+    let mut follower = Follower::open(&store, "s", 0).unwrap();
     let mut projection = QueueProjection::new(empty()).unwrap();
     for event in &mut follower {
         let event = event.unwrap();
@@ -352,62 +352,11 @@ fn posts_to_missing_sessions_and_bad_ids_are_refused() {
             let err = store.post(bad, Target::NextTurn, &msg("a")).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}: {err}");
         }
-        let err = store.follow("nope", 0).unwrap_err();
+        let err = Follower::open(&*store, "nope", 0).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
-        let err = store.follow("../x", 0).unwrap_err();
+        let err = Follower::open(&*store, "../x", 0).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     }
-}
-
-/// A store that implements none of ARCHITECTURE.md#posting still compiles and refuses clearly.
-#[test]
-fn a_store_without_fleet_features_refuses_them() {
-    struct Plain(MemoryStore);
-    impl Store for Plain {
-        fn create(
-            &self,
-            h: &inboxlog::Header,
-            seed: &[Event],
-        ) -> inboxlog::Result<Box<dyn inboxlog::store::LogWriter>> {
-            self.0.create(h, seed)
-        }
-        fn open(
-            &self,
-            id: &str,
-            visit: &mut dyn FnMut(&inboxlog::Header, &Event) -> inboxlog::Result<()>,
-        ) -> inboxlog::Result<inboxlog::store::Opened> {
-            self.0.open(id, visit)
-        }
-        fn verify(
-            &self,
-            id: &str,
-            visit: &mut dyn FnMut(&inboxlog::Header, &Event) -> inboxlog::Result<()>,
-        ) -> inboxlog::Result<inboxlog::store::Verified> {
-            self.0.verify(id, visit)
-        }
-        fn inspect(&self, id: &str) -> inboxlog::Result<(inboxlog::Header, Vec<Event>)> {
-            self.0.inspect(id)
-        }
-        fn list(&self) -> inboxlog::Result<Vec<inboxlog::Header>> {
-            self.0.list()
-        }
-        fn delete(&self, id: &str) -> inboxlog::Result<()> {
-            self.0.delete(id)
-        }
-    }
-    let store = Plain(MemoryStore::new());
-    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
-    assert_eq!(s.receive().unwrap(), 0);
-    assert_err(
-        store.post("s", Target::NextTurn, &msg("a")),
-        ErrorKind::InvalidInput,
-        &["this store does not support posting yet"],
-    );
-    assert_err(
-        store.follow("s", 0),
-        ErrorKind::InvalidInput,
-        &["this store does not support following yet"],
-    );
 }
 
 #[test]
@@ -603,7 +552,7 @@ fn a_follower_yields_committed_events_and_resumes_where_it_stood() {
     for (_dir, store) in stores() {
         let s = Session::create(&*store, "s", SessionMeta::default()).unwrap();
         s.append("x/a", "{}", Envelope::default()).unwrap();
-        let mut f = store.follow("s", 0).unwrap();
+        let mut f = Follower::open(&*store, "s", 0).unwrap();
         assert_eq!(f.session(), "s");
         let first = f.next_timeout(Duration::from_secs(5)).unwrap().unwrap();
         assert_eq!((first.seq(), first.ty()), (0, "x/a"));
@@ -630,7 +579,7 @@ fn a_follower_yields_committed_events_and_resumes_where_it_stood() {
         let resume = f.next_seq();
         drop(f);
         let s = writer.join().unwrap();
-        let mut again = store.follow("s", resume).unwrap();
+        let mut again = Follower::open(&*store, "s", resume).unwrap();
         for e in again.next_batch(Duration::from_secs(5)).unwrap() {
             seqs.push(e.seq());
         }
@@ -645,9 +594,9 @@ fn a_follower_yields_committed_events_and_resumes_where_it_stood() {
         }
         assert_eq!(seqs, (1..=50).collect::<Vec<u64>>());
         // From the middle, and from past the end.
-        let mut mid = store.follow("s", 30).unwrap();
+        let mut mid = Follower::open(&*store, "s", 30).unwrap();
         assert_eq!(mid.next().unwrap().unwrap().seq(), 30);
-        let mut late = store.follow("s", 51).unwrap();
+        let mut late = Follower::open(&*store, "s", 51).unwrap();
         assert!(
             late.next_timeout(Duration::from_millis(20))
                 .unwrap()
@@ -676,7 +625,7 @@ fn a_follower_survives_the_owners_crash_and_the_repair() {
     let torn = br#"{"type":"x/torn","seq":2,"ti"#;
     bytes.extend_from_slice(torn);
     std::fs::write(&path, &bytes).unwrap();
-    let mut f = store.follow("s", 0).unwrap();
+    let mut f = Follower::open(&store, "s", 0).unwrap();
     let got = f.next_batch(Duration::from_secs(5)).unwrap();
     assert_eq!(got.len(), 2);
     assert!(f.next_timeout(Duration::from_millis(50)).unwrap().is_none());

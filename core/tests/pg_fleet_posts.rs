@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use inboxlog::store::{Durability, OpenOptions, PgStore, Store};
 use inboxlog::{
-    Baseline, Decision, Envelope, ErrorKind, Event, Message, QueueProjection, Session, SessionMeta,
-    StepOutcome, Target, ToJson,
+    Baseline, Decision, Envelope, ErrorKind, Event, Follower, Message, QueueProjection, Session,
+    SessionMeta, StepOutcome, Target, ToJson,
 };
 
 fn msg(id: &str) -> Message {
@@ -138,7 +138,7 @@ fn posts_and_follows_of_missing_sessions_are_not_found() {
     let err = store.post("nope", Target::NextTurn, &msg("a")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
     assert!(err.to_string().contains("no session \"nope\""), "{err}");
-    let err = store.follow("nope", 0).unwrap_err();
+    let err = Follower::open(&store, "nope", 0).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
     let err = store.post("a/b", Target::NextTurn, &msg("a")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
@@ -147,7 +147,7 @@ fn posts_and_follows_of_missing_sessions_are_not_found() {
         .unwrap()
         .close()
         .unwrap();
-    let mut follower = store.follow("s", 0).unwrap();
+    let mut follower = Follower::open(&store, "s", 0).unwrap();
     store.delete("s").unwrap();
     let err = follower.next_timeout(Duration::from_secs(2)).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
@@ -333,7 +333,7 @@ fn a_follower_keeps_a_projection_equal_to_the_inbox() {
     let options = schema.options(Durability::Sync);
     let follower = thread::spawn(move || {
         let store = PgStore::connect(&pg_common::url(), options).unwrap();
-        let mut follower = store.follow("s", 0).unwrap();
+        let mut follower = Follower::open(&store, "s", 0).unwrap();
         let mut projection = QueueProjection::new(Baseline {
             seq: None,
             next_turn: Vec::new(),
@@ -432,7 +432,7 @@ fn a_follower_is_woken_by_the_appends_notify() {
     };
     let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
     s.append("x/a", "{}", Envelope::default()).unwrap();
-    let mut follower = store.follow("s", 0).unwrap();
+    let mut follower = Follower::open(&store, "s", 0).unwrap();
     assert_eq!(
         follower
             .next_timeout(Duration::from_secs(2))
