@@ -169,6 +169,25 @@ test-e2e: c-lib $(VENV)/.installed
 	$(VENV)/bin/ruff check tests/e2e tests/readme_examples.py
 	INBOXLOG_LIB=$(C_LIBDIR)/libinboxlog.so $(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/e2e
 
+# The fast edit-test loop (issue #20): format, clippy, a debug build of the wheel into
+# the venv (maturin develop: no fat LTO), then the Rust and Python tests. No release
+# build, no C hosts, no valgrind: `make test` stays the full CI run. The debug build
+# replaces the venv's installed wheel, so the next `make test` reinstalls the release one.
+.PHONY: check check-suites
+check: $(VENV)/.ready
+	tests/pg/with-server.sh $(MAKE) --no-print-directory check-suites
+
+check-suites:
+	$(CARGO) fmt --all
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	rm -f $(VENV)/.installed
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+		$(VENV)/bin/maturin develop --quiet --manifest-path python/Cargo.toml
+	$(CARGO) test --workspace
+	$(VENV)/bin/ruff format python/inboxlog python/tests
+	$(VENV)/bin/ruff check python/inboxlog python/tests
+	cd python && ../$(VENV)/bin/pytest -q
+
 # Restarts the test server under load: alone, after every other suite (see the test).
 .PHONY: test-suites test-pg-restart demo-postgres demo-fleet
 test-pg-restart:

@@ -66,11 +66,9 @@ _EXAMPLES = {
 }
 
 
-def _store(where: str, schema: str = "inboxlog") -> Store:
+def _store(where: str, schema: str | None) -> Store:
     """The store a command names: a PostgreSQL URL, or a JSONL directory."""
-    if where.startswith(("postgresql://", "postgres://")):
-        return Store.postgres(where, schema=schema, durability="sync")
-    return Store(where, durability="sync")
+    return Store.open(where, durability="sync", schema=schema)
 
 
 def _list(store: Store, _: argparse.Namespace) -> int:
@@ -244,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub.add_argument("root", help="the store's directory, or a postgresql:// URL")
         sub.add_argument(
             "--schema",
-            default="inboxlog",
+            default=None,
             help="the PostgreSQL schema of the tables (with a URL ROOT; default inboxlog)",
         )
         sub.set_defaults(run=fn)
