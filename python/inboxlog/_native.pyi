@@ -50,6 +50,8 @@ __all__ = [
     "Store",
     "TooLargeError",
     "UnavailableError",
+    "_SessionOpen",
+    "_StoreOpen",
     "__version__",
     "fold_consumed_work",
     "import_reference",

@@ -43,7 +43,7 @@ def test_postgresql_urls_open_the_postgresql_store() -> None:
     try:
         store.create("s").close()
         assert [h["id"] for h in store.list()] == ["s"]
-        assert sql(f"SELECT id FROM \"{schema}\".sessions") == "s\n"
+        assert sql(f'SELECT id FROM "{schema}".sessions') == "s\n"
     finally:
         del store
         sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
