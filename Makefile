@@ -154,6 +154,8 @@ PY_SOURCES := $(shell find core/src python/src python/inboxlog -type f -not -nam
 	Cargo.toml Cargo.lock core/Cargo.toml python/Cargo.toml python/pyproject.toml
 
 $(VENV)/.installed: $(VENV)/.ready $(PY_SOURCES)
+	@# A debug module `make check` left in the source tree (maturin develop) goes first.
+	rm -f python/inboxlog/_native*.so
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./python
 	touch $@
 
