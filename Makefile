@@ -215,6 +215,8 @@ PY_SOURCES := $(shell find core/src python/src python/inboxlog -type f -not -nam
 	Cargo.toml Cargo.lock core/Cargo.toml python/Cargo.toml python/pyproject.toml
 
 $(VENV)/.installed: $(VENV)/.ready $(PY_SOURCES)
+	@# A debug module `make check` left in the source tree (maturin develop) goes first.
+	rm -f python/inboxlog/_native*.so
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./python
 	touch $@
 
@@ -232,6 +234,27 @@ test-e2e: c-lib $(VENV)/.installed
 	$(VENV)/bin/ruff format --check tests/e2e tests/readme_examples.py
 	$(VENV)/bin/ruff check tests/e2e tests/readme_examples.py
 	INBOXLOG_LIB=$(C_LIBDIR)/libinboxlog.so $(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/e2e
+
+# The fast edit-test loop (issue #20): format, clippy, a debug build of the wheel into
+# the venv (maturin develop: no fat LTO), then the Rust and Python tests. No release
+# build, no C hosts, no valgrind: `make test` stays the full CI run. The debug build
+# replaces the venv's installed wheel, so the next `make test` reinstalls the release one.
+.PHONY: check check-suites
+check: $(VENV)/.ready
+	tests/pg/with-server.sh $(MAKE) --no-print-directory check-suites
+
+check-suites:
+	$(CARGO) fmt --all
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	rm -f $(VENV)/.installed
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+		$(VENV)/bin/maturin develop --quiet --manifest-path python/Cargo.toml
+	$(CARGO) test --workspace
+	$(VENV)/bin/ruff format python/inboxlog python/tests
+	$(VENV)/bin/ruff check python/inboxlog python/tests
+	@# The strict mypy and stubtest runs (tests/test_tooling.py, minutes of a cold mypy)
+	@# are left to `make test`.
+	cd python && ../$(VENV)/bin/pytest -q --ignore tests/test_tooling.py
 
 # Restarts the test server under load: alone, after every other suite (see the test).
 .PHONY: test-suites test-pg-restart demo-postgres demo-fleet

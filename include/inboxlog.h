@@ -7,7 +7,8 @@
  *   Status and errors  inboxlog_status (enum), inboxlog_status_name, inboxlog_version
  *   Strings            inboxlog_string_free
  *   Store              inboxlog_store_new_memory, inboxlog_store_open_jsonl,
- *                      inboxlog_store_open_postgres, inboxlog_store_free,
+ *                      inboxlog_store_open_postgres, inboxlog_store_open,
+ *                      inboxlog_store_free,
  *                      inboxlog_store_list, inboxlog_store_inspect,
  *                      inboxlog_store_verify, inboxlog_store_delete
  *   Session lifecycle  inboxlog_session_create, inboxlog_session_create_seeded,
@@ -333,6 +334,27 @@ int inboxlog_store_open_postgres(const char *url,
                                  const char *options_json,
                                  struct inboxlog_store **out,
                                  char **error);
+
+/**
+ * Opens the store url names, the one constructor for every backend: "memory:" for a
+ * new in-memory store, a postgresql:// (or postgres://) URL for the PostgreSQL store
+ * (as inboxlog_store_open_postgres), anything else for the JSONL directory store at
+ * that path (as inboxlog_store_open_jsonl).
+ *
+ * options_json is NULL (the defaults) or an object with optional "durability"
+ * ("sync", the default, "batched" or "none"), "recordLimit" (bytes of one event line,
+ * default 64 MiB; JSONL and PostgreSQL) and "schema" (PostgreSQL only, default
+ * "inboxlog"); an option the store has no use for and any other key are
+ * INVALID_INPUT. options_json may be NULL.
+ *
+ * Ownership: *out receives a new store handle owned by the caller; release it with
+ * inboxlog_store_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_store_open(const char *url,
+                        const char *options_json,
+                        struct inboxlog_store **out,
+                        char **error);
 
 /**
  * Releases a store handle. NULL is a no-op. Open sessions are not affected.

@@ -537,6 +537,13 @@ public:
     static Store jsonl(const std::string &root, const std::string &durability = "sync") {
         return Store(detail::value<inboxlog_store *>(inboxlog_store_open_jsonl, root.c_str(), durability.c_str()));
     }
+    /// The store `url` names, through the one constructor for every backend: "memory:",
+    /// a postgresql:// URL, or a JSONL directory path. `options` is a JSON object with
+    /// optional "durability", "recordLimit" and "schema" (PostgreSQL only; empty:
+    /// defaults); an option the store has no use for is INVALID_INPUT.
+    static Store from_url(const std::string &url, const std::string &options = {}) {
+        return Store(detail::value<inboxlog_store *>(inboxlog_store_open, url.c_str(), detail::opt(options)));
+    }
     /// The PostgreSQL store at `url` (postgresql://, libpq syntax). `options` is a JSON
     /// object with optional "schema", "durability" and "recordLimit" (empty: defaults).
     static Store postgres(const std::string &url, const std::string &options = {}) {

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use inboxlog::store::{Durability, JsonlStore, Store};
+use inboxlog::store::{Durability, JsonlStore, OpenOptions, Store};
 use inboxlog::{Envelope, Session, SessionMeta, Target, json};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -195,7 +195,7 @@ fn bare_parse(path: &Path) -> u64 {
 fn store_open(store: &JsonlStore, id: &str) -> u64 {
     let mut n = 0;
     let opened = store
-        .open(id, &mut |_, e| {
+        .open(id, &OpenOptions::default(), &mut |_, e| {
             black_box(e);
             n += 1;
             Ok(())

@@ -35,8 +35,8 @@ pub mod wire;
 
 pub use error::{Error, ErrorKind, Result};
 pub use event::{
-    END_SEED, Envelope, Event, INBOX_REJECTED, INBOX_SPLICED, STEP_END, STEP_START, TURN_END,
-    TURN_START, USER_MESSAGE, is_reserved,
+    END_SEED, Envelope, Event, INBOX_REJECTED, INBOX_SPLICED, REPLAYED, STEP_END, STEP_START,
+    TURN_END, TURN_START, USER_MESSAGE, is_reserved,
 };
 pub use extra::{Extra, LIBRARY_KEYS};
 pub use fleet::Follower;

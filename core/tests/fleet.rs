@@ -1,6 +1,7 @@
-//! Fleet features (ARCHITECTURE.md#posting) through the public API, on the memory and JSONL stores:
-//! posting from anywhere with exactly-once delivery (real killed posters and owners),
-//! `agent/inbox/rejected`, and following a session from another process. Child
+//! Fleet features (ARCHITECTURE.md#posting) where they meet the JSONL store's files:
+//! exactly-once delivery across real killed posters and owners, the spool, following
+//! from another process and across the owner's crash. What every store does alike is
+//! in the store suite (`core/tests/store/`). Child
 //! processes are this test binary re-executed with `INBOXLOG_FLEET_ROLE` set, running
 //! only `fleet_child`.
 #![cfg(unix)]
@@ -19,8 +20,8 @@ use inboxlog::ToJson;
 use inboxlog::store::fault::{Action, FaultPlan, Point};
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
 use inboxlog::{
-    Baseline, Decision, Envelope, ErrorKind, Event, QueueProjection, Session, SessionMeta,
-    StepOutcome, Target, fold_consumed_work,
+    Baseline, Decision, Envelope, ErrorKind, Event, Follower, QueueProjection, Session,
+    SessionMeta, StepOutcome, Target,
 };
 use jsonl_common::*;
 
@@ -85,7 +86,7 @@ fn owner(root: &str, fault: &str) {
 fn follower(root: &str, every: &str) {
     let every: u64 = every.parse().unwrap();
     let store = JsonlStore::open(root, Durability::Sync).unwrap();
-    let mut follower = store.follow("s", 0).unwrap();
+    let mut follower = Follower::open(&store, "s", 0).unwrap();
     let mut projection = QueueProjection::new(empty()).unwrap();
     for event in &mut follower {
         let event = event.unwrap();
@@ -211,75 +212,6 @@ fn assert_exactly_once(taken: &[(String, String)], acked: &HashMap<String, Vec<S
     }
 }
 
-fn stores() -> Vec<(tempfile::TempDir, Box<dyn Store>)> {
-    let (dir, jsonl) = store(Durability::Sync);
-    vec![
-        (tempfile::tempdir().unwrap(), Box::new(MemoryStore::new())),
-        (dir, Box::new(jsonl)),
-    ]
-}
-
-#[test]
-fn a_post_to_a_closed_session_is_taken_in_when_it_opens() {
-    for (_dir, store) in stores() {
-        let s = Session::create(&*store, "s", SessionMeta::default()).unwrap();
-        s.close().unwrap();
-        let p1 = store.post("s", Target::NextTurn, &msg("a")).unwrap();
-        let p2 = store.post("s", Target::NextStep, &msg("b")).unwrap();
-        assert_ne!(p1, p2);
-        let s = Session::open(&*store, "s").unwrap();
-        assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("a")]);
-        assert_eq!(s.inbox().next_step().unwrap(), vec![msg("b")]);
-        let events = s.events(0).unwrap();
-        assert_eq!(
-            events[0].data(),
-            format!(
-                r#"{{"target":"next-turn","start":0,"inserted":[{}],"post":"{p1}"}}"#,
-                msg("a").json()
-            )
-        );
-        assert_eq!(taken_in(&events).len(), 2);
-        // Taken in once: nothing more on receive, or on the next open.
-        assert_eq!(s.receive().unwrap(), 0);
-        drop(s);
-        let s = Session::open(&*store, "s").unwrap();
-        assert_eq!(s.events(0).unwrap().len(), 2);
-    }
-}
-
-#[test]
-fn an_open_session_takes_posts_in_before_each_proposal_and_on_receive() {
-    for (_dir, store) in stores() {
-        let s = Session::create(&*store, "s", SessionMeta::default()).unwrap();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = seen.clone();
-        s.on_inbox(move |n| {
-            sink.lock()
-                .unwrap()
-                .push(format!("{} {}", n.ty(), n.message().id()));
-            Ok(())
-        });
-        store.post("s", Target::NextTurn, &msg("a")).unwrap();
-        assert!(!s.inbox().has_pending().unwrap());
-        s.open_turn().unwrap();
-        let p = s.propose_step().unwrap();
-        assert_eq!(p.messages, vec![msg("a")]);
-        s.decide(Decision::Enter(p.messages)).unwrap();
-        store.post("s", Target::NextStep, &msg("steer")).unwrap();
-        assert_eq!(s.receive().unwrap(), 1);
-        assert_eq!(s.inbox().next_step().unwrap(), vec![msg("steer")]);
-        assert!(s.end_step(StepOutcome::Completed).unwrap());
-        assert_eq!(
-            *seen.lock().unwrap(),
-            [
-                "agent/inbox/inserted a",
-                "agent/inbox/claimed a",
-                "agent/inbox/inserted steer"
-            ]
-        );
-    }
-}
-
 #[test]
 fn receive_from_inside_an_observer_is_refused() {
     let store = MemoryStore::new();
@@ -294,120 +226,6 @@ fn receive_from_inside_an_observer_is_refused() {
     });
     s.append("x/a", "{}", Envelope::default()).unwrap();
     assert_eq!(*got.lock().unwrap(), Some(Err(ErrorKind::Reentrant)));
-}
-
-#[test]
-fn a_post_that_cannot_be_taken_in_is_rejected_and_the_next_goes_on() {
-    for (_dir, store) in stores() {
-        let s = Session::create(&*store, "s", SessionMeta::default()).unwrap();
-        s.inbox().append(Target::NextTurn, msg("dup")).unwrap();
-        let p = store.post("s", Target::NextStep, &msg("dup")).unwrap();
-        store.post("s", Target::NextTurn, &msg("ok")).unwrap();
-        let events = Arc::new(Mutex::new(Vec::new()));
-        let sink = events.clone();
-        s.on_event(move |e| {
-            sink.lock().unwrap().push(e.ty().to_owned());
-            Ok(())
-        });
-        assert_eq!(s.receive().unwrap(), 2);
-        let log = s.events(1).unwrap();
-        assert_eq!(
-            log[0].to_json(),
-            format!(
-                r#"{{"type":"agent/inbox/rejected","seq":1,"time":{},"data":{{"message":{},"reason":{{"code":8,"kind":"duplicate_message","message":"message \"dup\" is already pending"}},"post":"{p}"}},"ignorable":true}}"#,
-                log[0].time(),
-                msg("dup").json()
-            )
-        );
-        assert_eq!(log[1].ty(), "agent/inbox/spliced");
-        assert_eq!(
-            *events.lock().unwrap(),
-            ["agent/inbox/rejected", "agent/inbox/spliced"]
-        );
-        assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("dup"), msg("ok")]);
-        assert!(s.inbox().next_step().unwrap().is_empty());
-        // The rejection changes no turn and no fold, replays, and is not the host's to write.
-        let all = s.events(0).unwrap();
-        let fold = fold_consumed_work(&all);
-        assert!(fold.end.is_none() && !fold.dropped_unrun);
-        assert_err(
-            s.append("agent/inbox/rejected", "{}", Envelope::default()),
-            ErrorKind::InvalidInput,
-            &["agent/inbox/rejected is written only by inboxlog"],
-        );
-        drop(s);
-        let s = Session::open(&*store, "s").unwrap();
-        assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("dup"), msg("ok")]);
-        assert_eq!(Session::verify(&*store, "s").unwrap().events, 3);
-    }
-}
-
-#[test]
-fn posts_to_missing_sessions_and_bad_ids_are_refused() {
-    for (_dir, store) in stores() {
-        let err = store.post("nope", Target::NextTurn, &msg("a")).unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
-        assert_eq!(err.session(), Some("nope"));
-        for bad in ["../x", "", ".hidden", "a/b"] {
-            let err = store.post(bad, Target::NextTurn, &msg("a")).unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}: {err}");
-        }
-        let err = store.follow("nope", 0).unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
-        let err = store.follow("../x", 0).unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
-    }
-}
-
-/// A store that implements none of ARCHITECTURE.md#posting still compiles and refuses clearly.
-#[test]
-fn a_store_without_fleet_features_refuses_them() {
-    struct Plain(MemoryStore);
-    impl Store for Plain {
-        fn create(
-            &self,
-            h: &inboxlog::Header,
-            seed: &[Event],
-        ) -> inboxlog::Result<Box<dyn inboxlog::store::LogWriter>> {
-            self.0.create(h, seed)
-        }
-        fn open(
-            &self,
-            id: &str,
-            visit: &mut dyn FnMut(&inboxlog::Header, &Event) -> inboxlog::Result<()>,
-        ) -> inboxlog::Result<inboxlog::store::Opened> {
-            self.0.open(id, visit)
-        }
-        fn verify(
-            &self,
-            id: &str,
-            visit: &mut dyn FnMut(&inboxlog::Header, &Event) -> inboxlog::Result<()>,
-        ) -> inboxlog::Result<inboxlog::store::Verified> {
-            self.0.verify(id, visit)
-        }
-        fn inspect(&self, id: &str) -> inboxlog::Result<(inboxlog::Header, Vec<Event>)> {
-            self.0.inspect(id)
-        }
-        fn list(&self) -> inboxlog::Result<Vec<inboxlog::Header>> {
-            self.0.list()
-        }
-        fn delete(&self, id: &str) -> inboxlog::Result<()> {
-            self.0.delete(id)
-        }
-    }
-    let store = Plain(MemoryStore::new());
-    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
-    assert_eq!(s.receive().unwrap(), 0);
-    assert_err(
-        store.post("s", Target::NextTurn, &msg("a")),
-        ErrorKind::InvalidInput,
-        &["this store does not support posting yet"],
-    );
-    assert_err(
-        store.follow("s", 0),
-        ErrorKind::InvalidInput,
-        &["this store does not support following yet"],
-    );
 }
 
 #[test]
@@ -598,71 +416,6 @@ fn four_posting_processes_while_the_owner_runs_turns() {
 
 // ---------------------------------------------------------------- following
 
-#[test]
-fn a_follower_yields_committed_events_and_resumes_where_it_stood() {
-    for (_dir, store) in stores() {
-        let s = Session::create(&*store, "s", SessionMeta::default()).unwrap();
-        s.append("x/a", "{}", Envelope::default()).unwrap();
-        let mut f = store.follow("s", 0).unwrap();
-        assert_eq!(f.session(), "s");
-        let first = f.next_timeout(Duration::from_secs(5)).unwrap().unwrap();
-        assert_eq!((first.seq(), first.ty()), (0, "x/a"));
-        assert!(f.next_timeout(Duration::from_millis(30)).unwrap().is_none());
-        let writer = thread::spawn({
-            let s = Arc::new(s);
-            move || {
-                for i in 0..50 {
-                    s.append("x/b", &format!(r#"{{"i":{i}}}"#), Envelope::default())
-                        .unwrap();
-                }
-                s
-            }
-        });
-        let mut seqs = Vec::new();
-        while seqs.len() < 20 {
-            seqs.push(
-                f.next_timeout(Duration::from_secs(5))
-                    .unwrap()
-                    .unwrap()
-                    .seq(),
-            );
-        }
-        let resume = f.next_seq();
-        drop(f);
-        let s = writer.join().unwrap();
-        let mut again = store.follow("s", resume).unwrap();
-        for e in again.next_batch(Duration::from_secs(5)).unwrap() {
-            seqs.push(e.seq());
-        }
-        while seqs.len() < 50 {
-            seqs.push(
-                again
-                    .next_timeout(Duration::from_secs(5))
-                    .unwrap()
-                    .unwrap()
-                    .seq(),
-            );
-        }
-        assert_eq!(seqs, (1..=50).collect::<Vec<u64>>());
-        // From the middle, and from past the end.
-        let mut mid = store.follow("s", 30).unwrap();
-        assert_eq!(mid.next().unwrap().unwrap().seq(), 30);
-        let mut late = store.follow("s", 51).unwrap();
-        assert!(
-            late.next_timeout(Duration::from_millis(20))
-                .unwrap()
-                .is_none()
-        );
-        s.append("x/c", "{}", Envelope::default()).unwrap();
-        assert_eq!(late.next().unwrap().unwrap().seq(), 51);
-        // A deleted session ends the follow with `not_found`.
-        s.close().unwrap();
-        store.delete("s").unwrap();
-        let err = late.next_timeout(Duration::from_secs(1)).unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
-    }
-}
-
 /// A torn tail is never yielded; the repair of the next owner is, with no gap.
 #[test]
 fn a_follower_survives_the_owners_crash_and_the_repair() {
@@ -676,7 +429,7 @@ fn a_follower_survives_the_owners_crash_and_the_repair() {
     let torn = br#"{"type":"x/torn","seq":2,"ti"#;
     bytes.extend_from_slice(torn);
     std::fs::write(&path, &bytes).unwrap();
-    let mut f = store.follow("s", 0).unwrap();
+    let mut f = Follower::open(&store, "s", 0).unwrap();
     let got = f.next_batch(Duration::from_secs(5)).unwrap();
     assert_eq!(got.len(), 2);
     assert!(f.next_timeout(Duration::from_millis(50)).unwrap().is_none());

@@ -285,7 +285,7 @@ proptest! {
                         &format!("SELECT type FROM \"{}\".events WHERE session = 's' AND seq = $1", schema.name),
                         &[&(seq as i64)],
                     ).unwrap().get(0);
-                    prop_assert!(!inboxlog::store::postgres::REPLAYED.contains(&ty.as_str()) && seq + 1 < lines.len(), "open read {}", v);
+                    prop_assert!(!inboxlog::REPLAYED.contains(&ty.as_str()) && seq + 1 < lines.len(), "open read {}", v);
                 }
                 drop(s);
             }

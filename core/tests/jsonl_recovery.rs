@@ -7,12 +7,14 @@ mod jsonl_common;
 use std::fs;
 use std::path::Path;
 
-use inboxlog::store::{Durability, JsonlStore, Store};
+use inboxlog::store::{Durability, JsonlStore, OpenOptions, Store};
 use inboxlog::{Envelope, ErrorKind, Header, Session, SessionMeta};
 use jsonl_common::*;
 
 fn open_plain(store: &JsonlStore, id: &str) -> inboxlog::Result<u64> {
-    store.open(id, &mut |_, _| Ok(())).map(|o| o.torn_bytes)
+    store
+        .open(id, &OpenOptions::default(), &mut |_, _| Ok(()))
+        .map(|o| o.torn_bytes)
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod jsonl_common;
 use std::time::{Duration, Instant};
 
 use inboxlog::store::fault::{Action, Errno, FaultPlan, Point};
-use inboxlog::store::{Durability, JsonlStore, Store};
+use inboxlog::store::{Durability, JsonlStore, OpenOptions, Store};
 use inboxlog::{Decision, Envelope, ErrorKind, Header, Session, SessionMeta, StepOutcome, Target};
 use jsonl_common::*;
 
@@ -205,7 +205,9 @@ fn read_since_returns_the_suffix_across_the_seek_index() {
     };
     check(&*w);
     drop(w);
-    let opened = store.open("s", &mut |_, _| Ok(())).unwrap();
+    let opened = store
+        .open("s", &OpenOptions::default(), &mut |_, _| Ok(()))
+        .unwrap();
     check(&*opened.writer);
 }
 

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use inboxlog::store::{Durability, OpenOptions, PgStore, Store};
 use inboxlog::{
-    Baseline, Decision, Envelope, ErrorKind, Event, Message, QueueProjection, Session, SessionMeta,
-    StepOutcome, Target, ToJson,
+    Baseline, Decision, Envelope, ErrorKind, Event, Follower, Message, QueueProjection, Session,
+    SessionMeta, StepOutcome, Target, ToJson,
 };
 
 fn msg(id: &str) -> Message {
@@ -76,8 +76,11 @@ fn terminate(schema: &pg_common::Schema, keep: &dyn Fn(&str) -> bool) -> usize {
     n
 }
 
+/// PostgreSQL's part of taking posts in (the behaviour itself is in the store suite,
+/// `core/tests/store/post.rs`): the splices and the removal of their rows from the
+/// mailbox commit together.
 #[test]
-fn a_post_to_a_closed_session_is_taken_in_at_open_exactly_once() {
+fn posts_taken_in_leave_the_posts_table_in_the_same_commit() {
     let Some((schema, store)) = pg_common::store(Durability::Sync) else {
         return;
     };
@@ -90,22 +93,8 @@ fn a_post_to_a_closed_session_is_taken_in_at_open_exactly_once() {
     assert!(p1 < p2, "{p1} {p2}");
     assert_eq!(pending_rows(&schema), 2);
     let s = Session::open(&store, "s").unwrap();
-    assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("a")]);
-    assert_eq!(s.inbox().next_step().unwrap(), vec![msg("b")]);
-    let events = s.events(0).unwrap();
-    assert_eq!(
-        events[0].data(),
-        format!(
-            r#"{{"target":"next-turn","start":0,"inserted":[{}],"post":"{p1}"}}"#,
-            msg("a").json()
-        )
-    );
-    // The splices and the removal from the mailbox committed together.
-    assert_eq!(pending_rows(&schema), 0);
-    assert_eq!(s.receive().unwrap(), 0);
-    drop(s);
-    let s = Session::open(&store, "s").unwrap();
     assert_eq!(taken_in(&s.events(0).unwrap()).len(), 2);
+    assert_eq!(pending_rows(&schema), 0);
 }
 
 #[test]
@@ -128,29 +117,6 @@ fn a_pending_post_the_log_already_holds_is_not_taken_in_twice() {
     let taken = taken_in(&s.events(0).unwrap());
     assert_eq!(taken, vec![("a".to_owned(), post)]);
     assert_eq!(pending_rows(&schema), 0, "the stale row is settled");
-}
-
-#[test]
-fn posts_and_follows_of_missing_sessions_are_not_found() {
-    let Some((_schema, store)) = pg_common::store(Durability::Sync) else {
-        return;
-    };
-    let err = store.post("nope", Target::NextTurn, &msg("a")).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
-    assert!(err.to_string().contains("no session \"nope\""), "{err}");
-    let err = store.follow("nope", 0).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
-    let err = store.post("a/b", Target::NextTurn, &msg("a")).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
-    // A follower of a session deleted under it gets not_found.
-    Session::create(&store, "s", SessionMeta::default())
-        .unwrap()
-        .close()
-        .unwrap();
-    let mut follower = store.follow("s", 0).unwrap();
-    store.delete("s").unwrap();
-    let err = follower.next_timeout(Duration::from_secs(2)).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
 }
 
 #[test]
@@ -333,7 +299,7 @@ fn a_follower_keeps_a_projection_equal_to_the_inbox() {
     let options = schema.options(Durability::Sync);
     let follower = thread::spawn(move || {
         let store = PgStore::connect(&pg_common::url(), options).unwrap();
-        let mut follower = store.follow("s", 0).unwrap();
+        let mut follower = Follower::open(&store, "s", 0).unwrap();
         let mut projection = QueueProjection::new(Baseline {
             seq: None,
             next_turn: Vec::new(),
@@ -432,7 +398,7 @@ fn a_follower_is_woken_by_the_appends_notify() {
     };
     let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
     s.append("x/a", "{}", Envelope::default()).unwrap();
-    let mut follower = store.follow("s", 0).unwrap();
+    let mut follower = Follower::open(&store, "s", 0).unwrap();
     assert_eq!(
         follower
             .next_timeout(Duration::from_secs(2))

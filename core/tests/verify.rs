@@ -193,7 +193,7 @@ fn postgres(events: &[String]) -> Option<Error> {
                 )
                 .unwrap();
             let ty: String = row.expect("the faulty row").get(0);
-            let replayed = inboxlog::store::postgres::REPLAYED.contains(&ty.as_str());
+            let replayed = inboxlog::REPLAYED.contains(&ty.as_str());
             assert!(
                 !replayed && at < *used.iter().max().unwrap(),
                 "open read {verified}"

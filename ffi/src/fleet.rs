@@ -101,7 +101,7 @@ pub unsafe extern "C" fn inboxlog_follower_open(
         let store = unsafe { handle(store, "store") }?;
         let id = unsafe { str_arg(id, "id") }?;
         let out = unsafe { Out::new(out, "out") }?;
-        let follower = store.store.follow(id, since)?;
+        let follower = Follower::open(&*store.store, id, since)?;
         out.write(Box::into_raw(Box::new(inboxlog_follower {
             follower: Mutex::new(follower),
         })));

@@ -3,7 +3,9 @@
 use std::ffi::{c_char, c_int};
 
 use inboxlog_core::Session;
-use inboxlog_core::store::{Durability, JsonlStore, MemoryStore, PgOptions, PgStore, Store};
+use inboxlog_core::store::{
+    self as stores, Durability, JsonlStore, MemoryStore, PgOptions, PgStore, Store, StoreOptions,
+};
 use inboxlog_core::wire::{self, FromJson, ToJson};
 
 use crate::boundary::{boundary, boundary_void};
@@ -101,12 +103,48 @@ pub unsafe extern "C" fn inboxlog_store_open_postgres(
         let out = unsafe { Out::new(out, "out") }?;
         let pg = match options {
             None => PgOptions::default(),
-            Some(json) => PgOptions::from_json(&json)?,
+            Some(json) => PgOptions::from_store(&StoreOptions::from_json(&json)?),
         };
         let store = PgStore::connect(url, pg)?;
         out.write(Box::into_raw(Box::new(inboxlog_store {
             store: Box::new(store),
         })));
+        Ok(())
+    })
+}
+
+/// Opens the store url names, the one constructor for every backend: "memory:" for a
+/// new in-memory store, a postgresql:// (or postgres://) URL for the PostgreSQL store
+/// (as inboxlog_store_open_postgres), anything else for the JSONL directory store at
+/// that path (as inboxlog_store_open_jsonl).
+///
+/// options_json is NULL (the defaults) or an object with optional "durability"
+/// ("sync", the default, "batched" or "none"), "recordLimit" (bytes of one event line,
+/// default 64 MiB; JSONL and PostgreSQL) and "schema" (PostgreSQL only, default
+/// "inboxlog"); an option the store has no use for and any other key are
+/// INVALID_INPUT. options_json may be NULL.
+///
+/// Ownership: *out receives a new store handle owned by the caller; release it with
+/// inboxlog_store_free.
+/// Threads: any thread, any number at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_open(
+    url: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut inboxlog_store,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all three): the caller's contract (header overview, Safety).
+        let url = unsafe { str_arg(url, "url") }?;
+        let options = unsafe { opt_json_arg(options_json, "options_json") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let options = match options {
+            None => StoreOptions::default(),
+            Some(json) => StoreOptions::from_json(&json)?,
+        };
+        let store = stores::open(url, &options)?;
+        out.write(Box::into_raw(Box::new(inboxlog_store { store })));
         Ok(())
     })
 }

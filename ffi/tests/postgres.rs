@@ -1,4 +1,5 @@
-//! The PostgreSQL store through the C ABI: `inboxlog_store_open_postgres` and its
+//! The PostgreSQL store through the C ABI: `inboxlog_store_open_postgres` (and
+//! `inboxlog_store_open` over every store) and its
 //! options, `inboxlog_session_open_ex` with takeover, and the `FENCED` and
 //! `UNAVAILABLE` statuses. Needs the server at `INBOXLOG_TEST_PG` (default
 //! `postgresql://postgres@127.0.0.1:5432/test`); skipped without it, except under
@@ -181,4 +182,84 @@ fn options_urls_and_unreachable_servers_are_refused_with_their_status() {
         inboxlog_session_free(s);
         inboxlog_store_free(memory);
     }
+}
+
+fn open_any(url: &str, options: Option<&str>) -> Result<*mut inboxlog_store, Failure> {
+    let mut store = null_mut();
+    let url = c(url);
+    let options = options.map(c);
+    call!(inboxlog_store_open(
+        url.as_ptr(),
+        options.as_ref().map_or(null(), |o| o.as_ptr()),
+        &mut store
+    ))?;
+    Ok(store)
+}
+
+/// `inboxlog_store_open` reaches every backend from its URL or path, and refuses an
+/// option the backend has no use for.
+#[test]
+fn one_constructor_opens_every_store() {
+    let Some(schema) = Schema::new("open") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("logs");
+    let pg_options = format!(r#"{{"schema":"{}","durability":"batched"}}"#, schema.0);
+    let stores = [
+        open_any("memory:", None).unwrap(),
+        open_any(jsonl.to_str().unwrap(), Some(r#"{"durability":"none"}"#)).unwrap(),
+        open_any(&url(), Some(&pg_options)).unwrap(),
+    ];
+    for store in stores {
+        let s = create(store, "s");
+        // SAFETY: a live handle, freed once.
+        unsafe { inboxlog_session_free(s) };
+        let list = call_str!(inboxlog_store_list(store)).unwrap();
+        assert_eq!(json(&list)[0]["id"], "s", "{list}");
+        // SAFETY: a live handle, freed once.
+        unsafe { inboxlog_store_free(store) };
+    }
+    assert!(jsonl.join("s.jsonl").is_file());
+    let refused = [
+        (
+            "memory:",
+            r#"{"schema":"x"}"#,
+            10,
+            "a schema is an option of PostgreSQL",
+        ),
+        (
+            "memory:",
+            r#"{"recordLimit":5}"#,
+            10,
+            "a record limit is an option",
+        ),
+        (
+            "memory:",
+            r#"{"colour":"red"}"#,
+            10,
+            "unknown field `colour`",
+        ),
+        ("memory:", r#"[]"#, 10, "store options must be an object"),
+        ("memory:", r#"{"durability":"#, 102, "not valid JSON"),
+    ];
+    for (url, options, code, needle) in refused {
+        expect_fail(open_any(url, Some(options)).map(drop), code, needle);
+    }
+    let f = expect_fail(
+        open_any(
+            "postgresql://u:hunter2@127.0.0.1:9/db?connect_timeout=2",
+            None,
+        )
+        .map(drop),
+        16,
+        "127.0.0.1:9",
+    );
+    assert!(!f.json.to_string().contains("hunter2"), "{}", f.json);
+    let mut store = null_mut();
+    expect_fail(
+        call!(inboxlog_store_open(null(), null(), &mut store)),
+        100,
+        "url",
+    );
 }

@@ -85,13 +85,16 @@ def _looks_like_url(arg: str) -> bool:
     return _URL_LIKE.match(arg) is not None
 
 
-def _store(where: str, schema: str = "inboxlog") -> Store:
-    """The store a command names: a PostgreSQL URL, or a JSONL directory. Anything
-    that starts like a URL goes to the URL parser, whose refusal never shows a
-    password (#27)."""
-    if _looks_like_url(where):
-        return Store.postgres(where, schema=schema, durability="sync")
-    return Store(where, durability="sync")
+def _store(where: str, schema: str | None) -> Store:
+    """The store a command names (``Store.open``): a PostgreSQL URL, ``memory:``, or a
+    JSONL directory. Anything else that starts like a URL goes to the PostgreSQL URL
+    parser, whose refusal never shows a password (#27), rather than becoming a
+    directory named after it."""
+    if _looks_like_url(where) and not where.lower().startswith(
+        ("postgresql://", "postgres://", "memory:")
+    ):
+        return Store.postgres(where, schema=schema or "inboxlog", durability="sync")
+    return Store.open(where, durability="sync", schema=schema)
 
 
 def _time(ms: int) -> str:
@@ -296,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub.add_argument("root", help="the store's directory, or a postgresql:// URL")
         sub.add_argument(
             "--schema",
-            default="inboxlog",
+            default=None,
             help="the PostgreSQL schema of the tables (with a URL ROOT; default inboxlog)",
         )
         sub.set_defaults(run=fn)

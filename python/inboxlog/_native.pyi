@@ -50,6 +50,8 @@ __all__ = [
     "Store",
     "TooLargeError",
     "UnavailableError",
+    "_SessionOpen",
+    "_StoreOpen",
     "__version__",
     "fold_consumed_work",
     "import_reference",
@@ -60,6 +62,39 @@ FORMAT_VERSION: Final[int]
 """The on-disk format version this library reads and writes."""
 MAX_DEPTH: Final[int]
 """Deepest JSON nesting accepted in data and messages."""
+
+@final
+class _StoreOpen:
+    """``Store.open``: what it does depends on where it is looked up."""
+
+    @overload
+    def __get__(self, instance: None, owner: type[Store] | None = None, /) -> _StoreOpen: ...
+    @overload
+    def __get__(self, instance: Store, owner: type[Store] | None = None, /) -> _SessionOpen: ...
+    def __call__(
+        self,
+        url_or_path: str | PathLike[str],
+        durability: Durability = "sync",
+        *,
+        schema: str | None = None,
+        record_limit: int | None = None,
+    ) -> Store:
+        """Opens the store ``url_or_path`` names: ``"memory:"`` for a new store in
+        memory, a ``postgresql://`` (or ``postgres://``) URL for the PostgreSQL store,
+        anything else for the JSONL directory store at that path (created if missing).
+        ``schema`` is for PostgreSQL only, ``record_limit`` (bytes of one event line)
+        for JSONL and PostgreSQL; an option the store has no use for raises
+        :class:`InvalidInputError`."""
+
+@final
+class _SessionOpen:
+    """``store.open`` looked up on a store."""
+
+    def __call__(self, id: str, takeover: bool = False) -> Session:
+        """Opens log ``id`` for writing: replays its inbox, drops a torn tail and closes
+        a turn the previous writer left open as ``interrupted``. ``takeover=True`` takes
+        the session from a live but stuck owner (PostgreSQL only; the old owner gets
+        ``FencedError`` on its next call)."""
 
 @final
 class Store:
@@ -120,11 +155,10 @@ class Store:
         ``agentPreset``.
         """
 
-    def open(self, id: str, takeover: bool = False) -> Session:
-        """Opens log ``id`` for writing: replays its inbox, drops a torn tail and closes
-        a turn the previous writer left open as ``interrupted``. ``takeover=True`` takes
-        the session from a live but stuck owner (PostgreSQL only; the old owner gets
-        ``FencedError`` on its next call)."""
+    open: _StoreOpen
+    """On the class, ``Store.open(url_or_path, durability="sync", *, schema=None,
+    record_limit=None)`` opens a store of any backend; on a store,
+    ``store.open(id, takeover=False)`` opens one of its sessions."""
 
     def fork(
         self,

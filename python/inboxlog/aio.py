@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Executor
 from os import PathLike
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar, overload
 
 from . import _native
 from .types import (
@@ -66,11 +66,60 @@ class _Runner:
         return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
 
+class _OpensStore(Protocol):
+    def __call__(
+        self,
+        url_or_path: str | PathLike[str],
+        durability: Durability = "sync",
+        *,
+        schema: str | None = None,
+        record_limit: int | None = None,
+        executor: Executor | None = None,
+    ) -> Coroutine[Any, Any, Store]: ...
+
+
+class _OpensSession(Protocol):
+    def __call__(self, id: str, takeover: bool = False) -> Coroutine[Any, Any, Session]: ...
+
+
+async def _open_store(
+    url_or_path: str | PathLike[str],
+    durability: Durability = "sync",
+    *,
+    schema: str | None = None,
+    record_limit: int | None = None,
+    executor: Executor | None = None,
+) -> Store:
+    """Opens the store ``url_or_path`` names, as :meth:`inboxlog.Store.open` does."""
+    store = await _Runner(executor).run(
+        _native.Store.open, url_or_path, durability, schema=schema, record_limit=record_limit
+    )
+    return Store.wrap(store, executor=executor)
+
+
+class _StoreOpen:
+    """``Store.open``: on the class, ``await Store.open(url_or_path, ...)`` opens a store
+    of any backend; on a store, ``await store.open(id)`` opens one of its sessions."""
+
+    @overload
+    def __get__(self, instance: None, owner: type[Store] | None = None) -> _OpensStore: ...
+    @overload
+    def __get__(self, instance: Store, owner: type[Store] | None = None) -> _OpensSession: ...
+    def __get__(
+        self, instance: Store | None, owner: type[Store] | None = None
+    ) -> _OpensStore | _OpensSession:
+        if instance is None:
+            return _open_store
+        return instance._open_session
+
+
 class Store:
     """A place that holds session logs, with coroutine methods.
 
-    ``Store(path, durability)`` is the JSONL directory store, ``Store.memory()`` the
-    memory store, and ``Store.wrap(store)`` wraps a blocking :class:`inboxlog.Store`.
+    ``await Store.open(url_or_path, durability)`` opens a store of any backend
+    (``"memory:"``, a ``postgresql://`` URL, or a JSONL directory), ``Store(path,
+    durability)`` is the JSONL directory store, ``Store.memory()`` the memory store,
+    and ``Store.wrap(store)`` wraps a blocking :class:`inboxlog.Store`.
     ``executor`` runs the blocking calls (default: the loop's default executor).
     """
 
@@ -107,9 +156,12 @@ class Store:
         """Starts a new log ``id``; keywords as :meth:`inboxlog.Store.create`."""
         return Session(await self._run.run(self._store.create, id, **meta), self._run)
 
-    async def open(self, id: str) -> Session:
-        """Opens log ``id`` for writing (replay, repair, posted messages taken in)."""
-        return Session(await self._run.run(self._store.open, id), self._run)
+    open = _StoreOpen()
+
+    async def _open_session(self, id: str, takeover: bool = False) -> Session:
+        """Opens log ``id`` for writing (replay, repair, posted messages taken in);
+        ``takeover`` as :meth:`inboxlog.Store.open`."""
+        return Session(await self._run.run(self._store.open, id, takeover), self._run)
 
     async def fork(self, parent_id: str, child_id: str, **meta: Any) -> Session:
         """Forks ``parent_id`` into ``child_id``."""

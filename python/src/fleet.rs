@@ -40,7 +40,9 @@ pub(crate) fn follow(
     since: u64,
 ) -> PyResult<PyFollower> {
     let store = &**store;
-    let follower = py.detach(|| store.follow(id, since)).py()?;
+    let follower = py
+        .detach(|| inboxlog::Follower::open(store, id, since))
+        .py()?;
     Ok(PyFollower {
         session: id.to_owned(),
         inner: Mutex::new(Some(follower)),

@@ -24,6 +24,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FORMAT_VERSION", inboxlog::FORMAT_VERSION)?;
     m.add("MAX_DEPTH", inboxlog::MAX_DEPTH)?;
     m.add_class::<store::PyStore>()?;
+    m.add_class::<store::PyStoreOpen>()?;
+    m.add_class::<store::PySessionOpen>()?;
     m.add_class::<session::PySession>()?;
     m.add_class::<session::PyInbox>()?;
     m.add_class::<queue_view::PyQueueView>()?;

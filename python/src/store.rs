@@ -7,7 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use inboxlog::store::{
-    Durability, JsonlStore, MemoryStore, OpenOptions, PgOptions, PgStore, Store,
+    self as stores, Backend, Durability, JsonlStore, MemoryStore, OpenOptions, PgOptions, PgStore,
+    Store, StoreOptions,
 };
 use inboxlog::{Session, SessionMeta, ToJson as _};
 
@@ -36,6 +37,98 @@ impl PyStore {
     /// A Python session over `session`, opened in this store.
     pub(crate) fn session(&self, py: Python<'_>, session: Session) -> PyResult<PySession> {
         PySession::new(py, session, self.quick_appends)
+    }
+
+    /// `store.open(id, takeover=False)`: opens log `id` for writing.
+    fn open_session(&self, py: Python<'_>, id: &str, takeover: bool) -> PyResult<PySession> {
+        let store = &*self.inner;
+        let session = py
+            .detach(|| Session::open_with(store, id, OpenOptions::takeover(takeover)))
+            .py()?;
+        self.session(py, session)
+    }
+}
+
+/// `Store.open`, which reads by where it is looked up: on the class,
+/// `Store.open(url_or_path, durability="sync", *, schema=None, record_limit=None)`
+/// opens a store of any backend (`core::store::open`); on a store,
+/// `store.open(id, takeover=False)` opens a session.
+#[pyclass(frozen, name = "_StoreOpen", module = "inboxlog._native")]
+pub(crate) struct PyStoreOpen;
+
+#[pymethods]
+impl PyStoreOpen {
+    fn __get__(
+        slf: Py<Self>,
+        py: Python<'_>,
+        instance: &Bound<'_, PyAny>,
+        _owner: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        if instance.is_none() {
+            return Ok(slf.into_any());
+        }
+        let store = instance.cast::<PyStore>()?.clone().unbind();
+        Ok(Py::new(py, PySessionOpen { store })?.into_any())
+    }
+
+    /// Opens the store `url_or_path` names: `"memory:"` for a new store in memory, a
+    /// `postgresql://` (or `postgres://`) URL for the PostgreSQL store, anything else
+    /// for the JSONL directory store at that path. `schema` is for PostgreSQL only,
+    /// `record_limit` (bytes of one event line) for JSONL and PostgreSQL; an option the
+    /// store has no use for raises `InvalidInputError`.
+    #[pyo3(signature = (url_or_path, durability = "sync", *, schema = None, record_limit = None))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        url_or_path: PathBuf,
+        durability: &str,
+        schema: Option<String>,
+        record_limit: Option<u64>,
+    ) -> PyResult<PyStore> {
+        let Some(where_) = url_or_path.to_str() else {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "the store's path is not valid UTF-8",
+            ));
+        };
+        let mut options = StoreOptions::durability(Durability::parse(durability).py()?);
+        options.schema = schema;
+        options.record_limit = record_limit;
+        let backend = Backend::of(where_);
+        let label = match backend {
+            Backend::Memory => "Store.open(\"memory:\")".to_owned(),
+            Backend::Postgres => format!(
+                "Store.open({:?}, durability={durability:?})",
+                inboxlog::store::postgres::redact_url(where_)
+            ),
+            Backend::Jsonl => format!("Store.open({where_:?}, durability={durability:?})"),
+        };
+        let store = py.detach(|| stores::open(where_, &options)).py()?;
+        Ok(PyStore {
+            inner: Arc::from(store),
+            label,
+            quick_appends: match backend {
+                Backend::Memory => true,
+                Backend::Jsonl => options.durability == Durability::None,
+                Backend::Postgres => false,
+            },
+        })
+    }
+}
+
+/// `store.open` looked up on a store: opens one of its sessions.
+#[pyclass(frozen, name = "_SessionOpen", module = "inboxlog._native")]
+pub(crate) struct PySessionOpen {
+    store: Py<PyStore>,
+}
+
+#[pymethods]
+impl PySessionOpen {
+    /// Opens log `id` for writing: replays its inbox and repairs an interrupted turn.
+    /// `takeover=True` takes the session from a live but stuck owner (PostgreSQL only;
+    /// the old owner gets `FencedError` on its next call).
+    #[pyo3(signature = (id, takeover = false))]
+    fn __call__(&self, py: Python<'_>, id: &str, takeover: bool) -> PyResult<PySession> {
+        self.store.get().open_session(py, id, takeover)
     }
 }
 
@@ -150,16 +243,11 @@ impl PyStore {
         self.session(py, session)
     }
 
-    /// Opens log `id` for writing: replays its inbox and repairs an interrupted turn.
-    /// `takeover=True` takes the session from a live but stuck owner (PostgreSQL only;
-    /// the old owner gets `FencedError` on its next call).
-    #[pyo3(signature = (id, takeover = false))]
-    fn open(&self, py: Python<'_>, id: &str, takeover: bool) -> PyResult<PySession> {
-        let store = &*self.inner;
-        let session = py
-            .detach(|| Session::open_with(store, id, OpenOptions::takeover(takeover)))
-            .py()?;
-        self.session(py, session)
+    /// On the class, opens a store of any backend; on a store, opens a session (see
+    /// `_StoreOpen`).
+    #[classattr]
+    fn open() -> PyStoreOpen {
+        PyStoreOpen
     }
 
     /// Forks `parent_id` into a new log `child_id` (whole turns only; empty inbox).

@@ -33,6 +33,18 @@ pub const END_SEED: &str = "session/end-seed";
 /// `agent/inbox/rejected`: a posted message that could not be taken in (ARCHITECTURE.md#posting).
 pub const INBOX_REJECTED: &str = "agent/inbox/rejected";
 
+/// The reserved types opening a session reads (those that change the log state or
+/// the inbox): a store that can read events by type hands the session these and the
+/// last event, and nothing else is needed to replay.
+pub const REPLAYED: [&str; 6] = [
+    TURN_START,
+    TURN_END,
+    STEP_START,
+    STEP_END,
+    INBOX_SPLICED,
+    END_SEED,
+];
+
 /// The event types that may carry `surfaceOp` and `sourceEventSeqs`.
 const SURFACE_TYPES: [&str; 3] = [USER_MESSAGE, "assistant/message", "tool/result"];
 

@@ -3,11 +3,11 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
-use crate::store::Feed;
+use crate::store::{Feed, Store};
 
 /// The events of one session from a seq on, as they are committed (ARCHITECTURE.md#following). It
 /// reads the store without owning the session and without slowing its writer.
@@ -36,7 +36,13 @@ impl fmt::Debug for Follower {
 }
 
 impl Follower {
-    /// A follower of session `session` from seq `since`, reading `feed` (for stores).
+    /// A follower of session `id` in `store` from seq `since` (0: from the start).
+    /// `not_found` when the session does not exist.
+    pub fn open(store: &dyn Store, id: &str, since: u64) -> Result<Follower> {
+        Ok(Follower::new(id, store.follow(id)?, since))
+    }
+
+    /// A follower of session `session` from seq `since`, reading `feed`.
     pub fn new(session: &str, feed: Box<dyn Feed>, since: u64) -> Follower {
         Follower {
             session: session.to_owned(),
@@ -118,43 +124,6 @@ impl Iterator for Follower {
     }
 }
 
-/// How long a polling feed sleeps while nothing new came: it starts short, so a busy
-/// log is followed closely, and backs off to `max` on an idle one.
-#[derive(Debug)]
-pub(crate) struct Backoff {
-    deadline: Instant,
-    pause: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    /// The longest pause of a polling feed: the latency of following an idle log.
-    pub const MAX: Duration = Duration::from_millis(20);
-
-    pub fn new(timeout: Duration) -> Backoff {
-        Backoff {
-            deadline: Instant::now().checked_add(timeout).unwrap_or_else(far),
-            pause: Duration::from_micros(500),
-            max: Self::MAX,
-        }
-    }
-
-    /// Sleeps before the next look; `false` once the timeout has passed.
-    pub fn wait(&mut self) -> bool {
-        let now = Instant::now();
-        if now >= self.deadline {
-            return false;
-        }
-        std::thread::sleep(self.pause.min(self.deadline - now));
-        self.pause = (self.pause * 2).min(self.max);
-        true
-    }
-}
-
-fn far() -> Instant {
-    Instant::now() + Duration::from_secs(365 * 24 * 3600)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,14 +165,5 @@ mod tests {
             "{err}"
         );
         assert_eq!(f.next_seq(), 4);
-    }
-
-    #[test]
-    fn a_backoff_ends_at_its_deadline() {
-        let mut b = Backoff::new(Duration::from_millis(5));
-        let start = Instant::now();
-        while b.wait() {}
-        assert!(start.elapsed() >= Duration::from_millis(5));
-        assert!(!Backoff::new(Duration::ZERO).wait());
     }
 }

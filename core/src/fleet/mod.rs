@@ -10,5 +10,4 @@
 mod follow;
 pub(crate) mod post;
 
-pub(crate) use follow::Backoff;
 pub use follow::Follower;

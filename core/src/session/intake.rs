@@ -9,17 +9,16 @@ use crate::store::Store;
 use super::{Session, State, lock, now_ms};
 
 impl Session {
-    /// This session with the mailbox `store` keeps for it, if any; `posts` are the
-    /// posts its log already holds.
+    /// This session with the mailbox `store` keeps for it; `posts` are the posts its
+    /// log already holds.
     pub(super) fn with_mailbox(
         self,
         store: &dyn Store,
         id: &str,
         posts: PostIds,
     ) -> Result<Session> {
-        if let Some(mailbox) = store.mailbox(id)? {
-            lock(&self.state).intake = Some(Intake::new(mailbox, posts));
-        }
+        let mailbox = store.mailbox(id)?;
+        lock(&self.state).intake = Some(Intake::new(mailbox, posts));
         Ok(self)
     }
 

@@ -149,7 +149,7 @@ impl Session {
     pub fn open_with(store: &dyn Store, id: &str, options: OpenOptions) -> Result<Session> {
         validate_session_id(id)?;
         let mut rebuilt = Rebuilt::default();
-        let opened = store.open_with(id, &options, &mut |header, event| {
+        let opened = store.open(id, &options, &mut |header, event| {
             rebuilt.visit(header, event)
         })?;
         let Rebuilt { log, inbox, posts } = rebuilt;

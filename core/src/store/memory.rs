@@ -5,10 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::{Feed, LogWriter, Mailbox, Opened, Posted, Store, Verified};
+use super::{Backoff, Feed, LogWriter, Mailbox, OpenOptions, Opened, Posted, Store, Verified};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
-use crate::fleet::{Backoff, Follower};
 use crate::header::Header;
 use crate::id::validate_session_id;
 use crate::message::Message;
@@ -159,8 +158,10 @@ impl Store for MemoryStore {
     fn open(
         &self,
         id: &str,
+        options: &OpenOptions,
         visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
     ) -> Result<Opened> {
+        options.refuse_takeover(id)?;
         let shared = self.get(id)?;
         let mut log = lock(&shared);
         if log.deleted {
@@ -243,20 +244,16 @@ impl Store for MemoryStore {
         Ok(post)
     }
 
-    fn mailbox(&self, id: &str) -> Result<Option<Box<dyn Mailbox>>> {
-        Ok(Some(Box::new(MemoryMailbox { log: self.get(id)? })))
+    fn mailbox(&self, id: &str) -> Result<Box<dyn Mailbox>> {
+        Ok(Box::new(MemoryMailbox { log: self.get(id)? }))
     }
 
-    fn follow(&self, id: &str, since: u64) -> Result<Follower> {
+    fn follow(&self, id: &str) -> Result<Box<dyn Feed>> {
         let log = self.get(id)?;
-        Ok(Follower::new(
-            id,
-            Box::new(MemoryFeed {
-                log,
-                id: id.to_owned(),
-            }),
-            since,
-        ))
+        Ok(Box::new(MemoryFeed {
+            log,
+            id: id.to_owned(),
+        }))
     }
 }
 

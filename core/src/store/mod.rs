@@ -1,17 +1,24 @@
-//! Where logs live. The session logic (ARCHITECTURE.md#events–ARCHITECTURE.md#seeds-and-forks) talks to a [`Store`] and a [`LogWriter`]
-//! only, so the memory store, the durable JSONL store and the PostgreSQL store are
-//! interchangeable.
+//! Where logs live: the backend contract (ARCHITECTURE.md#stores). The session talks
+//! to a [`Store`] and its [`LogWriter`]s only, posting to a [`Mailbox`] and following
+//! to a [`Feed`]; every backend (memory, a JSONL directory, PostgreSQL) fills in these
+//! four traits in a module of its own and is reached from [`open`], so a new backend
+//! is one folder plus one arm there. Nothing here knows a backend's options but
+//! [`open`], and no backend imports anything above this contract.
 
+mod backoff;
 mod memory;
 
+pub(crate) use backoff::Backoff;
 pub use memory::MemoryStore;
 
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
-use crate::fleet::Follower;
 use crate::header::Header;
+use crate::json;
 use crate::message::Message;
 use crate::splice::Target;
 
@@ -24,39 +31,18 @@ pub trait Store: Send + Sync {
 
     /// Opens a log for writing: takes the exclusive writer lock (`locked` when another
     /// writer holds it), drops a torn tail, and passes the stored events to `visit` in
-    /// seq order together with the log's header: every event, or (the PostgreSQL store)
-    /// every reserved event and the last one, after the store checked by itself that
-    /// the seqs it skips are contiguous. An error from `visit` aborts the open and is
-    /// reported as corruption at that event's location; a refused open changes nothing
-    /// stored.
+    /// seq order together with the log's header: every event, or (a store that can read
+    /// by type) every [`REPLAYED`](crate::REPLAYED) event and the last one, after the
+    /// store checked by itself that the seqs it skips are contiguous. An error from
+    /// `visit` aborts the open and is reported as corruption at that event's location;
+    /// a refused open changes nothing stored. A store whose writers all live in one
+    /// machine's reach refuses `options.takeover` ([`OpenOptions::refuse_takeover`]).
     fn open(
-        &self,
-        id: &str,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Opened>;
-
-    /// [`Store::open`] with options. Stores whose writers all live in one machine's
-    /// reach (memory, JSONL) refuse `takeover` as `invalid_input`: their locks die with
-    /// their owner.
-    fn open_with(
         &self,
         id: &str,
         options: &OpenOptions,
         visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Opened> {
-        if options.takeover {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!(
-                    "cannot open session {} with takeover: takeover is for stores whose owner \
-                     may be alive on another machine (PostgreSQL)",
-                    crate::json::quote(id)
-                ),
-            )
-            .with_session(id));
-        }
-        self.open(id, visit)
-    }
+    ) -> Result<Opened>;
 
     /// Reads a log exactly as [`Store::open`] does (the same checks, the same `visit`,
     /// the same errors at the same locations) but without locking, repairing or
@@ -80,39 +66,23 @@ pub trait Store: Send + Sync {
     /// log (`inspect`, `fork`) sees it whole as it was; one that starts after sees none.
     fn delete(&self, id: &str) -> Result<()>;
 
-    /// Posts `message` to the `target` list of session `id` from anywhere (ARCHITECTURE.md#posting),
-    /// whether the session is open or not, and returns the post's id once the post is
-    /// acknowledged (durable in the store). Its owner takes it in as exactly one
-    /// `agent/inbox/spliced` event carrying `"post":"<post id>"`, in post order per
-    /// poster. `not_found` when the session does not exist. The default refuses:
-    /// a store without a mailbox cannot take posts.
-    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String> {
-        let _ = (target, message);
-        Err(unsupported(id, "posting"))
-    }
+    /// Posts `message` to the `target` list of session `id` from anywhere
+    /// (ARCHITECTURE.md#posting), whether the session is open or not, and returns the
+    /// post's id once the post is acknowledged (durable in the store). Its owner takes
+    /// it in as exactly one `agent/inbox/spliced` event carrying `"post":"<post id>"`,
+    /// in post order per poster. `not_found` when the session does not exist.
+    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String>;
 
-    /// The mailbox of session `id`, for the session's writer to take posts in (SPEC
-    /// ARCHITECTURE.md#posting); `None` for a store that takes no posts (the default).
-    fn mailbox(&self, id: &str) -> Result<Option<Box<dyn Mailbox>>> {
-        let _ = id;
-        Ok(None)
-    }
+    /// The mailbox of session `id`, for the session's writer to take posts in
+    /// (ARCHITECTURE.md#posting).
+    fn mailbox(&self, id: &str) -> Result<Box<dyn Mailbox>>;
 
-    /// Follows session `id` from seq `since` (ARCHITECTURE.md#following): its events as they are
-    /// committed, read without owning the session or slowing its writer. `not_found`
-    /// when the session does not exist. The default refuses.
-    fn follow(&self, id: &str, since: u64) -> Result<Follower> {
-        let _ = since;
-        Err(unsupported(id, "following"))
-    }
-}
-
-/// The refusal of a fleet feature (ARCHITECTURE.md#posting) by a store that does not offer it.
-fn unsupported(id: &str, what: &str) -> Error {
-    invalid(format!(
-        "this store does not support {what} yet (session \"{id}\")"
-    ))
-    .with_session(id)
+    /// A feed of session `id` (ARCHITECTURE.md#following): its events as they are
+    /// committed, read without owning the session or slowing its writer; a
+    /// `Follower` wraps it. `not_found` when the session does not exist, and from the
+    /// first poll after the session was deleted, even if events it had not read yet
+    /// were stored: a deleted log is forgotten for every reader at once.
+    fn follow(&self, id: &str) -> Result<Box<dyn Feed>>;
 }
 
 /// One post waiting in a session's mailbox (ARCHITECTURE.md#posting).
@@ -165,14 +135,14 @@ pub trait Mailbox: Send {
     fn settle(&mut self, posts: &[String]) -> Result<()>;
 }
 
-/// Reads a log as it grows, for a [`Follower`] (ARCHITECTURE.md#following).
+/// Reads a log as it grows, for a `Follower` (ARCHITECTURE.md#following).
 pub trait Feed: Send {
     /// The committed events with `seq >= from`, in order, waiting up to `timeout` for
     /// the first of them; empty when none came in time. Never an incomplete record.
     fn poll(&mut self, from: u64, timeout: Duration) -> Result<Vec<Event>>;
 }
 
-/// How [`Store::open_with`] opens a log.
+/// How [`Store::open`] opens a log.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OpenOptions {
@@ -186,6 +156,23 @@ impl OpenOptions {
     /// The options with `takeover` set as given.
     pub fn takeover(takeover: bool) -> OpenOptions {
         OpenOptions { takeover }
+    }
+
+    /// The refusal of `takeover` by a store whose locks die with their owner (memory,
+    /// JSONL): `invalid_input` naming session `id` when it is set.
+    pub fn refuse_takeover(&self, id: &str) -> Result<()> {
+        if !self.takeover {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "cannot open session {} with takeover: takeover is for stores whose owner \
+                 may be alive on another machine (PostgreSQL)",
+                json::quote(id)
+            ),
+        )
+        .with_session(id))
     }
 }
 
@@ -238,10 +225,210 @@ pub mod postgres;
 #[cfg(feature = "postgres")]
 pub use self::postgres::{PgOptions, PgStore};
 
+pub use jsonl::JsonlStore;
 /// Fault injection for the crash and failure tests (not for hosts), built only with
 /// the `testing` feature that the core's own test targets enable: see
 /// `JsonlStore::with_faults`.
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub use jsonl::fault;
-pub use jsonl::{Durability, JsonlStore};
+
+/// When an append is made durable. Creation and [`flush`](LogWriter::flush) are
+/// durable in every mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// Durable before every append returns (fdatasync; a committed transaction): a
+    /// returned append survives power loss.
+    #[default]
+    Sync,
+    /// Group commit: appends are made durable within a bounded window (5 ms by
+    /// default); `flush()` is the barrier that acknowledges.
+    Batched,
+    /// Left to the OS page cache (asynchronous commit); only `flush()` waits.
+    None,
+}
+
+impl Durability {
+    /// Parses `"sync"`, `"batched"` or `"none"`.
+    pub fn parse(name: &str) -> Result<Durability> {
+        match name {
+            "sync" => Ok(Durability::Sync),
+            "batched" => Ok(Durability::Batched),
+            "none" => Ok(Durability::None),
+            other => Err(invalid(format!(
+                "durability must be \"sync\", \"batched\" or \"none\", got {}",
+                json::quote(other)
+            ))),
+        }
+    }
+
+    /// The name [`Durability::parse`] accepts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Sync => "sync",
+            Durability::Batched => "batched",
+            Durability::None => "none",
+        }
+    }
+}
+
+impl FromStr for Durability {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<Durability> {
+        Durability::parse(name)
+    }
+}
+
+impl fmt::Display for Durability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How [`open`] makes a store: the options every backend understands, and the few
+/// that only some do (a backend refuses one it has no use for, never ignores it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreOptions {
+    /// When appends are durable (every store; memory ignores it, as nothing of it is).
+    pub durability: Durability,
+    /// The largest event line in bytes; `None` for the store's default (64 MiB).
+    pub record_limit: Option<u64>,
+    /// The PostgreSQL schema holding the tables; `None` for `inboxlog`. Refused by
+    /// the other stores.
+    pub schema: Option<String>,
+}
+
+impl StoreOptions {
+    /// The default options with `durability`.
+    pub fn durability(durability: Durability) -> StoreOptions {
+        StoreOptions {
+            durability,
+            ..StoreOptions::default()
+        }
+    }
+}
+
+/// What [`open`] reads `url_or_path` as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// `memory:` — a new store in process memory.
+    Memory,
+    /// `postgresql://…` or `postgres://…` — the PostgreSQL store.
+    Postgres,
+    /// Anything else — a JSONL directory at that path (created if missing).
+    Jsonl,
+}
+
+impl Backend {
+    /// The backend `url_or_path` names.
+    pub fn of(url_or_path: &str) -> Backend {
+        if url_or_path == "memory:" {
+            Backend::Memory
+        } else if url_or_path.starts_with("postgresql://") || url_or_path.starts_with("postgres://")
+        {
+            Backend::Postgres
+        } else {
+            Backend::Jsonl
+        }
+    }
+}
+
+/// Opens the store `url_or_path` names (see [`Backend::of`]) with `options`: the one
+/// place that picks a backend, for the bindings and the command line alike. An option
+/// the backend has no use for is refused as `invalid_input`; a URL for a backend this
+/// build left out is refused too.
+pub fn open(url_or_path: &str, options: &StoreOptions) -> Result<Box<dyn Store>> {
+    let backend = Backend::of(url_or_path);
+    if options.schema.is_some() && backend != Backend::Postgres {
+        return Err(invalid(format!(
+            "a schema is an option of PostgreSQL stores only, not of {}",
+            json::quote(url_or_path)
+        )));
+    }
+    match backend {
+        Backend::Memory => {
+            if options.record_limit.is_some() {
+                return Err(invalid(
+                    "a record limit is an option of the JSONL and PostgreSQL stores, not of \
+                     \"memory:\"",
+                ));
+            }
+            Ok(Box::new(MemoryStore::new()))
+        }
+        Backend::Jsonl => {
+            let store = JsonlStore::open(url_or_path, options.durability)?;
+            Ok(Box::new(match options.record_limit {
+                Some(limit) => store.with_record_limit(limit),
+                None => store,
+            }))
+        }
+        #[cfg(feature = "postgres")]
+        Backend::Postgres => Ok(Box::new(PgStore::connect(
+            url_or_path,
+            PgOptions::from_store(options),
+        )?)),
+        #[cfg(not(feature = "postgres"))]
+        Backend::Postgres => Err(invalid(
+            "this build of inboxlog has no PostgreSQL store (the postgres feature is off)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durability_parses_the_three_names_only() {
+        for d in [Durability::Sync, Durability::Batched, Durability::None] {
+            assert_eq!(Durability::parse(d.as_str()).unwrap(), d);
+            assert_eq!(d.to_string().parse::<Durability>().unwrap(), d);
+        }
+        assert_eq!(Durability::default(), Durability::Sync);
+        let err = Durability::parse("fsync").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            err.to_string(),
+            "durability must be \"sync\", \"batched\" or \"none\", got \"fsync\""
+        );
+    }
+
+    #[test]
+    fn a_url_or_path_names_its_backend() {
+        assert_eq!(Backend::of("memory:"), Backend::Memory);
+        assert_eq!(Backend::of("postgresql://h/db"), Backend::Postgres);
+        assert_eq!(Backend::of("postgres://h/db"), Backend::Postgres);
+        assert_eq!(Backend::of("sessions"), Backend::Jsonl);
+        assert_eq!(Backend::of("./memory:"), Backend::Jsonl);
+    }
+
+    #[test]
+    fn open_refuses_an_option_the_backend_has_no_use_for() {
+        let schema = StoreOptions {
+            schema: Some("s".into()),
+            ..StoreOptions::default()
+        };
+        let err = open("memory:", &schema).err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            err.to_string(),
+            "a schema is an option of PostgreSQL stores only, not of \"memory:\""
+        );
+        let limit = StoreOptions {
+            record_limit: Some(10),
+            ..StoreOptions::default()
+        };
+        let err = open("memory:", &limit).err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("record limit"), "{err}");
+        assert!(
+            open("memory:", &StoreOptions::default())
+                .unwrap()
+                .list()
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

@@ -225,38 +225,32 @@ struct EnvelopeWire<'a> {
     source_event_seqs: Option<Vec<u64>>,
 }
 
-/// The options of the PostgreSQL store as the C ABI takes them: every key optional,
-/// `{"schema":"inboxlog","durability":"sync","recordLimit":N}`; others are refused.
-#[cfg(feature = "postgres")]
+/// The options of [`crate::store::open`] as the C ABI takes them: every key optional,
+/// `{"durability":"sync","recordLimit":N,"schema":"inboxlog"}`; others are refused.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct PgOptionsWire {
-    schema: Option<String>,
+struct StoreOptionsWire {
     durability: Option<String>,
     record_limit: Option<u64>,
+    schema: Option<String>,
 }
 
-#[cfg(feature = "postgres")]
-impl FromJson for crate::store::PgOptions {
+impl FromJson for crate::store::StoreOptions {
     fn from_json(text: &str) -> Result<Self> {
         // serde would also build the struct from an array.
         if !text.trim_start().starts_with('{') {
             return Err(invalid(
-                "PostgreSQL store options must be an object with optional schema, durability \
-                 and recordLimit",
+                "store options must be an object with optional durability, recordLimit and \
+                 schema",
             ));
         }
-        let given: PgOptionsWire = json::parse(text, "PostgreSQL store options")?;
-        let mut options = crate::store::PgOptions::default();
-        if let Some(schema) = given.schema {
-            options.schema = schema;
-        }
+        let given: StoreOptionsWire = json::parse(text, "store options")?;
+        let mut options = crate::store::StoreOptions::default();
         if let Some(durability) = given.durability {
             options.durability = crate::store::Durability::parse(&durability)?;
         }
-        if let Some(limit) = given.record_limit {
-            options.record_limit = limit;
-        }
+        options.record_limit = given.record_limit;
+        options.schema = given.schema;
         Ok(options)
     }
 }

@@ -5,8 +5,10 @@
 use inboxlog::ToJson as _;
 use std::sync::{Arc, Mutex};
 
-use inboxlog::store::{LogWriter, MemoryStore, Opened, Store, Verified};
-use inboxlog::{ErrorKind, Event, Header, Message, Session, SessionMeta};
+use inboxlog::store::{
+    Feed, LogWriter, Mailbox, MemoryStore, OpenOptions, Opened, Posted, Store, Verified,
+};
+use inboxlog::{ErrorKind, Event, Header, Message, Session, SessionMeta, Target};
 
 /// A message with `id` and some content.
 pub fn m(id: &str) -> Message {
@@ -111,6 +113,7 @@ impl Store for FixedStore {
     fn open(
         &self,
         _id: &str,
+        _options: &OpenOptions,
         visit: &mut dyn FnMut(&Header, &Event) -> inboxlog::Result<()>,
     ) -> inboxlog::Result<Opened> {
         for event in &self.events {
@@ -150,6 +153,43 @@ impl Store for FixedStore {
             ErrorKind::Locked,
             format!("session \"{id}\" is fixed and cannot be deleted"),
         ))
+    }
+
+    fn post(&self, id: &str, _: Target, _: &Message) -> inboxlog::Result<String> {
+        Err(inboxlog::Error::new(
+            ErrorKind::Locked,
+            format!("session \"{id}\" is fixed and takes no posts"),
+        ))
+    }
+
+    fn mailbox(&self, _id: &str) -> inboxlog::Result<Box<dyn Mailbox>> {
+        Ok(Box::new(NoPosts))
+    }
+
+    fn follow(&self, _id: &str) -> inboxlog::Result<Box<dyn Feed>> {
+        Ok(Box::new(FixedFeed(self.events.clone())))
+    }
+}
+
+/// The empty mailbox of a [`FixedStore`].
+struct NoPosts;
+
+impl Mailbox for NoPosts {
+    fn pending(&mut self) -> inboxlog::Result<Vec<Posted>> {
+        Ok(Vec::new())
+    }
+
+    fn settle(&mut self, _posts: &[String]) -> inboxlog::Result<()> {
+        Ok(())
+    }
+}
+
+/// A feed of a [`FixedStore`]'s events, which never grow.
+struct FixedFeed(Vec<Event>);
+
+impl Feed for FixedFeed {
+    fn poll(&mut self, from: u64, _timeout: std::time::Duration) -> inboxlog::Result<Vec<Event>> {
+        Ok(self.0[(from as usize).min(self.0.len())..].to_vec())
     }
 }
 

@@ -12,7 +12,9 @@
 //! yielded, and since the next owner's repair truncates exactly that tail, the lines
 //! already read stay as they are. A log that shrinks below what was read (a rolled-back
 //! write after a failed fsync, a file replaced by hand) and a deleted log are errors,
-//! never a silent skip.
+//! never a silent skip; a deleted log is `not_found` at the first poll after the delete,
+//! even where lines the follower had not read yet are still readable through its open
+//! file (the contract of every store: `Store::follow`).
 
 use std::fs::File;
 use std::io::{BufReader, Seek, SeekFrom};
@@ -24,9 +26,8 @@ use super::os::unlinked;
 use super::recovery::{event, header, read_error};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
-use crate::fleet::Backoff;
 use crate::json;
-use crate::store::Feed;
+use crate::store::{Backoff, Feed};
 
 /// At most this many events per poll, so a follower of a long log starts yielding soon.
 const BATCH: usize = 4096;
@@ -125,9 +126,8 @@ impl Feed for JsonlFeed {
         loop {
             self.read(from, &mut out)
                 .map_err(|e| e.with_session(&self.id).with_path(&self.path))?;
-            if !out.is_empty() {
-                return Ok(out);
-            }
+            // Checked after the read, so nothing read after a delete returned is
+            // yielded: a deleted log is gone for every reader at once, as in every store.
             if unlinked(&self.file) {
                 return Err(Error::new(
                     ErrorKind::NotFound,
@@ -139,6 +139,9 @@ impl Feed for JsonlFeed {
                 )
                 .with_session(&self.id)
                 .with_path(&self.path));
+            }
+            if !out.is_empty() {
+                return Ok(out);
             }
             if !backoff.wait() {
                 return Ok(out);

@@ -10,7 +10,6 @@
 //! tail (bytes after the last `\n`) only after every complete line validated; anything
 //! else wrong is refused as corruption, and a refused open leaves the file untouched.
 
-mod durability;
 #[cfg(feature = "testing")]
 pub mod fault;
 mod file;
@@ -31,7 +30,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use durability::Durability;
 #[cfg(feature = "testing")]
 use fault::{FaultPlan, FaultyFile};
 use file::LogFile;
@@ -41,10 +39,9 @@ use recovery::{Replayed, incomplete_header, read_error, read_header, replay, rep
 use sync::{Flusher, Queue};
 use writer::{JsonlWriter, Tail};
 
-use super::{LogWriter, Mailbox, Opened, Store, Verified};
+use super::{Durability, Feed, LogWriter, Mailbox, Opened, Store, Verified};
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
-use crate::fleet::Follower;
 use crate::header::Header;
 use crate::id::validate_session_id;
 use crate::json;
@@ -480,8 +477,10 @@ impl Store for JsonlStore {
     fn open(
         &self,
         id: &str,
+        options: &super::OpenOptions,
         visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
     ) -> Result<Opened> {
+        options.refuse_takeover(id)?;
         let path = self.path(id)?;
         let file = self.open_file(id, &path, true)?;
         match self.lock_now(&file, &path)? {
@@ -571,7 +570,7 @@ impl Store for JsonlStore {
             .map_err(|e| e.with_session(id))
     }
 
-    fn mailbox(&self, id: &str) -> Result<Option<Box<dyn Mailbox>>> {
+    fn mailbox(&self, id: &str) -> Result<Box<dyn Mailbox>> {
         validate_session_id(id)?;
         #[allow(unused_mut)]
         let mut spool = spool::Spool::new(spool::dir(&self.root, id));
@@ -579,14 +578,13 @@ impl Store for JsonlStore {
         {
             spool.faults = self.faults.clone();
         }
-        Ok(Some(Box::new(spool)))
+        Ok(Box::new(spool))
     }
 
-    fn follow(&self, id: &str, since: u64) -> Result<Follower> {
+    fn follow(&self, id: &str) -> Result<Box<dyn Feed>> {
         let path = self.path(id)?;
         let file = self.open_file(id, &path, false)?;
-        let feed = follow::JsonlFeed::new(id, path, file, self.limit);
-        Ok(Follower::new(id, Box::new(feed), since))
+        Ok(Box::new(follow::JsonlFeed::new(id, path, file, self.limit)))
     }
 
     fn list(&self) -> Result<Vec<Header>> {

@@ -5,13 +5,13 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::durability::Durability;
 use super::file::LogFile;
 use super::index::SeqIndex;
 use super::recovery::{read_error, read_from};
 use super::sync::{Queue, SyncCell};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
+use crate::store::Durability;
 use crate::store::LogWriter;
 
 /// Serialize buffers above this size are not kept between appends.

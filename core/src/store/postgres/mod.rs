@@ -43,17 +43,18 @@ use self::conn::{Connector, Stmt};
 use self::read::{At, SessionRow, read_all, read_for_open, reading, seed_gap, session_row};
 use self::schema::Sql;
 use self::writer::{PgWriter, Rows, Shared};
-use super::{Durability, LogWriter, Mailbox, OpenOptions, Opened, Store, Verified};
+use super::{
+    Durability, Feed, LogWriter, Mailbox, OpenOptions, Opened, Store, StoreOptions, Verified,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
-use crate::fleet::Follower;
 use crate::header::Header;
 use crate::id::validate_session_id;
 use crate::json;
 use crate::message::Message;
 use crate::splice::Target;
 
-pub use self::schema::{DEFAULT_SCHEMA, REPLAYED, SCHEMA_VERSION, validate_schema};
+pub use self::schema::{DEFAULT_SCHEMA, SCHEMA_VERSION, validate_schema};
 pub use self::url::{ChannelBinding, Host, PgUrl, SslMode, TargetSessionAttrs, redact_url};
 
 /// How a [`PgStore`] stores: the schema holding its tables, when appends are durable,
@@ -68,6 +69,22 @@ pub struct PgOptions {
     pub durability: Durability,
     /// The largest event line (compact JSON) in bytes; default 64 MiB.
     pub record_limit: u64,
+}
+
+impl PgOptions {
+    /// The PostgreSQL part of the options [`crate::store::open`] takes.
+    pub fn from_store(options: &StoreOptions) -> PgOptions {
+        PgOptions {
+            schema: options
+                .schema
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SCHEMA.to_owned()),
+            durability: options.durability,
+            record_limit: options
+                .record_limit
+                .unwrap_or(PgStore::DEFAULT_RECORD_LIMIT),
+        }
+    }
 }
 
 impl Default for PgOptions {
@@ -504,14 +521,6 @@ impl Store for PgStore {
     fn open(
         &self,
         id: &str,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Opened> {
-        self.open_owned(id, false, visit)
-    }
-
-    fn open_with(
-        &self,
-        id: &str,
         options: &OpenOptions,
         visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
     ) -> Result<Opened> {
@@ -579,20 +588,20 @@ impl Store for PgStore {
         fleet::post(&self.inner, id, target, message)
     }
 
-    fn mailbox(&self, id: &str) -> Result<Option<Box<dyn Mailbox>>> {
+    fn mailbox(&self, id: &str) -> Result<Box<dyn Mailbox>> {
         validate_session_id(id)?;
-        Ok(Some(Box::new(fleet::PgMailbox {
+        Ok(Box::new(fleet::PgMailbox {
             inner: Arc::clone(&self.inner),
             id: id.to_owned(),
-        })))
+        }))
     }
 
     /// Reads with a connection of its own that LISTENs for the appends' NOTIFY.
-    fn follow(&self, id: &str, since: u64) -> Result<Follower> {
+    fn follow(&self, id: &str) -> Result<Box<dyn Feed>> {
         validate_session_id(id)?;
         let feed =
             fleet::PgFeed::new(Arc::clone(&self.inner), id).map_err(|e| e.with_session(id))?;
-        Ok(Follower::new(id, Box::new(feed), since))
+        Ok(Box::new(feed))
     }
 
     fn delete(&self, id: &str) -> Result<()> {

@@ -40,7 +40,7 @@ use postgres::Client;
 
 use super::conn::{Connector, Stmt};
 use crate::error::{Error, ErrorKind, Result, invalid};
-use crate::event::{END_SEED, INBOX_SPLICED, STEP_END, STEP_START, TURN_END, TURN_START};
+use crate::event::REPLAYED;
 use crate::json;
 
 /// The version of the tables this library reads and writes.
@@ -55,16 +55,6 @@ pub const DEFAULT_SCHEMA: &str = "inboxlog";
 /// Held (per transaction) while the tables are created: workers starting at once
 /// create them one after the other, and all but the first find them made.
 const CREATE_LOCK: i64 = 0x696e_626f_786c_6f67; // "inboxlog"
-
-/// The reserved types opening reads (those that change the log state or the inbox).
-pub const REPLAYED: [&str; 6] = [
-    TURN_START,
-    TURN_END,
-    STEP_START,
-    STEP_END,
-    INBOX_SPLICED,
-    END_SEED,
-];
 
 /// Checks a schema name: a plain SQL identifier `[a-z_][a-z0-9_]*`, at most 63 bytes.
 pub fn validate_schema(name: &str) -> Result<()> {

@@ -1,0 +1,136 @@
+//! Posting to a session from anywhere (ARCHITECTURE.md#posting) in every store: taken
+//! in exactly once when the session opens, before each proposal and on `receive`; a
+//! post that cannot be taken in is recorded as `agent/inbox/rejected`.
+
+use std::sync::{Arc, Mutex};
+
+use inboxlog::{
+    Decision, Envelope, ErrorKind, Follower, Session, SessionMeta, StepOutcome, Target,
+    fold_consumed_work,
+};
+
+use crate::{assert_err, each_store, msg, taken_in};
+
+#[test]
+fn a_post_to_a_closed_session_is_taken_in_when_it_opens() {
+    each_store(|_, store| {
+        let s = Session::create(store, "s", SessionMeta::default()).unwrap();
+        s.close().unwrap();
+        let p1 = store.post("s", Target::NextTurn, &msg("a")).unwrap();
+        let p2 = store.post("s", Target::NextStep, &msg("b")).unwrap();
+        assert_ne!(p1, p2);
+        let s = Session::open(store, "s").unwrap();
+        assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("a")]);
+        assert_eq!(s.inbox().next_step().unwrap(), vec![msg("b")]);
+        let events = s.events(0).unwrap();
+        assert_eq!(
+            events[0].data(),
+            format!(
+                r#"{{"target":"next-turn","start":0,"inserted":[{}],"post":"{p1}"}}"#,
+                msg("a").json()
+            )
+        );
+        assert_eq!(taken_in(&events).len(), 2);
+        // Taken in once: nothing more on receive, or on the next open.
+        assert_eq!(s.receive().unwrap(), 0);
+        drop(s);
+        let s = Session::open(store, "s").unwrap();
+        assert_eq!(s.events(0).unwrap().len(), 2);
+    });
+}
+
+#[test]
+fn an_open_session_takes_posts_in_before_each_proposal_and_on_receive() {
+    each_store(|_, store| {
+        let s = Session::create(store, "s", SessionMeta::default()).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        s.on_inbox(move |n| {
+            sink.lock()
+                .unwrap()
+                .push(format!("{} {}", n.ty(), n.message().id()));
+            Ok(())
+        });
+        store.post("s", Target::NextTurn, &msg("a")).unwrap();
+        assert!(!s.inbox().has_pending().unwrap());
+        s.open_turn().unwrap();
+        let p = s.propose_step().unwrap();
+        assert_eq!(p.messages, vec![msg("a")]);
+        s.decide(Decision::Enter(p.messages)).unwrap();
+        store.post("s", Target::NextStep, &msg("steer")).unwrap();
+        assert_eq!(s.receive().unwrap(), 1);
+        assert_eq!(s.inbox().next_step().unwrap(), vec![msg("steer")]);
+        assert!(s.end_step(StepOutcome::Completed).unwrap());
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                "agent/inbox/inserted a",
+                "agent/inbox/claimed a",
+                "agent/inbox/inserted steer"
+            ]
+        );
+    });
+}
+
+#[test]
+fn a_post_that_cannot_be_taken_in_is_rejected_and_the_next_goes_on() {
+    each_store(|_, store| {
+        let s = Session::create(store, "s", SessionMeta::default()).unwrap();
+        s.inbox().append(Target::NextTurn, msg("dup")).unwrap();
+        let p = store.post("s", Target::NextStep, &msg("dup")).unwrap();
+        store.post("s", Target::NextTurn, &msg("ok")).unwrap();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = events.clone();
+        s.on_event(move |e| {
+            sink.lock().unwrap().push(e.ty().to_owned());
+            Ok(())
+        });
+        assert_eq!(s.receive().unwrap(), 2);
+        let log = s.events(1).unwrap();
+        assert_eq!(
+            log[0].to_json(),
+            format!(
+                r#"{{"type":"agent/inbox/rejected","seq":1,"time":{},"data":{{"message":{},"reason":{{"code":8,"kind":"duplicate_message","message":"message \"dup\" is already pending"}},"post":"{p}"}},"ignorable":true}}"#,
+                log[0].time(),
+                msg("dup").json()
+            )
+        );
+        assert_eq!(log[1].ty(), "agent/inbox/spliced");
+        assert_eq!(
+            *events.lock().unwrap(),
+            ["agent/inbox/rejected", "agent/inbox/spliced"]
+        );
+        assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("dup"), msg("ok")]);
+        assert!(s.inbox().next_step().unwrap().is_empty());
+        // The rejection changes no turn and no fold, replays, and is not the host's to write.
+        let all = s.events(0).unwrap();
+        let fold = fold_consumed_work(&all);
+        assert!(fold.end.is_none() && !fold.dropped_unrun);
+        assert_err(
+            s.append("agent/inbox/rejected", "{}", Envelope::default()),
+            ErrorKind::InvalidInput,
+            &["agent/inbox/rejected is written only by inboxlog"],
+        );
+        drop(s);
+        let s = Session::open(store, "s").unwrap();
+        assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("dup"), msg("ok")]);
+        assert_eq!(Session::verify(store, "s").unwrap().events, 3);
+    });
+}
+
+#[test]
+fn posts_to_missing_sessions_and_bad_ids_are_refused() {
+    each_store(|_, store| {
+        let err = store.post("nope", Target::NextTurn, &msg("a")).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+        assert_eq!(err.session(), Some("nope"));
+        for bad in ["../x", "", ".hidden", "a/b"] {
+            let err = store.post(bad, Target::NextTurn, &msg("a")).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}: {err}");
+        }
+        let err = Follower::open(store, "nope", 0).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+        let err = Follower::open(store, "../x", 0).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    });
+}
