@@ -300,10 +300,12 @@ dist-tools-apt:
 
 test-dist: test-dist-crate test-dist-install test-dist-python
 
-# The core crate packages for crates.io, and every crate's docs build without a warning.
+# The core crate packages for crates.io, and every crate's docs build without a warning
+# (the core and the C library share the library name `inboxlog`, so one at a time).
 test-dist-crate:
 	$(CARGO) package -q -p inboxlog --allow-dirty
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --no-deps --workspace
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --no-deps -p inboxlog -p inboxlog-python
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --no-deps -p inboxlog-ffi
 
 # The C library as installed: pkg-config and CMake hosts, shared and static; uninstall.
 test-dist-install: dist-lib dist-tools-apt $(VENV)/.ready
