@@ -6,6 +6,8 @@ CARGO ?= cargo
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
+# Where `make wheel` and `make sdist` put what they build.
+DIST := dist
 
 # Asked of cargo once: where it builds (CARGO_TARGET_DIR or a config's build.target-dir
 # may move it away from ./target) and the library version the C hosts must report.
@@ -22,7 +24,7 @@ INBOXLOG_VERSION := $(word 2,$(CARGO_META))
 test:
 	tests/pg/with-server.sh $(MAKE) --no-print-directory test-suites
 
-test-suites: lint test-rust test-c test-python test-e2e test-pg-restart
+test-suites: lint test-rust test-c test-python test-e2e test-dist test-pg-restart
 
 # The second clippy checks the core as shipped: --all-targets builds it with its
 # `testing` hooks (enabled by its dev-dependency on itself).
@@ -88,8 +90,10 @@ C_WARN := -Wall -Wextra -Wpedantic -Werror
 C_INCLUDES := -Iinclude -Itests/c -DINBOXLOG_EXPECTED_VERSION='"$(INBOXLOG_VERSION)"'
 # Hosts linked against libinboxlog.so (found at run time through the rpath).
 C_SHARED_LINK := -L$(C_LIBDIR) -linboxlog -Wl,-rpath,$(C_LIBDIR)
-# What the Rust staticlib needs from the system (`rustc --print native-static-libs`).
-C_STATIC_LINK := $(C_LIBDIR)/libinboxlog.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+# What the Rust staticlib needs from the system (`rustc --print native-static-libs`); the
+# installed inboxlog.pc and CMake package name the same.
+C_STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+C_STATIC_LINK := $(C_LIBDIR)/libinboxlog.a $(C_STATIC_LIBS)
 C_DEPS := include/inboxlog.h include/inboxlog.hpp tests/c/check.h tests/cpp/check.hpp $(C_LIBDIR)/libinboxlog.so \
 	$(C_LIBDIR)/libinboxlog.a
 # Every host under tests/c and tests/cpp, found by name: a new host needs no edit here.
@@ -111,6 +115,8 @@ C_ASAN_BINS := $(patsubst $(C_BUILD)/%,$(C_BUILD)/asan/%,$(C_HOST_BINS)) $(C_BUI
 # call the test hook, so their library is built with the ffi crate's testing feature.
 c-lib:
 	$(CARGO) build -p inboxlog-ffi --features testing
+	@# The hosts record the library's soname (ffi/build.rs); here it names the build itself.
+	@ln -sf libinboxlog.so $(C_LIBDIR)/$(SONAME)
 
 c-hosts: $(C_HOST_BINS)
 
@@ -214,10 +220,12 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 PY_SOURCES := $(shell find core/src python/src python/inboxlog -type f -not -name '*.so' -not -name '*.pyc') \
 	Cargo.toml Cargo.lock core/Cargo.toml python/Cargo.toml python/pyproject.toml
 
-$(VENV)/.installed: $(VENV)/.ready $(PY_SOURCES)
-	@# A debug module `make check` left in the source tree (maturin develop) goes first.
+# The venv runs the wheel `make wheel` ships (one release build of the extension serves
+# both), installed as a user would. A debug module `make check` left in the source tree
+# (maturin develop) goes first.
+$(VENV)/.installed: $(VENV)/.ready $(DIST)/.wheel
 	rm -f python/inboxlog/_native*.so
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./python
+	$(VPY) -m pip install --quiet --force-reinstall --no-deps $(DIST)/inboxlog-*.whl
 	touch $@
 
 test-python: $(VENV)/.installed
@@ -275,4 +283,126 @@ demo: $(VENV)/.installed
 
 clean:
 	$(CARGO) clean
-	rm -rf $(VENV) demo-sessions tests/build
+	rm -rf $(VENV) demo-sessions tests/build $(DIST)
+
+# ---- Distribution (SPEC §13, #24): the wheel, the sdist, the C library's install ------
+# One version everywhere: the workspace's (Cargo.toml), which the crates, the wheel
+# (maturin), the header macros (ffi/tests/header.rs) and the soname (ffi/build.rs) take.
+.PHONY: wheel sdist dist-lib install uninstall abi-baseline dist-tools-apt \
+	test-dist test-dist-crate test-dist-install test-dist-python
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+STRIP ?= strip
+VERSION_MAJOR := $(firstword $(subst ., ,$(INBOXLOG_VERSION)))
+SONAME := libinboxlog.so.$(VERSION_MAJOR)
+REALNAME := libinboxlog.so.$(INBOXLOG_VERSION)
+INSTALL_ROOT := $(DESTDIR)$(PREFIX)
+INSTALLED := lib/$(REALNAME) lib/$(SONAME) lib/libinboxlog.so lib/libinboxlog.a \
+	include/inboxlog.h include/inboxlog.hpp lib/pkgconfig/inboxlog.pc \
+	lib/cmake/inboxlog/inboxlogConfig.cmake lib/cmake/inboxlog/inboxlogConfigVersion.cmake \
+	share/inboxlog/valgrind.supp
+# The directories install makes when missing, deepest first; uninstall removes them when
+# nothing else is left in them.
+INSTALLED_DIRS := lib/cmake/inboxlog lib/cmake lib/pkgconfig lib include share/inboxlog share
+DIST_EMPTY :=
+DIST_SPACE := $(DIST_EMPTY) $(DIST_EMPTY)
+# CMake wants the static library's system libraries as a list of names (libc goes without
+# saying).
+CMAKE_PRIVATE_LIBS := $(subst $(DIST_SPACE),;,$(patsubst -l%,%,$(filter-out -lc,$(C_STATIC_LIBS))))
+DIST_SUBST := sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(INBOXLOG_VERSION)|g' \
+	-e 's|@MAJOR@|$(VERSION_MAJOR)|g' -e 's|@SONAME@|$(SONAME)|g' -e 's|@REALNAME@|$(REALNAME)|g' \
+	-e 's|@PRIVATE_LIBS@|$(C_STATIC_LIBS)|g' -e 's|@CMAKE_PRIVATE_LIBS@|$(CMAKE_PRIVATE_LIBS)|g'
+
+# The release library: the one c-symbols checks, and the one installed.
+dist-lib:
+	$(CARGO) build --release -p inboxlog-ffi
+
+# make install PREFIX=/opt/inboxlog [DESTDIR=/staging]: the shared library under its full
+# version with the soname link and the development link, the static library, both
+# headers, inboxlog.pc and the CMake package. The release profile's debug info is not
+# installed.
+install: dist-lib
+	@readelf -d $(C_RELEASE_LIBDIR)/libinboxlog.so | grep -q 'SONAME.*\[$(SONAME)\]' || { \
+		echo "make install: $(C_RELEASE_LIBDIR)/libinboxlog.so lacks the soname $(SONAME) (ffi/build.rs)" >&2; \
+		exit 1; }
+	install -d $(INSTALL_ROOT)/lib/pkgconfig $(INSTALL_ROOT)/lib/cmake/inboxlog $(INSTALL_ROOT)/include \
+		$(INSTALL_ROOT)/share/inboxlog
+	install -m 755 $(C_RELEASE_LIBDIR)/libinboxlog.so $(INSTALL_ROOT)/lib/$(REALNAME)
+	$(STRIP) --strip-unneeded $(INSTALL_ROOT)/lib/$(REALNAME)
+	ln -sf $(REALNAME) $(INSTALL_ROOT)/lib/$(SONAME)
+	ln -sf $(SONAME) $(INSTALL_ROOT)/lib/libinboxlog.so
+	install -m 644 $(C_RELEASE_LIBDIR)/libinboxlog.a $(INSTALL_ROOT)/lib/libinboxlog.a
+	$(STRIP) --strip-debug $(INSTALL_ROOT)/lib/libinboxlog.a
+	install -m 644 include/inboxlog.h include/inboxlog.hpp $(INSTALL_ROOT)/include/
+	install -m 644 ffi/valgrind.supp $(INSTALL_ROOT)/share/inboxlog/valgrind.supp
+	$(DIST_SUBST) packaging/inboxlog.pc.in > $(INSTALL_ROOT)/lib/pkgconfig/inboxlog.pc
+	$(DIST_SUBST) packaging/inboxlogConfig.cmake.in > $(INSTALL_ROOT)/lib/cmake/inboxlog/inboxlogConfig.cmake
+	$(DIST_SUBST) packaging/inboxlogConfigVersion.cmake.in \
+		> $(INSTALL_ROOT)/lib/cmake/inboxlog/inboxlogConfigVersion.cmake
+
+# Removes exactly what install wrote, then the directories it made if they are empty.
+uninstall:
+	rm -f $(addprefix $(INSTALL_ROOT)/,$(INSTALLED))
+	@for d in $(INSTALLED_DIRS); do \
+		[ ! -d "$(INSTALL_ROOT)/$$d" ] || rmdir --ignore-fail-on-non-empty "$(INSTALL_ROOT)/$$d"; done
+
+# Records the C ABI of include/inboxlog.h in include/inboxlog.abi, after functions were
+# added or the major version went up; it refuses a break without a major bump.
+abi-baseline:
+	INBOXLOG_BLESS_ABI=1 $(CARGO) test -p inboxlog-ffi --test abi_baseline
+
+# zig links the extension against glibc 2.17's symbols (manylinux2014) on any host;
+# maturin then checks the wheel as auditwheel does. The build has a cargo target
+# directory of its own: zig's C compiler builds the C parts of dependencies (zstd, ring),
+# and sharing one directory with the other release builds would rebuild them each time
+# the other ran.
+WHEEL_TARGET := $(CARGO_TARGET)/wheel
+$(VENV)/.dist-tools: $(VENV)/.ready
+	$(VPY) -m pip install --quiet "ziglang>=0.13,<0.18" "auditwheel>=6,<7"
+	touch $@
+
+wheel: $(DIST)/.wheel
+
+$(DIST)/.wheel: $(VENV)/.dist-tools $(PY_SOURCES) README.md LICENSE-MIT LICENSE-APACHE
+	rm -f $(DIST)/inboxlog-*.whl
+	cd python && CARGO_TARGET_DIR=$(WHEEL_TARGET) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+		$(CURDIR)/$(VPY) -m maturin build --release --zig --compatibility manylinux2014 \
+		--out $(CURDIR)/$(DIST)
+	touch $@
+
+sdist: $(DIST)/.sdist
+
+$(DIST)/.sdist: $(VENV)/.ready $(PY_SOURCES) README.md LICENSE-MIT LICENSE-APACHE
+	rm -f $(DIST)/inboxlog-*.tar.gz
+	cd python && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CURDIR)/$(VPY) -m maturin sdist \
+		--out $(CURDIR)/$(DIST)
+	touch $@
+
+# cmake and pkg-config for the install test, from Debian's packages when missing.
+dist-tools-apt:
+	@missing=; for t in cmake pkg-config; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	[ -z "$$missing" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
+		|| { echo "make test-dist: installing$$missing with apt-get"; \
+		     apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; }; \
+	for t in cmake pkg-config; do command -v $$t >/dev/null \
+		|| { echo "make test-dist: $$t not found; install it (apt-get install $$t)" >&2; exit 1; }; done
+
+test-dist: test-dist-crate test-dist-install test-dist-python
+
+# The core crate packages for crates.io, and every crate's docs build without a warning
+# (the core and the C library share the library name `inboxlog`, so one at a time).
+test-dist-crate:
+	$(CARGO) package -q -p inboxlog --allow-dirty
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --no-deps -p inboxlog -p inboxlog-python
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --no-deps -p inboxlog-ffi
+
+# The C library as installed: pkg-config and CMake hosts, shared and static; uninstall.
+test-dist-install: dist-lib dist-tools-apt $(VENV)/.ready
+	$(VENV)/bin/ruff format --check tests/dist
+	$(VENV)/bin/ruff check tests/dist
+	$(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/dist/test_install.py
+
+# The wheel in a venv without a Rust toolchain, and a wheel built from the sdist.
+test-dist-python: wheel sdist $(VENV)/.dist-tools
+	$(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/dist/test_wheel.py tests/dist/test_sdist.py

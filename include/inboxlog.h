@@ -110,6 +110,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The version of the library this header declares (semantic versioning: within one
+ * major version no function is removed and no declaration changes incompatibly).
+ * inboxlog_version() returns the version of the library actually loaded. */
+#define INBOXLOG_VERSION_MAJOR 0
+#define INBOXLOG_VERSION_MINOR 1
+#define INBOXLOG_VERSION_PATCH 0
+#define INBOXLOG_VERSION_STRING "0.1.0"
+
 /**
  * The one spelling of an absent number: an int64_t argument or result that may be
  * absent holds INBOXLOG_ABSENT (-1) when it is; a present value is 0 to 2^53-1.

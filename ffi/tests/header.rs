@@ -44,11 +44,30 @@ fn functions(header: &str) -> Vec<Declared> {
     out
 }
 
+/// The version macros, from the workspace version (Cargo.toml `[workspace.package]`), so
+/// the header, the crates, the wheel and `inboxlog_version()` tell one version (SPEC §13).
+fn version_macros() -> String {
+    format!(
+        "\n/* The version of the library this header declares (semantic versioning: within one\n \
+         * major version no function is removed and no declaration changes incompatibly).\n \
+         * inboxlog_version() returns the version of the library actually loaded. */\n\
+         #define INBOXLOG_VERSION_MAJOR {}\n\
+         #define INBOXLOG_VERSION_MINOR {}\n\
+         #define INBOXLOG_VERSION_PATCH {}\n\
+         #define INBOXLOG_VERSION_STRING \"{}\"",
+        env!("CARGO_PKG_VERSION_MAJOR"),
+        env!("CARGO_PKG_VERSION_MINOR"),
+        env!("CARGO_PKG_VERSION_PATCH"),
+        env!("CARGO_PKG_VERSION"),
+    )
+}
+
 #[test]
 fn checked_in_header_is_fresh() {
     let ffi = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let config = cbindgen::Config::from_file(ffi.join("cbindgen.toml"))
+    let mut config = cbindgen::Config::from_file(ffi.join("cbindgen.toml"))
         .expect("ffi/cbindgen.toml is readable and valid");
+    config.after_includes = Some(version_macros());
     let bindings = cbindgen::Builder::new()
         .with_config(config)
         .with_src(ffi.join("src/lib.rs"))
