@@ -527,7 +527,7 @@ fn malformed_lines_and_headers_are_refused() {
         ),
         (
             format!("{header}\n{}\n", "[".repeat(600)),
-            ErrorKind::InvalidInput,
+            ErrorKind::TooLarge,
             2,
             "nesting deeper",
         ),
