@@ -34,7 +34,7 @@ use crate::id::validate_session_id;
 use crate::inbox::Inbox;
 use crate::json;
 use crate::log::LogState;
-use crate::session::Session;
+use crate::session::{Filled, Session};
 use crate::store::{LogWriter, Store};
 use runs::RunKind;
 
@@ -101,6 +101,8 @@ pub fn import_reference_with(
     let checked = read(Source::open(path).map_err(at)?, id, limits, &mut |_| Ok(())).map_err(at)?;
     let header = checked.header;
     drop(checked.inbox);
+    #[cfg(feature = "testing")]
+    BETWEEN_PASSES.with(|hook| hook.take().map(|mut f| f(path)));
     let fill = &mut |writer: &mut dyn LogWriter| {
         let mut batch = Batch {
             writer,
@@ -117,9 +119,26 @@ pub fn import_reference_with(
         if again.header != header || again.log.next_seq != checked.log.next_seq {
             return Err(invalid("the file changed while it was being imported"));
         }
-        Ok((again.log, again.inbox, again.posts))
+        Ok(Filled {
+            log: again.log,
+            inbox: again.inbox,
+            posts: again.posts,
+        })
     };
     Session::create_filled(store, header.clone(), fill).map_err(at)
+}
+
+#[cfg(feature = "testing")]
+thread_local! {
+    static BETWEEN_PASSES: std::cell::Cell<Option<Box<dyn FnMut(&Path)>>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Test hook (`testing` feature only): `f` runs once, with the source's path, between
+/// the two passes of this thread's next import (a test changes the source there).
+#[cfg(feature = "testing")]
+pub fn between_import_passes(f: impl FnMut(&Path) + 'static) {
+    BETWEEN_PASSES.with(|hook| hook.set(Some(Box::new(f))));
 }
 
 /// Events on their way to the store, written a batch at a time.

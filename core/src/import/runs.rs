@@ -437,7 +437,32 @@ mod tests {
             (
                 RunKind::Text,
                 format!(r#"{{{base},"dt":[],"texts":[1]}}"#),
-                "invalid text-chunks record",
+                "invalid text-chunks record: \"texts\" member 0 is not a string",
+            ),
+            (
+                RunKind::Text,
+                format!(r#"{{{base},"dt":[],"texts":"a"}}"#),
+                "\"texts\" must be an array of strings",
+            ),
+            (
+                RunKind::ToolCall,
+                format!(r#"{{{base},"dt":[],"id":1,"args":["a"]}}"#),
+                "\"id\" must be a string",
+            ),
+            (
+                RunKind::ToolCall,
+                format!(r#"{{{base},"dt":[],"id":"c","name":["n"],"args":["a"]}}"#),
+                "\"name\" must be a string",
+            ),
+            (
+                RunKind::Text,
+                format!(r#"{{{base},"dt":{{}},"texts":["a"]}}"#),
+                "\"dt\" must be an array of integers",
+            ),
+            (
+                RunKind::Text,
+                format!(r#"{{{base},"dt":[1.5],"texts":["a","b"]}}"#),
+                "gap dt[0] = 1.5 is not an integer",
             ),
             (
                 RunKind::Text,

@@ -329,6 +329,19 @@ mod tests {
     }
 
     #[test]
+    fn check_depth_counts_containers_outside_strings() {
+        let at = |n: usize| format!("{}{}", "[{\"a\":".repeat(n / 2), "1}]".repeat(n / 2));
+        assert!(check_depth(&at(512), 512).is_ok());
+        let err = check_depth(&at(514), 512).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TooLarge);
+        assert!(err.to_string().contains("deeper than 512 levels"), "{err}");
+        // Brackets in strings, escaped quotes included, do not count; closers do.
+        let quoted = format!("[\"\\\"{}\",{}]", "[".repeat(600), "[]".repeat(600));
+        assert!(check_depth(&quoted, 2).is_ok());
+        assert!(check_depth("[[]]", 1).is_err());
+    }
+
+    #[test]
     fn raw_value_is_lossless_and_strict() {
         let raw = raw_value("{\"z\":1,\"a\":12345678901234567890123}", "data").unwrap();
         assert_eq!(raw.get(), "{\"z\":1,\"a\":12345678901234567890123}");

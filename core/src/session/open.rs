@@ -36,6 +36,14 @@ impl Rebuilt {
     }
 }
 
+/// What the events a caller wrote to a new log leave (see [`Session::create_filled`]):
+/// the invariants advanced, the inbox replayed and the posts noted over all of them.
+pub(crate) struct Filled {
+    pub log: LogState,
+    pub inbox: Inbox,
+    pub posts: PostIds,
+}
+
 impl Session {
     /// Starts a new, empty log `id` in `store`.
     pub fn create(store: &dyn Store, id: &str, meta: SessionMeta) -> Result<Session> {
@@ -117,12 +125,12 @@ impl Session {
     pub(crate) fn create_filled(
         store: &dyn Store,
         header: Header,
-        fill: &mut dyn FnMut(&mut dyn LogWriter) -> Result<(LogState, Inbox, PostIds)>,
+        fill: &mut dyn FnMut(&mut dyn LogWriter) -> Result<Filled>,
     ) -> Result<Session> {
         let id = header.id.clone();
         let mut writer = store.create(&header, &[])?;
         let mut report = OpenReport::default();
-        let filled = fill(writer.as_mut()).and_then(|(log, inbox, posts)| {
+        let filled = fill(writer.as_mut()).and_then(|Filled { log, inbox, posts }| {
             let mut ledger = Ledger::new(log, inbox);
             if let Some(turn) = ledger.log.open_turn {
                 // Closing it reuses the last event's time: nothing happened since.
