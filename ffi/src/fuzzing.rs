@@ -81,7 +81,7 @@ impl Input<'_> {
 
     /// An optional C string: absent (NULL) for about one pick in four.
     fn maybe_text(&mut self) -> Option<CString> {
-        if self.byte().unwrap_or(0) % 4 == 0 {
+        if self.byte().unwrap_or(0).is_multiple_of(4) {
             None
         } else {
             Some(self.text())

@@ -246,8 +246,11 @@ pub fn c_abi(data: &[u8]) {
     inboxlog_ffi::fuzzing::call_sequence(data);
 }
 
+/// A target's property function.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, for the plain driver.
-pub const TARGETS: [(&str, fn(&[u8])); 6] = [
+pub const TARGETS: [(&str, Target); 6] = [
     ("jsonl_open", jsonl_open),
     ("import_plain", import_plain),
     ("import_zstd", import_zstd),

@@ -128,10 +128,13 @@ pub fn import_reference_with(
     Session::create_filled(store, header.clone(), fill).map_err(at)
 }
 
+/// What a test runs between the two passes of an import.
+#[cfg(feature = "testing")]
+type Hook = Box<dyn FnMut(&Path)>;
+
 #[cfg(feature = "testing")]
 thread_local! {
-    static BETWEEN_PASSES: std::cell::Cell<Option<Box<dyn FnMut(&Path)>>> =
-        const { std::cell::Cell::new(None) };
+    static BETWEEN_PASSES: std::cell::Cell<Option<Hook>> = const { std::cell::Cell::new(None) };
 }
 
 /// Test hook (`testing` feature only): `f` runs once, with the source's path, between
