@@ -7,10 +7,16 @@
 //! log would (ARCHITECTURE.md#log-invariants on every event, the inbox replayed from `seedLength` as in ARCHITECTURE.md#replay) and
 //! only then creates the new session with all the events at their source seqs.
 //!
+//! Memory is bounded whatever the source ([`ImportLimits`]): lines are read one at a
+//! time up to a limit, runs are expanded member by member up to a limit, and nothing is
+//! kept between records. The first pass checks the whole source and keeps nothing; the
+//! second reads it again and writes its events in batches as they come.
+//!
 //! Every problem of the source is refused before anything is created, naming the
 //! file and the source line: content that is not a valid reference log is
 //! `invalid_input` (a header from another format or version is
-//! `format_unsupported`), an unreadable file is `io`, a taken id `already_exists`.
+//! `format_unsupported`), a line, a run or a nesting over the limits `too_large`, an
+//! unreadable file is `io`, a taken id `already_exists`.
 //! A log whose last turn never ended (the harness stopped mid-turn) is imported and
 //! that turn closed as `interrupted`, as opening it would (ARCHITECTURE.md#opening-a-stored-log); the session's
 //! [`Session::open_report`] says so.
