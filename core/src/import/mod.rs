@@ -324,7 +324,7 @@ fn read(
                 return Err(line_error(line + 1, offset)(Error::new(
                     ErrorKind::TooLarge,
                     format!(
-                        "the line is longer than the limit of {limit} bytes (refused unread past it)"
+                        "the line is longer than the limit of {limit} bytes (not read past the limit)"
                     ),
                 )));
             }
