@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
 use inboxlog::{
-    Envelope, ErrorKind, Event, ImportLimits, Session, import_reference, import_reference_with,
+    Envelope, ErrorKind, Event, ImportLimits, Session, SessionMeta, import_reference,
+    import_reference_with,
 };
 
 mod hostile_common;
+mod pg_common;
 
 use hostile_common::{HEADER, amplified, many_runs, zstd_bomb};
 
@@ -268,4 +270,39 @@ fn a_source_that_changes_between_the_passes_is_refused_and_removed() {
         assert!(err.to_string().contains(needle), "{err}");
         assert_eq!(fs::read_dir(root.path()).unwrap().count(), 0, "{err}");
     }
+}
+
+#[test]
+fn deep_data_stored_in_postgresql_is_too_large_naming_session_and_seq() {
+    let Some((schema, store)) = pg_common::store(Durability::Sync) else {
+        return;
+    };
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    s.append("host/x", "[]", Envelope::default()).unwrap();
+    s.append("host/tail", "{}", Envelope::default()).unwrap();
+    s.close().unwrap();
+    let deep = format!("{}{}", "[".repeat(513), "]".repeat(513));
+    schema.exec(&format!(
+        "UPDATE {{s}}.events SET line = '{{\"type\":\"host/x\",\"seq\":0,\"time\":0,\"data\":{deep}}}' \
+         WHERE session = 's' AND seq = 0"
+    ));
+    let before = schema.snapshot("s");
+    for err in [
+        Session::verify(&store, "s")
+            .map(drop)
+            .err()
+            .expect("refused"),
+        Session::inspect(&store, "s")
+            .map(drop)
+            .err()
+            .expect("refused"),
+    ] {
+        assert_eq!(
+            (err.kind(), err.session(), err.seq()),
+            (ErrorKind::TooLarge, Some("s"), Some(0)),
+            "{err}"
+        );
+        assert!(err.to_string().contains("deeper than 512 levels"), "{err}");
+    }
+    assert_eq!(schema.snapshot("s"), before);
 }
