@@ -238,7 +238,11 @@ fn a_refusal_by_the_store_while_writing_removes_the_new_session() {
         err.to_string().contains("record limit of 1024 bytes"),
         "{err}"
     );
-    assert!(store.list().unwrap().is_empty());
+    // The refusal names the source line of the event the store refused.
+    assert_eq!((err.line(), err.seq()), (Some(2), Some(0)), "{err}");
+    let at = format!("cannot import {}: line 2: event seq 0", source.display());
+    assert!(err.to_string().starts_with(&at), "{err}");
+    assert!(store.list().unwrap().is_empty(), "{err}");
     assert_eq!(fs::read_dir(root.path()).unwrap().count(), 0, "{err}");
 }
 

@@ -104,7 +104,10 @@ pub fn import_reference_with(
     if let Some(id) = id {
         validate_session_id(id).map_err(at)?;
     }
-    let checked = read(Source::open(path).map_err(at)?, id, limits, &mut |_| Ok(())).map_err(at)?;
+    let checked = read(Source::open(path).map_err(at)?, id, limits, &mut |_, _| {
+        Ok(())
+    })
+    .map_err(at)?;
     let header = checked.header;
     drop(checked.inbox);
     #[cfg(feature = "testing")]
@@ -113,13 +116,14 @@ pub fn import_reference_with(
         let mut batch = Batch {
             writer,
             events: Vec::new(),
+            places: Vec::new(),
             bytes: 0,
         };
         let again = read(
             Source::open(path)?,
             Some(&header.id),
             limits,
-            &mut |event| batch.push(event),
+            &mut |event, place| batch.push(event, place),
         )?;
         batch.flush()?;
         if again.header != header || again.log.next_seq != checked.log.next_seq {
@@ -150,29 +154,48 @@ pub fn between_import_passes(f: impl FnMut(&Path) + 'static) {
     BETWEEN_PASSES.with(|hook| hook.set(Some(Box::new(f))));
 }
 
+/// Where an event came from in the source: its line and that line's offset.
+type Place = (u64, u64);
+
 /// Events on their way to the store, written a batch at a time.
 struct Batch<'w> {
     writer: &'w mut dyn LogWriter,
     events: Vec<Event>,
+    /// The source place of each event, so a refusal by the store names its line.
+    places: Vec<Place>,
     bytes: usize,
 }
 
 impl Batch<'_> {
-    fn push(&mut self, event: Event) -> Result<()> {
+    fn push(&mut self, event: Event, place: Place) -> Result<()> {
         self.bytes += event.data().len() + 64;
         self.events.push(event);
+        self.places.push(place);
         if self.bytes >= BATCH_BYTES {
             self.flush()?;
         }
         Ok(())
     }
 
+    /// Writes the batch; a refusal names the source line of the event the store named
+    /// (by its seq), else of the batch's first event.
     fn flush(&mut self) -> Result<()> {
-        if !self.events.is_empty() {
-            self.writer.append(&self.events)?;
-            self.events.clear();
-            self.bytes = 0;
+        let Some(first) = self.events.first() else {
+            return Ok(());
+        };
+        if let Err(e) = self.writer.append(&self.events) {
+            let index = e
+                .seq()
+                .and_then(|seq| seq.checked_sub(first.seq()))
+                .and_then(|i| usize::try_from(i).ok())
+                .filter(|&i| i < self.places.len())
+                .unwrap_or(0);
+            let (line, offset) = self.places[index];
+            return Err(line_error(line, offset)(e));
         }
+        self.events.clear();
+        self.places.clear();
+        self.bytes = 0;
         Ok(())
     }
 }
@@ -266,7 +289,11 @@ fn line_error(line: u64, offset: u64) -> impl Fn(Error) -> Error {
     move |e: Error| {
         // Problems of the source's content are input problems, whatever layer found
         // them (a bad splice would be `corrupt` in a stored log; here it is not stored);
-        // sizes and depths over the limits are `too_large`, as an append says.
+        // sizes and depths over the limits are `too_large`, as an append says. An error
+        // that names its source line already (a store's refusal of a batch) is kept.
+        if e.line().is_some() {
+            return e;
+        }
         let kind = match e.kind() {
             ErrorKind::Io | ErrorKind::FormatUnsupported | ErrorKind::TooLarge => e.kind(),
             _ => ErrorKind::InvalidInput,
@@ -297,7 +324,7 @@ fn read(
     mut source: Source,
     id: Option<&str>,
     limits: ImportLimits,
-    sink: &mut dyn FnMut(Event) -> Result<()>,
+    sink: &mut dyn FnMut(Event, Place) -> Result<()>,
 ) -> Result<Read> {
     let limit = usize::try_from(limits.line_bytes).unwrap_or(usize::MAX);
     let mut buf = Vec::new();
@@ -338,11 +365,12 @@ fn read(
             None => header::parse(text, id).map(|h| header = Some(h)),
             Some(h) => {
                 let from = h.replay_from();
+                let place = (line, offset - n as u64);
                 record(text, limits.run_bytes, &mut |event| {
                     log.advance(&event)?;
                     inbox.replay(&event, from)?;
                     posts.note(&event);
-                    sink(event)
+                    sink(event, place)
                 })
             }
         };
