@@ -6,9 +6,8 @@
 //! Checked for every call: the status is never `PANIC`; on failure the error JSON is
 //! an object whose `code` is the status and whose `kind` is that status's name, and no
 //! output was written; on success no error was written and every returned string is
-//! JSON. Checked for every refused mutation: the log is as it was. After a close, every
-//! call answers `CLOSED` (or succeeds, for reads that need no open session) and never
-//! crashes.
+//! JSON. Checked for every refused mutation: the log is as it was. After a close, no
+//! mutation succeeds until the session is opened again.
 
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::ptr::{null, null_mut};
