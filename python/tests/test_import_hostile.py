@@ -49,7 +49,9 @@ def bomb(path: Path, mib: int) -> Path:
 def test_a_hand_built_frame_is_read_as_zstd(tmp_path: Path) -> None:
     source = tmp_path / "small.jsonl.zstd"
     source.write_bytes(
-        zstd_frame(HEADER.encode() + b'{"type":"x","seq":0,"time":0,"data":"', ord("b"), 300, b'"}\n')
+        zstd_frame(
+            HEADER.encode() + b'{"type":"x","seq":0,"time":0,"data":"', ord("b"), 300, b'"}\n'
+        )
     )
     with inboxlog.import_reference(source, inboxlog.Store.memory()) as s:
         assert s.events()[0]["data"] == "b" * 300
@@ -79,7 +81,9 @@ def test_a_zstd_bomb_is_refused_as_too_large_with_bounded_memory(tmp_path: Path)
     root = tmp_path / "logs"
     status, _, bare_kib = peak([sys.executable, "-c", "import inboxlog.__main__"])
     assert status == 0
-    status, err, import_kib = peak([sys.executable, "-m", "inboxlog", "import", str(root), str(source)])
+    status, err, import_kib = peak(
+        [sys.executable, "-m", "inboxlog", "import", str(root), str(source)]
+    )
     assert status == 1, err
     assert err.startswith("inboxlog: too_large: cannot import "), err
     assert "line 2: the line is longer than the limit of 67108864 bytes" in err
@@ -102,7 +106,13 @@ def test_depth_and_lone_surrogates_follow_one_rule(tmp_path: Path) -> None:
     run = {"turn": 1, "step": 1, "index": 0, "dt": [], "texts": ["x"]}
     packed = json.dumps({"type": "text-chunks", "seq0": 1, "time0": 1, "data": run})
     # The same lone surrogate escape in a plain event and in a packed run's member.
-    lone.write_text(HEADER + plain.replace('"x"', '"\\ud83d"') + "\n" + packed.replace('"x"', '"\\ud83d"') + "\n")
+    lone.write_text(
+        HEADER
+        + plain.replace('"x"', '"\\ud83d"')
+        + "\n"
+        + packed.replace('"x"', '"\\ud83d"')
+        + "\n"
+    )
     with inboxlog.import_reference(lone, inboxlog.Store.memory()) as s:
         texts = [e["data"]["chunk"]["text"] for e in s.events()]
     # A str read back cannot hold a lone surrogate: both read as U+FFFD alike.
