@@ -104,10 +104,12 @@ pub fn import_reference_with(
     if let Some(id) = id {
         validate_session_id(id).map_err(at)?;
     }
-    let checked = read(Source::open(path).map_err(at)?, id, limits, &mut |_, _| {
-        Ok(())
-    })
-    .map_err(at)?;
+    // A pipe or a device can be read once only: its bytes (as sent, still compressed)
+    // are copied to a temporary file first, which both passes read.
+    let spooled = Spooled::of(path).map_err(at)?;
+    let source = spooled.as_ref().map_or(path, |s| s.path.as_path());
+    let open = || Source::open(source, path);
+    let checked = read(open().map_err(at)?, id, limits, &mut |_, _| Ok(())).map_err(at)?;
     let header = checked.header;
     drop(checked.inbox);
     #[cfg(feature = "testing")]
@@ -119,12 +121,9 @@ pub fn import_reference_with(
             places: Vec::new(),
             bytes: 0,
         };
-        let again = read(
-            Source::open(path)?,
-            Some(&header.id),
-            limits,
-            &mut |event, place| batch.push(event, place),
-        )?;
+        let again = read(open()?, Some(&header.id), limits, &mut |event, place| {
+            batch.push(event, place)
+        })?;
         batch.flush()?;
         if again.header != header || again.log.next_seq != checked.log.next_seq {
             return Err(invalid("the file changed while it was being imported"));
@@ -207,15 +206,16 @@ struct Source {
 }
 
 impl Source {
-    fn open(path: &Path) -> Result<Source> {
+    /// Opens `path`, the source `named` (the same file, or its spooled copy).
+    fn open(path: &Path, named: &Path) -> Result<Source> {
         let file = File::open(path)
-            .map_err(|e| Error::io(format_args!("cannot open {}", path.display()), e))?;
+            .map_err(|e| Error::io(format_args!("cannot open {}", named.display()), e))?;
         let mut reader = BufReader::new(file);
         let head = reader
             .fill_buf()
-            .map_err(|e| Error::io(format_args!("cannot read {}", path.display()), e))?;
+            .map_err(|e| Error::io(format_args!("cannot read {}", named.display()), e))?;
         let compressed = head.starts_with(&ZSTD_MAGIC);
-        let name = path.to_string_lossy();
+        let name = named.to_string_lossy();
         if !compressed && (name.ends_with(".zstd") || name.ends_with(".zst")) {
             return Err(invalid(
                 "the file name says zstd but it is not zstd-compressed",
@@ -225,12 +225,52 @@ impl Source {
             // Reads every frame: the harness writes the header and later lines as
             // frames of their own.
             let decoder = zstd::stream::read::Decoder::with_buffer(reader)
-                .map_err(|e| Error::io(format_args!("cannot read {}", path.display()), e))?;
+                .map_err(|e| Error::io(format_args!("cannot read {}", named.display()), e))?;
             Box::new(BufReader::new(decoder))
         } else {
             Box::new(reader)
         };
         Ok(Source { text, compressed })
+    }
+}
+
+/// A copy of a source that is no regular file (a pipe, a device), removed on drop.
+struct Spooled {
+    path: std::path::PathBuf,
+}
+
+impl Spooled {
+    /// `None` for a regular file (read where it is); else a copy of its bytes in the
+    /// temporary directory.
+    fn of(path: &Path) -> Result<Option<Spooled>> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let cannot = |what: &str, e| Error::io(format_args!("cannot {what} {}", path.display()), e);
+        let meta = std::fs::metadata(path).map_err(|e| cannot("open", e))?;
+        if meta.is_file() {
+            return Ok(None);
+        }
+        let mut from = File::open(path).map_err(|e| cannot("open", e))?;
+        let copy = std::env::temp_dir().join(format!(
+            "inboxlog-import-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut to = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&copy)
+            .map_err(|e| cannot("copy", e))?;
+        let spooled = Spooled { path: copy };
+        io::copy(&mut from, &mut to).map_err(|e| cannot("copy", e))?;
+        Ok(Some(spooled))
+    }
+}
+
+impl Drop for Spooled {
+    fn drop(&mut self) {
+        // Nothing to report: the copy is in the temporary directory either way.
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
