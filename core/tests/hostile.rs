@@ -292,14 +292,10 @@ fn deep_data_stored_in_postgresql_is_too_large_naming_session_and_seq() {
     ));
     let before = schema.snapshot("s");
     for err in [
-        Session::verify(&store, "s")
-            .map(drop)
-            .err()
-            .expect("refused"),
+        Session::verify(&store, "s").map(drop).expect_err("refused"),
         Session::inspect(&store, "s")
             .map(drop)
-            .err()
-            .expect("refused"),
+            .expect_err("refused"),
     ] {
         assert_eq!(
             (err.kind(), err.session(), err.seq()),
