@@ -193,6 +193,9 @@ demo-fleet: $(VENV)/.installed
 FUZZ_TARGETS := jsonl_open import_plain import_zstd pg_url wire_json c_abi
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 3
+# pg_url fails until the scheme-typo password leak of #27 is fixed (`postgres//u:pw@h`
+# echoes the password): drop it from this list only to run the others before that.
+FUZZ_SMOKE_TARGETS ?= $(FUZZ_TARGETS)
 FUZZ_DRIVER ?= libfuzzer
 FUZZ_TOOLS := $(CARGO_TARGET)/fuzz-tools
 
@@ -206,7 +209,7 @@ fuzz-corpus:
 # the core and the C ABI.
 fuzz-smoke: fuzz-corpus
 	cd fuzz && CARGO_TARGET_DIR=$(CARGO_TARGET) $(CARGO) run -q --bin fuzz-smoke -- \
-		--seconds $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+		--seconds $(FUZZ_SMOKE_SECONDS) $(FUZZ_SMOKE_TARGETS)
 
 $(FUZZ_TOOLS)/bin/cargo-fuzz:
 	$(CARGO) install --locked --quiet cargo-fuzz --root $(FUZZ_TOOLS)
