@@ -24,7 +24,7 @@ INBOXLOG_VERSION := $(word 2,$(CARGO_META))
 test:
 	tests/pg/with-server.sh $(MAKE) --no-print-directory test-suites
 
-test-suites: lint test-rust test-c test-python test-e2e test-dist test-pg-restart
+test-suites: lint test-rust test-c test-python test-e2e test-dist test-pg-restart fuzz-smoke
 
 # The second clippy checks the core as shipped: --all-targets builds it with its
 # `testing` hooks (enabled by its dev-dependency on itself).
@@ -276,6 +276,50 @@ demo-postgres: $(VENV)/.installed
 # The fleet example: a producer posts, three workers (one killed) answer, a follower watches.
 demo-fleet: $(VENV)/.installed
 	tests/pg/with-server.sh $(VPY) examples/fleet.py
+
+# ---- Fuzz targets (fuzz/, issue #27) ------------------------------------------------
+# `make fuzz` runs each target for FUZZ_SECONDS under libFuzzer (cargo-fuzz, installed
+# into the target directory on first use, on the stable toolchain via RUSTC_BOOTSTRAP),
+# or under the plain mutation driver when FUZZ_DRIVER=plain. `make fuzz-smoke` (part of
+# `make test`) runs each for FUZZ_SMOKE_SECONDS under the plain driver. The working
+# corpus is fuzz/corpus/<target>: the committed seeds (fuzz/seeds/) plus the test
+# fixtures, and whatever libFuzzer adds.
+.PHONY: fuzz fuzz-smoke fuzz-corpus
+FUZZ_TARGETS := jsonl_open import_plain import_zstd pg_url wire_json c_abi
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 3
+# pg_url fails until the scheme-typo password leak of #27 is fixed (`postgres//u:pw@h`
+# echoes the password): drop it from this list only to run the others before that.
+FUZZ_SMOKE_TARGETS ?= $(FUZZ_TARGETS)
+FUZZ_DRIVER ?= libfuzzer
+FUZZ_TOOLS := $(CARGO_TARGET)/fuzz-tools
+
+fuzz-corpus:
+	@for t in $(FUZZ_TARGETS); do mkdir -p fuzz/corpus/$$t && cp fuzz/seeds/$$t/* fuzz/corpus/$$t/; done
+	@cp core/tests/fixtures/jsonl/*.jsonl fuzz/corpus/jsonl_open/
+	@cp core/tests/fixtures/reference/*.jsonl fuzz/corpus/import_plain/
+	@cp core/tests/fixtures/reference/*.jsonl* fuzz/corpus/import_zstd/
+
+# The plain driver shares the workspace's target directory, so it reuses its build of
+# the core and the C ABI.
+fuzz-smoke: fuzz-corpus
+	cd fuzz && CARGO_TARGET_DIR=$(CARGO_TARGET) $(CARGO) run -q --bin fuzz-smoke -- \
+		--seconds $(FUZZ_SMOKE_SECONDS) $(FUZZ_SMOKE_TARGETS)
+
+$(FUZZ_TOOLS)/bin/cargo-fuzz:
+	$(CARGO) install --locked --quiet cargo-fuzz --root $(FUZZ_TOOLS)
+
+ifeq ($(FUZZ_DRIVER),plain)
+fuzz: fuzz-corpus
+	cd fuzz && CARGO_TARGET_DIR=$(CARGO_TARGET) $(CARGO) run -q --release --bin fuzz-smoke -- \
+		--seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+else
+fuzz: fuzz-corpus $(FUZZ_TOOLS)/bin/cargo-fuzz
+	@set -e; cd fuzz; for t in $(FUZZ_TARGETS); do echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; \
+		RUSTC_BOOTSTRAP=1 $(FUZZ_TOOLS)/bin/cargo-fuzz run --sanitizer none --features libfuzzer \
+			$$t corpus/$$t \
+			-- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -max_len=262144; done
+endif
 
 demo: $(VENV)/.installed
 	rm -rf demo-sessions

@@ -43,7 +43,9 @@ pub use fleet::Follower;
 pub use fold::{ConsumedWork, fold_consumed_work};
 pub use header::{FORMAT_NAME, FORMAT_VERSION, Header, SessionMeta};
 pub use id::{MAX_ID_LEN, validate_session_id};
-pub use import::{import_reference, reference_session_id};
+#[cfg(feature = "testing")]
+pub use import::between_import_passes;
+pub use import::{ImportLimits, import_reference, import_reference_with, reference_session_id};
 pub use inbox::Inbox;
 pub use json::{Json, JsonError, JsonErrorKind, MAX_DEPTH, MAX_SAFE_INTEGER};
 pub use message::Message;

@@ -152,26 +152,6 @@ pub(crate) struct Txn<'a> {
 }
 
 impl<'a> Txn<'a> {
-    /// A transaction at `time` over a state not yet held by a [`Ledger`]: an idle
-    /// protocol, the invariants `log`, the inbox `inbox`.
-    pub fn new(inbox: &'a Inbox, log: LogState, time: u64) -> Txn<'a> {
-        Txn {
-            inbox,
-            log,
-            phase: Phase::Idle,
-            events: Vec::new(),
-            effects: Vec::new(),
-            time,
-            touched: [false; 2],
-        }
-    }
-
-    /// The staged events and the log invariants after them, for a caller that writes
-    /// them itself (a log created with them).
-    pub fn into_staged(self) -> (Vec<Event>, LogState) {
-        (self.events, self.log)
-    }
-
     /// The inbox as it was before this call.
     pub fn inbox(&self) -> &'a Inbox {
         self.inbox

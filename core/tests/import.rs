@@ -527,7 +527,7 @@ fn malformed_lines_and_headers_are_refused() {
         ),
         (
             format!("{header}\n{}\n", "[".repeat(600)),
-            ErrorKind::InvalidInput,
+            ErrorKind::TooLarge,
             2,
             "nesting deeper",
         ),
@@ -628,4 +628,53 @@ fn a_damaged_zstd_log_is_refused() {
     let err = refusal(import_reference(&path, &MemoryStore::new(), None));
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains("not zstd-compressed"), "{err}");
+}
+
+#[test]
+fn a_pipe_is_read_once_into_a_temporary_copy_that_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("pipe.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let copies = || {
+        let prefix = format!("inboxlog-import-{}-", std::process::id());
+        fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            })
+            .count()
+    };
+    for (name, imported) in [("reasoning.jsonl", true), ("broken-seq.jsonl", false)] {
+        let path = pipe.clone();
+        let text = fs::read(fixture(name)).unwrap();
+        let writer = std::thread::spawn(move || fs::write(path, text).unwrap());
+        let store = MemoryStore::new();
+        let result = import_reference(&pipe, &store, None);
+        writer.join().unwrap();
+        match result {
+            Ok(s) => {
+                assert!(imported, "{name}");
+                assert_eq!(
+                    lines(&s.events(0).unwrap()),
+                    imported_lines("reasoning.jsonl")
+                );
+            }
+            Err(e) => {
+                assert!(!imported, "{name}: {e}");
+                assert_eq!(e.line(), Some(5), "{e}");
+                assert_eq!(e.path(), Some(pipe.as_path()), "{e}");
+                assert!(store.list().unwrap().is_empty());
+            }
+        }
+        assert_eq!(copies(), 0, "the temporary copy of {name} was not removed");
+    }
+}
+
+fn imported_lines(name: &str) -> Vec<String> {
+    imported(name).1
 }

@@ -105,6 +105,18 @@ enum Level {
 /// file byte-identical.
 #[track_caller]
 fn refused(store: &JsonlStore, bad: &[u8], level: Level, line: usize, seq: u64, cause: &str) {
+    refused_as(store, bad, level, ErrorKind::Corrupt, (line, seq), cause);
+}
+
+/// [`refused`] with the error kind expected (a depth over the limits is `too_large`).
+fn refused_as(
+    store: &JsonlStore,
+    bad: &[u8],
+    level: Level,
+    kind: ErrorKind,
+    (line, seq): (usize, u64),
+    cause: &str,
+) {
     let path = store.path("s").unwrap();
     fs::write(&path, bad).unwrap();
     let offset = line_starts(bad)[line - 1];
@@ -112,14 +124,10 @@ fn refused(store: &JsonlStore, bad: &[u8], level: Level, line: usize, seq: u64, 
         "corrupt log {} line {line} (byte {offset}, seq {seq}): ",
         path.display()
     );
-    assert_err(
-        Session::open(store, "s").map(drop),
-        ErrorKind::Corrupt,
-        &[&at, cause],
-    );
+    assert_err(Session::open(store, "s").map(drop), kind, &[&at, cause]);
     if level == Level::Store {
-        assert_err(open_plain(store, "s"), ErrorKind::Corrupt, &[&at, cause]);
-        assert_err(store.inspect("s"), ErrorKind::Corrupt, &[&at, cause]);
+        assert_err(open_plain(store, "s"), kind, &[&at, cause]);
+        assert_err(store.inspect("s"), kind, &[&at, cause]);
     } else {
         assert!(open_plain(store, "s").is_ok());
         assert!(store.inspect("s").is_ok());
@@ -413,16 +421,28 @@ fn deep_nesting_is_refused_without_a_stack_overflow() {
     // Data nested exactly 512 deep was accepted, so it must load again.
     Session::open(&store, "s").expect("a log holding data nested 512 deep reopens");
 
-    // On disk: refused as corruption at its line.
-    let mut bad = bytes(&path);
-    bad.extend_from_slice(
-        format!(
-            "{{\"type\":\"host/x\",\"seq\":1,\"time\":1,\"data\":{}}}\n",
-            "[".repeat(200_000)
-        )
-        .as_bytes(),
-    );
-    refused(&store, &bad, Level::Store, 3, 1, "JSON nesting deeper than");
+    // On disk: refused at its line as `too_large`, as the append refused it.
+    let good = bytes(&path);
+    for depth in [200_000, 513, 514] {
+        let mut bad = good.clone();
+        bad.extend_from_slice(
+            format!(
+                "{{\"type\":\"host/x\",\"seq\":1,\"time\":1,\"data\":{}{}}}\n",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+            .as_bytes(),
+        );
+        let (kind, line) = (ErrorKind::TooLarge, (3, 1));
+        refused_as(
+            &store,
+            &bad,
+            Level::Store,
+            kind,
+            line,
+            "nesting deeper than",
+        );
+    }
 }
 
 #[test]

@@ -63,6 +63,10 @@ mod notifications;
 // Fleet: posting, taking posts in, following.
 mod fleet;
 
+// The fuzz targets' C ABI call-sequence driver (not in the header).
+#[cfg(feature = "testing")]
+pub mod fuzzing;
+
 #[cfg(feature = "testing")]
 pub use boundary::inboxlog_test_panic;
 pub use fleet::*;

@@ -504,7 +504,9 @@ def import_reference(path: str | PathLike[str], store: Store, id: str | None = N
     Packed runs of token deltas become one ``assistant/chunk`` event each; every event
     keeps its source seq. The id is ``id`` when given, else the source's (made a valid
     session id when it is not one). A source that fails the log's checks is refused
-    with ``InvalidInputError`` naming its line, and nothing is created; an existing id
+    with ``InvalidInputError`` naming its line, and nothing is created; a line or a
+    packed run's expansion over 64 MiB, or data nested deeper than 512 levels, raises
+    ``TooLargeError`` (memory stays bounded whatever the source); an existing id
     raises ``AlreadyExistsError``. A last turn left open is closed as interrupted
     (``open_report["repairedTurn"]``).
     """

@@ -343,7 +343,9 @@ impl Body {
 
 impl Event {
     /// Builds and validates an event from its parts (everything but the log invariants,
-    /// which the log checks against its state).
+    /// which the log checks against its state). Data nested deeper than
+    /// [`json::MAX_DEPTH`] is refused as `too_large` (ARCHITECTURE.md#limits), whatever
+    /// path it came by.
     pub fn new(
         ty: &str,
         seq: u64,
@@ -351,6 +353,7 @@ impl Event {
         data: Box<RawValue>,
         envelope: Envelope,
     ) -> Result<Event> {
+        check_data_depth(ty, seq, data.get())?;
         let data: Box<str> = data.into();
         Event::build(ty, seq, time, data.into_string(), envelope)
     }
@@ -537,6 +540,19 @@ impl Event {
         self.write_json(&mut out);
         out
     }
+}
+
+/// Refuses event data nested deeper than ARCHITECTURE.md#limits allows: host data (and
+/// every reserved type's data) at most [`json::MAX_DEPTH`] levels, as an append checks it;
+/// the records that wrap whole messages (`agent/inbox/spliced`, `agent/inbox/rejected`)
+/// two levels more, so that each message in them may be [`json::MAX_DEPTH`] deep.
+fn check_data_depth(ty: &str, seq: u64, data: &str) -> Result<()> {
+    let limit = match ty {
+        INBOX_SPLICED | INBOX_REJECTED => json::MAX_DEPTH + 2,
+        _ => json::MAX_DEPTH,
+    };
+    json::check_depth(data, limit)
+        .map_err(|e| e.context(format_args!("data of {ty} event seq {seq}")))
 }
 
 #[derive(Deserialize)]

@@ -127,6 +127,37 @@ pub(crate) fn compact_within(text: &str, max_depth: usize) -> Result<Cow<'_, str
     Ok(scan(text, max_depth)?)
 }
 
+/// Refuses `text` (valid JSON) when it nests deeper than `max_depth`, as `too_large`;
+/// reads it without copying.
+pub(crate) fn check_depth(text: &str, max_depth: usize) -> Result<()> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(off) = memchr::memchr3(b'"', b'[', b'{', bytes.get(i..).unwrap_or_default()) {
+        // Closing brackets between here and the next opener or quote.
+        depth = depth.saturating_sub(
+            bytes[i..i + off]
+                .iter()
+                .filter(|&&b| b == b']' || b == b'}')
+                .count(),
+        );
+        i += off;
+        if bytes[i] == b'"' {
+            i = plain::string_end(bytes, i).unwrap_or(bytes.len());
+            continue;
+        }
+        depth += 1;
+        if depth > max_depth {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("JSON nesting deeper than {max_depth} levels at byte {i}"),
+            ));
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
 /// A byte that may continue a number or a literal (`true`, `1e5`, `-0.5`).
 fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-')
@@ -295,6 +326,19 @@ mod tests {
                 .kind(),
             ErrorKind::TooLarge
         );
+    }
+
+    #[test]
+    fn check_depth_counts_containers_outside_strings() {
+        let at = |n: usize| format!("{}{}", "[{\"a\":".repeat(n / 2), "1}]".repeat(n / 2));
+        assert!(check_depth(&at(512), 512).is_ok());
+        let err = check_depth(&at(514), 512).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TooLarge);
+        assert!(err.to_string().contains("deeper than 512 levels"), "{err}");
+        // Brackets in strings, escaped quotes included, do not count; closers do.
+        let quoted = format!("[\"\\\"{}\",{}]", "[".repeat(600), "[]".repeat(600));
+        assert!(check_depth(&quoted, 2).is_ok());
+        assert!(check_depth("[[]]", 1).is_err());
     }
 
     #[test]

@@ -33,6 +33,7 @@ use crate::store::LogWriter;
 use crate::txn::{Ledger, Txn};
 
 pub use inbox_ops::InboxOps;
+pub(crate) use open::Filled;
 
 /// What opening a stored log found and fixed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

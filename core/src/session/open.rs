@@ -9,8 +9,8 @@ use crate::id::validate_session_id;
 use crate::inbox::Inbox;
 use crate::log::LogState;
 use crate::splice::Target;
-use crate::store::{OpenOptions, Store};
-use crate::txn::{Ledger, Txn};
+use crate::store::{LogWriter, OpenOptions, Store};
+use crate::txn::Ledger;
 
 use super::{OpenReport, Session, VerifyReport, now_ms};
 
@@ -34,6 +34,14 @@ impl Rebuilt {
         self.posts.note(event);
         self.inbox.replay(event, header.replay_from())
     }
+}
+
+/// What the events a caller wrote to a new log leave (see [`Session::create_filled`]):
+/// the invariants advanced, the inbox replayed and the posts noted over all of them.
+pub(crate) struct Filled {
+    pub log: LogState,
+    pub inbox: Inbox,
+    pub posts: PostIds,
 }
 
 impl Session {
@@ -108,33 +116,44 @@ impl Session {
         .with_mailbox(store, &id, posts)
     }
 
-    /// Creates a log holding `events` at their own seqs (an import, ARCHITECTURE.md#import). The caller
-    /// has checked every event as opening would (`log` advanced and `inbox` replayed
-    /// over all of them); a last turn left open is closed as `interrupted` in the same
-    /// write, as opening would close it (ARCHITECTURE.md#opening-a-stored-log).
-    pub(crate) fn create_imported(
+    /// Creates a log for `header` and has `fill` append its events (an import,
+    /// ARCHITECTURE.md#import) through the new log's writer, a batch at a time; `fill`
+    /// returns the state they leave (the log advanced, the inbox replayed, the posts
+    /// noted over all of them). A last turn left open is then closed as `interrupted`,
+    /// as opening would close it (ARCHITECTURE.md#opening-a-stored-log). When `fill` or
+    /// that repair fails, the new log is deleted again.
+    pub(crate) fn create_filled(
         store: &dyn Store,
         header: Header,
-        mut events: Vec<Event>,
-        mut log: LogState,
-        inbox: Inbox,
+        fill: &mut dyn FnMut(&mut dyn LogWriter) -> Result<Filled>,
     ) -> Result<Session> {
-        let mut report = OpenReport::default();
-        if let Some(turn) = log.open_turn {
-            // Closing it reuses the last event's time: nothing happened since.
-            let mut txn = Txn::new(&inbox, log.clone(), log.last_time);
-            txn.interrupt(turn)?;
-            let (mut repair, repaired) = txn.into_staged();
-            events.append(&mut repair);
-            log = repaired;
-            report.repaired_turn = Some(turn);
-        }
-        let mut posts = PostIds::default();
-        events.iter().for_each(|e| posts.note(e));
-        let writer = store.create(&header, &events)?;
         let id = header.id.clone();
-        Session::assemble(header, report, writer, Ledger::new(log, inbox))
-            .with_mailbox(store, &id, posts)
+        let mut writer = store.create(&header, &[])?;
+        let mut report = OpenReport::default();
+        let filled = fill(writer.as_mut()).and_then(|Filled { log, inbox, posts }| {
+            let mut ledger = Ledger::new(log, inbox);
+            if let Some(turn) = ledger.log.open_turn {
+                // Closing it reuses the last event's time: nothing happened since.
+                let time = ledger.log.last_time;
+                ledger.transact(writer.as_mut(), time, None, |txn| txn.interrupt(turn))?;
+                report.repaired_turn = Some(turn);
+            }
+            Ok((ledger, posts))
+        });
+        let (ledger, posts) = match filled {
+            Ok(filled) => filled,
+            Err(e) => {
+                drop(writer);
+                return Err(match store.delete(&id) {
+                    Ok(()) => e,
+                    Err(gone) => e.context(format_args!(
+                        "the partly written session {} could not be removed ({gone})",
+                        crate::json::quote(&id)
+                    )),
+                });
+            }
+        };
+        Session::assemble(header, report, writer, ledger).with_mailbox(store, &id, posts)
     }
 
     /// Opens a stored log for writing: replays the inbox once (ARCHITECTURE.md#replay), closes a turn

@@ -84,8 +84,13 @@ fn visit_all(
         checked
             .and_then(|()| visit(&log.header, event))
             .map_err(|e| {
+                // A depth over the limits stays `too_large`, as in the other stores.
+                let kind = match e.kind() {
+                    ErrorKind::TooLarge => ErrorKind::TooLarge,
+                    _ => ErrorKind::Corrupt,
+                };
                 e.context(format_args!("corrupt log \"{id}\" at seq {}", event.seq()))
-                    .with_kind(ErrorKind::Corrupt)
+                    .with_kind(kind)
                     .with_session(id)
                     .with_seq(event.seq())
             })?;

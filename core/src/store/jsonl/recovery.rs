@@ -65,9 +65,14 @@ impl At<'_> {
         self.locate(Error::new(ErrorKind::Corrupt, format!("{self}: {cause}")))
     }
 
-    /// `err` (from parsing or from the caller's visitor) as corruption at this line.
+    /// `err` (from parsing or from the caller's visitor) as corruption at this line; a
+    /// depth over ARCHITECTURE.md#limits stays `too_large`, as an append would refuse it.
     fn wrap(&self, err: Error) -> Error {
-        self.locate(err.context(self).with_kind(ErrorKind::Corrupt))
+        let kind = match err.kind() {
+            ErrorKind::TooLarge => ErrorKind::TooLarge,
+            _ => ErrorKind::Corrupt,
+        };
+        self.locate(err.context(self).with_kind(kind))
     }
 
     /// `err` with this location as data (ARCHITECTURE.md#errors), the same the message names.

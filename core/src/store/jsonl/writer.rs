@@ -169,7 +169,8 @@ impl JsonlWriter {
                         "event seq {seq} of {} is {size} bytes, larger than the record limit of {} bytes",
                         self.session, self.limit
                     ),
-                ));
+                )
+                .with_seq(seq));
             }
             self.buf.push('\n');
             if SeqIndex::wants(seq) {
