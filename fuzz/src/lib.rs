@@ -238,7 +238,7 @@ pub fn wire_json(data: &[u8]) {
     // Readers without a printer: a status, never a panic.
     let _ = Decision::from_json(text);
     let _ = Envelope::from_json(text);
-    let _ = inboxlog::store::PgOptions::from_json(text);
+    let _ = inboxlog::store::StoreOptions::from_json(text);
 }
 
 /// The C ABI call-sequence driver on a memory store (`inboxlog_ffi::fuzzing`).
