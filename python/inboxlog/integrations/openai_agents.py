@@ -55,8 +55,8 @@ import functools
 import inspect
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self
 
 try:
     from agents import Agent, ModelBehaviorError, RunConfig, Runner, RunResult
@@ -72,6 +72,12 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
     ) from error
 
 import inboxlog
+from inboxlog.integrations._common import (
+    StepRejectedError,
+    TurnEndedError,
+    call,
+    open_or_create,
+)
 from inboxlog.types import Decision, Message
 
 ITEMS = "openai-agents/items"
@@ -80,8 +86,6 @@ POP = "openai-agents/pop"
 """The event type of one ``pop_item``: ``{"seq": S, "index": I}``, the item it removed."""
 CLEAR = "openai-agents/clear"
 """The event type of one ``clear_session``: ``{}``."""
-
-_T = TypeVar("_T")
 
 
 class InboxlogSession:
@@ -117,7 +121,7 @@ class InboxlogSession:
         elif isinstance(target, inboxlog.Store):
             if session_id is None:
                 raise TypeError("InboxlogSession(store, session_id): session_id is missing")
-            self._log, self._owned = _open_or_create(target, session_id), True
+            self._log, self._owned = open_or_create(target, session_id), True
         else:
             raise TypeError(
                 "InboxlogSession: expected an inboxlog.Store or inboxlog.Session, "
@@ -149,17 +153,17 @@ class InboxlogSession:
         if not items:
             return
         data = {"items": list(items)}
-        await _call(self._append, ITEMS, data)
+        await call(self._append, ITEMS, data)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Removes and returns the latest item (``None`` when there is none) by appending
         an ``openai-agents/pop`` event naming it."""
-        return await _call(self._pop)
+        return await call(self._pop)
 
     async def clear_session(self) -> None:
         """Empties the history by appending an ``openai-agents/clear`` event. The items
         stay in the log, for an operator; ``store.delete(id)`` forgets them for good."""
-        await _call(self._append, CLEAR, {})
+        await call(self._append, CLEAR, {})
 
     def close(self) -> None:
         """Closes the inboxlog session if this object opened it."""
@@ -261,24 +265,6 @@ def message_items(message: Message) -> list[TResponseInputItem]:
     return [item]
 
 
-class TurnEndedError(Exception):
-    """The step boundary ended the turn, so the run stopped before its next model call.
-
-    ``turn`` is the turn, ``reason`` its ``turn/end`` reason (e.g. ``{"kind":
-    "completed"}`` when the plugins entered no input at all).
-    """
-
-    def __init__(self, turn: int, reason: dict[str, Any]) -> None:
-        super().__init__(f"turn {turn} ended at a step boundary: {reason.get('kind')}")
-        self.turn = turn
-        self.reason = reason
-
-
-class StepRejectedError(TurnEndedError):
-    """A pre-step plugin rejected the step: the turn ended ``blocked`` and the model was
-    not called with the rejected input."""
-
-
 async def run(
     agent: Agent[Any],
     input: str | list[TResponseInputItem] | None = None,
@@ -310,15 +296,15 @@ async def run(
     log = session.session
     config = RunConfig() if run_config is None else run_config
     turn = _Turn(log, list(plugins), continue_history=input is None)
-    turn.number = await _call(log.open_turn)  # refused while another run holds the session
+    turn.number = await call(log.open_turn)  # refused while another run holds the session
     stopped: ModelBehaviorError | None = None
     try:
         if input is not None:
             # Behind what was pending (posts taken in first), all of which step 1
             # claims; durable before any model call, so after a crash it still waits
             # there for the next run.
-            await _call(log.inbox.receive)
-            await _call(log.inbox.append, "next-turn", _input_message(input))
+            await call(log.inbox.receive)
+            await call(log.inbox.append, "next-turn", _input_message(input))
         while True:
             stopped = None
             step_filter = turn.model_input_filter(config.call_model_input_filter)
@@ -333,20 +319,20 @@ async def run(
                     raise
                 stopped, outcome = error, "max-tokens"
             turn.step_open = False
-            if not await _call(log.end_step, outcome):
-                await _call(log.close_turn)
+            if not await call(log.end_step, outcome):
+                await call(log.close_turn)
                 break
             # Steering arrived after the last model call: another run takes it, same turn.
     except TurnEndedError:
         raise
     except asyncio.CancelledError:
         if log.current_turn == turn.number:
-            await _call(log.cancel, {"kind": "user"}, keep_inbox_on_cancel)
+            await call(log.cancel, {"kind": "user"}, keep_inbox_on_cancel)
         raise
     except Exception as error:
         if log.current_turn == turn.number:
             reason = {"message": str(error) or type(error).__name__, "code": type(error).__name__}
-            await _call(log.fail, reason)
+            await call(log.fail, reason)
         raise
     if stopped is not None:
         raise stopped
@@ -397,9 +383,9 @@ class _Turn:
         decides and records the next one; returns the SDK items of the messages that
         entered (also appended to the history)."""
         if self.step_open:
-            await _call(self.log.end_step, "continue")
+            await call(self.log.end_step, "continue")
             self.step_open = False
-        proposal = await _call(functools.partial(self.log.propose_step, whole_next_turn=True))
+        proposal = await call(functools.partial(self.log.propose_step, whole_next_turn=True))
         decision: Decision = await inboxlog.pre_step_async(proposal, self.plugins)
         if (
             decision["kind"] == "enter"
@@ -412,7 +398,7 @@ class _Turn:
             # this marker (no SDK items), as a turn's first step must enter something.
             marker = {"id": f"continue-turn-{proposal['turn']}", "continue": True}
             decision = {"kind": "enter", "messages": [marker]}
-        decided = await _call(self.log.decide, decision)
+        decided = await call(self.log.decide, decision)
         if decided["kind"] != "step":
             reason = decided["reason"]
             if reason.get("kind") == "blocked":
@@ -423,7 +409,7 @@ class _Turn:
         items = [item for message in messages for item in message_items(message)]
         if items:
             data = {"items": items, "messages": [m.get("id") for m in messages]}
-            await _call(self.log.append, ITEMS, data)
+            await call(self.log.append, ITEMS, data)
         return items
 
 
@@ -439,34 +425,6 @@ def _is_length_stop(error: ModelBehaviorError) -> bool:
     """Whether the SDK raised ``error`` for a response cut at its output token limit."""
     text = str(error)
     return "max_output_tokens" in text or "finish_reason='length'" in text
-
-
-def _open_or_create(store: inboxlog.Store, id: str) -> inboxlog.Session:
-    try:
-        return store.open(id)
-    except inboxlog.NotFoundError:
-        pass
-    try:
-        return store.create(id)
-    except inboxlog.AlreadyExistsError:  # created meanwhile by another process
-        return store.open(id)
-
-
-async def _call(fn: Callable[..., _T], *args: Any) -> _T:
-    """Runs a blocking log call in a worker thread and waits for its outcome even when
-    the caller is cancelled meanwhile (then re-raises the cancellation), so a durable
-    change is never left half-observed: a cancelled run still knows what it wrote."""
-    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as error:
-            cancelled = cancelled or error
-    if cancelled is not None:
-        task.exception()  # retrieved, so asyncio does not report it as lost
-        raise cancelled
-    return task.result()
 
 
 __all__ = [

@@ -65,8 +65,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 try:
     from pydantic import TypeAdapter
@@ -97,6 +97,13 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
     ) from error
 
 import inboxlog
+from inboxlog.integrations._common import (
+    StepRejectedError,
+    TurnEndedError,
+    call,
+    error_reason,
+    open_or_create,
+)
 from inboxlog.types import Decision, Message, Proposal
 
 MESSAGES = "pydantic-ai/messages"
@@ -104,26 +111,7 @@ MESSAGES = "pydantic-ai/messages"
 HISTORY = "pydantic-ai/history"
 """The event type of a rewritten history, replacing all before it: ``{"messages": [...]}``."""
 
-_T = TypeVar("_T")
 _USER_PROMPT: TypeAdapter[UserPromptPart] = TypeAdapter(UserPromptPart)
-
-
-class TurnEndedError(Exception):
-    """The step boundary ended the turn, so the run stopped before its next model request.
-
-    ``turn`` is the turn, ``reason`` its ``turn/end`` reason (e.g. ``{"kind":
-    "completed"}`` when the plugins entered no input at all).
-    """
-
-    def __init__(self, turn: int, reason: dict[str, Any]) -> None:
-        super().__init__(f"turn {turn} ended at a step boundary: {reason.get('kind')}")
-        self.turn = turn
-        self.reason = reason
-
-
-class StepRejectedError(TurnEndedError):
-    """A pre-step plugin rejected the step: the turn ended ``blocked`` and the model was
-    not called with the rejected input."""
 
 
 class InboxlogCapability(AbstractCapability[Any]):
@@ -175,7 +163,7 @@ class InboxlogCapability(AbstractCapability[Any]):
         """Opens the session and the turn, puts the stored history in front of the run,
         runs it, and ends the turn as the run ended."""
         given = list(ctx.messages)
-        run = await _call(
+        run = await call(
             _Run.begin,
             self.target,
             ctx.conversation_id,
@@ -196,20 +184,20 @@ class InboxlogCapability(AbstractCapability[Any]):
         except TurnEndedError:
             raise
         except asyncio.CancelledError:
-            await _call(run.finish_aborted, run.history(ctx), self.keep_inbox_on_cancel)
+            await call(run.finish_aborted, run.history(ctx), self.keep_inbox_on_cancel)
             raise
         except (IncompleteToolCall, OutputTokenLimitExceeded) as error:
-            await _call(run.finish, run.history(ctx), "max-tokens", error)
+            await call(run.finish, run.history(ctx), "max-tokens", error)
             raise
         except Exception as error:
-            await _call(run.finish_failed, run.history(ctx), error)
+            await call(run.finish_failed, run.history(ctx), error)
             raise
         else:
-            await _call(run.finish, result.all_messages(), run.outcome(), None)
+            await call(run.finish, result.all_messages(), run.outcome(), None)
             return result
         finally:
             self._run = None
-            await _call(run.release)
+            await call(run.release)
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
@@ -245,7 +233,7 @@ class InboxlogCapability(AbstractCapability[Any]):
         model is called."""
         run = self._active()
         if run.has_new(ctx.messages):  # a further attempt at the same request has none
-            await _call(run.record_new, ctx.messages)
+            await call(run.record_new, ctx.messages)
         return request_context
 
     async def after_node_run(
@@ -255,14 +243,14 @@ class InboxlogCapability(AbstractCapability[Any]):
         ``End`` into one more request while ``next-step`` holds input."""
         run = self._active()
         if isinstance(node, ModelRequestNode):
-            await _call(run.record_new, ctx.messages)
+            await call(run.record_new, ctx.messages)
             run.last_response = next(
                 (m for m in reversed(ctx.messages) if isinstance(m, ModelResponse)), None
             )
         # Only a CallToolsNode's End: run_stream ends on a node of its own (its result is
         # already handed out, so no request could follow).
         steer = isinstance(result, End) and isinstance(node, CallToolsNode) and run.step_open
-        if steer and await _call(run.steer_at_end, ctx.messages):
+        if steer and await call(run.steer_at_end, ctx.messages):
             request = ModelRequest(parts=[])
             run.placeholder = request
             return ModelRequestNode(request=request)
@@ -280,7 +268,7 @@ class _Run:
     """One run's turn: the session, the step state and what of the history is in the log.
 
     Its methods without ``async`` do the log's blocking work; the hooks run each in one
-    worker-thread call (``_call``), never on the event loop.
+    worker-thread call, never on the event loop.
     """
 
     @classmethod
@@ -299,7 +287,7 @@ class _Run:
         if isinstance(target, inboxlog.Session):
             log, owned = target, False
         else:
-            log, owned = _open_or_create(target, conversation_id), True
+            log, owned = open_or_create(target, conversation_id), True
         try:
             loaded = histories.load(log)
             if loaded and given:
@@ -360,7 +348,7 @@ class _Run:
     async def enter_step(self) -> list[Message]:
         """Proposes, decides and records the next step; returns the messages that entered."""
         first = self.steps == 0
-        proposal = await _call(self._propose)
+        proposal = await call(self._propose)
         decision: Decision = await inboxlog.pre_step_async(proposal, self.plugins)
         if (
             decision["kind"] == "enter"
@@ -372,7 +360,7 @@ class _Run:
             # this marker (no parts), as a turn's first step must enter something.
             marker = {"id": f"continue-turn-{proposal['turn']}", "continue": True}
             decision = {"kind": "enter", "messages": [marker]}
-        decided = await _call(self.log.decide, decision)
+        decided = await call(self.log.decide, decision)
         if decided["kind"] != "step":
             reason = decided["reason"]
             if reason.get("kind") == "blocked":
@@ -445,7 +433,7 @@ class _Run:
         """Records the rest of the history and ends the turn ``error``."""
         self.settle(messages)
         if self.log.current_turn == self.number:
-            self.log.fail(_error_reason(error))
+            self.log.fail(error_reason(error))
 
     def finish_aborted(self, messages: list[ModelMessage], keep_inbox: bool) -> None:
         """Records the rest of the history and ends the turn ``aborted``."""
@@ -473,7 +461,7 @@ class _Run:
         else:
             again = bool(self.log.inbox.next_step)
         if again and error is not None:
-            self.log.fail(_error_reason(error))
+            self.log.fail(error_reason(error))
             return
         if again:
             # Steering arrived after the last response and no request can carry it in
@@ -603,38 +591,6 @@ def _with_ids(metadata: dict[str, Any] | None, entered: list[Message]) -> dict[s
 
 def _ends_with_request(messages: Sequence[ModelMessage]) -> bool:
     return bool(messages) and isinstance(messages[-1], ModelRequest)
-
-
-def _error_reason(error: BaseException) -> dict[str, str]:
-    return {"message": str(error) or type(error).__name__, "code": type(error).__name__}
-
-
-def _open_or_create(store: inboxlog.Store, id: str) -> inboxlog.Session:
-    try:
-        return store.open(id)
-    except inboxlog.NotFoundError:
-        pass
-    try:
-        return store.create(id)
-    except inboxlog.AlreadyExistsError:  # created meanwhile by another process
-        return store.open(id)
-
-
-async def _call(fn: Callable[..., _T], *args: Any) -> _T:
-    """Runs a blocking log call in a worker thread and waits for its outcome even when
-    the caller is cancelled meanwhile (then re-raises the cancellation), so a durable
-    change is never left half-observed: a cancelled run still knows what it wrote."""
-    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as error:
-            cancelled = cancelled or error
-    if cancelled is not None:
-        task.exception()  # retrieved, so asyncio does not report it as lost
-        raise cancelled
-    return task.result()
 
 
 __all__ = [

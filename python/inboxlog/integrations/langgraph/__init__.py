@@ -57,11 +57,10 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
         'pip install "inboxlog[langgraph]"'
     ) from error
 
+from inboxlog.integrations._common import StepRejectedError, TurnEndedError
 from inboxlog.integrations.langgraph.middleware import (
     MESSAGES,
     InboxlogMiddleware,
-    StepRejectedError,
-    TurnEndedError,
     conversation,
     inbox_message,
     langchain_message,

@@ -26,6 +26,13 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
 import inboxlog
+from inboxlog.integrations._common import (
+    StepRejectedError,
+    TurnEndedError,
+    call,
+    error_reason,
+    open_or_create,
+)
 from inboxlog.integrations.langgraph.saver import InboxlogSaver
 from inboxlog.types import Decision, Message, Proposal, StepOutcome
 
@@ -35,24 +42,6 @@ MESSAGES = "langchain/messages"
 
 _T = TypeVar("_T")
 _ABORTS = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)
-
-
-class TurnEndedError(Exception):
-    """The step boundary ended the turn, so the run stopped before its next model call.
-
-    ``turn`` is the turn, ``reason`` its ``turn/end`` reason (e.g. ``{"kind":
-    "completed"}`` when the plugins entered no input at all).
-    """
-
-    def __init__(self, turn: int, reason: dict[str, Any]) -> None:
-        super().__init__(f"turn {turn} ended at a step boundary: {reason.get('kind')}")
-        self.turn = turn
-        self.reason = reason
-
-
-class StepRejectedError(TurnEndedError):
-    """A pre-step plugin rejected the step: the turn ended ``blocked`` and the model was
-    not called with the rejected input."""
 
 
 class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -148,22 +137,22 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """:meth:`before_agent`, for ``ainvoke`` and ``astream``."""
-        await _call(self._start, _thread_id(), state["messages"])
+        await call(self._start, _thread_id(), state["messages"])
         return None
 
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """:meth:`before_model`, with ``async`` plugins allowed."""
-        run = await _call(self._run)
+        run = await call(self._run)
         try:
-            proposal = await _call(run.propose, state["messages"])
+            proposal = await call(run.propose, state["messages"])
             decision = await inboxlog.pre_step_async(proposal, self.plugins)
-            return await _call(run.enter, decision)
+            return await call(run.enter, decision)
         except GraphBubbleUp:
             raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
-            await _call(self._abort, run, error)
+            await call(self._abort, run, error)
             raise
 
     @hook_config(can_jump_to=["model"])
@@ -171,14 +160,14 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """:meth:`after_model`."""
-        run = await _call(self._run)
-        return await _call(self._guard, run, run.after_model, state["messages"])
+        run = await call(self._run)
+        return await call(self._guard, run, run.after_model, state["messages"])
 
     async def aafter_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """:meth:`after_agent`."""
-        await _call(self._finish, await _call(self._run), state["messages"])
+        await call(self._finish, await call(self._run), state["messages"])
         return None
 
     async def awrap_model_call(
@@ -187,24 +176,24 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """:meth:`wrap_model_call`; a cancelled run ends ``aborted``."""
-        run = await _call(self._run)
+        run = await call(self._run)
         try:
             return await handler(request)
         except GraphBubbleUp:
             raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
-            await _call(self._abort, run, error)
+            await call(self._abort, run, error)
             raise
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         """:meth:`wrap_tool_call`; a cancelled run ends ``aborted``."""
-        run = await _call(self._run)
+        run = await call(self._run)
         try:
             return await handler(request)
         except GraphBubbleUp:
             raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
-            await _call(self._abort, run, error)
+            await call(self._abort, run, error)
             raise
 
     # -- runs -------------------------------------------------------------------------
@@ -237,7 +226,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         if isinstance(self.target, InboxlogSaver):
             return self.target.session(thread_id), False
-        return _open_or_create(self.target, thread_id), True
+        return open_or_create(self.target, thread_id), True
 
     def _run(self) -> _Run:
         """The thread's run. A graph resumed after an interrupt (``Command(resume=...)``)
@@ -390,8 +379,7 @@ class _Run:
         if isinstance(error, _ABORTS):
             self.log.cancel({"kind": "user"}, self.keep_inbox_on_cancel)
         else:
-            code = type(error).__name__
-            self.log.fail({"message": str(error) or code, "code": code})
+            self.log.fail(error_reason(error))
 
     def record(self, messages: Sequence[AnyMessage]) -> None:
         """Appends the state's messages the log does not hold yet as one event."""
@@ -479,31 +467,3 @@ def _thread_id() -> str | None:
         return None
     thread_id = configurable.get("thread_id")
     return None if thread_id is None else str(thread_id)
-
-
-def _open_or_create(store: inboxlog.Store, id: str) -> inboxlog.Session:
-    try:
-        return store.open(id)
-    except inboxlog.NotFoundError:
-        pass
-    try:
-        return store.create(id)
-    except inboxlog.AlreadyExistsError:  # created meanwhile by another process
-        return store.open(id)
-
-
-async def _call(fn: Callable[..., _T], *args: Any) -> _T:
-    """Runs a blocking log call in a worker thread and waits for its outcome even when
-    the caller is cancelled meanwhile (then re-raises the cancellation), so a durable
-    change is never left half-observed."""
-    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as error:
-            cancelled = cancelled or error
-    if cancelled is not None:
-        task.exception()
-        raise cancelled
-    return task.result()
