@@ -90,9 +90,7 @@ def _store(where: str, schema: str | None) -> Store:
     JSONL directory. Anything else that starts like a URL goes to the PostgreSQL URL
     parser, whose refusal never shows a password (#27), rather than becoming a
     directory named after it."""
-    if _looks_like_url(where) and not where.lower().startswith(
-        ("postgresql://", "postgres://", "memory:")
-    ):
+    if _looks_like_url(where) and not where.startswith(("postgresql://", "postgres://", "memory:")):
         return Store.postgres(where, schema=schema or "inboxlog", durability="sync")
     return Store.open(where, durability="sync", schema=schema)
 

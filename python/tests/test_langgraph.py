@@ -238,7 +238,11 @@ async def test_steering_posted_from_another_process_reaches_the_next_model_call(
     @tool
     async def slow_weather(city: str) -> str:
         """The weather in a city, while a web server posts."""
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", POSTER, str(root))
+        # Not from python/, whose source package (without its native module) would
+        # shadow the installed one for `python -c`.
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", POSTER, str(root), cwd=root.parent
+        )
         assert await proc.wait() == 0
         return f"sunny, 22 C in {city}"
 
@@ -772,6 +776,7 @@ def test_the_example_runs(tmp_path: Path) -> None:
         check=False,
         capture_output=True,
         text=True,
+        cwd=tmp_path,
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr

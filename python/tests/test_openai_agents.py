@@ -378,7 +378,9 @@ def post_from_another_process(root: Path, target: str, message: dict[str, Any]) 
         "inboxlog.Store(sys.argv[1]).post('chat', sys.argv[2], json.loads(sys.argv[3]))"
     )
     args = [sys.executable, "-c", poster, str(root), target, json.dumps(message)]
-    subprocess.run(args, check=True)
+    # Not from python/, whose source package (without its native module) would shadow
+    # the installed one for `python -c`.
+    subprocess.run(args, check=True, cwd=root.parent)
 
 
 @pytest.mark.parametrize("when", ["during the first run", "between the runs"])

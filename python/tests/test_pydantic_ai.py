@@ -862,6 +862,7 @@ def test_the_example_runs(tmp_path: Path) -> None:
         check=False,
         capture_output=True,
         text=True,
+        cwd=tmp_path,
         timeout=180,
     )
     assert done.returncode == 0, done.stdout + done.stderr
