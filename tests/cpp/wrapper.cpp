@@ -7,47 +7,12 @@
 #include <unistd.h>
 #include <utility>
 
-#include "inboxlog.hpp"
+#include "check.hpp"
 
 // The test hook of a library built with the ffi crate's testing feature (make test-c
 // builds it so for the hosts); the shipped library and inboxlog.h have none.
 extern "C" int inboxlog_test_panic(char **error);
 
-#define EXPECT(cond)                                                                  \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            std::fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);  \
-            std::exit(1);                                                             \
-        }                                                                             \
-    } while (0)
-
-#define EXPECT_EQ(got, want)                                                          \
-    do {                                                                              \
-        if ((got) != (want)) {                                                        \
-            std::fprintf(stderr, "%s:%d:\n got  %s\n want %s\n", __FILE__, __LINE__,  \
-                         std::string(got).c_str(), std::string(want).c_str());        \
-            std::exit(1);                                                             \
-        }                                                                             \
-    } while (0)
-
-// Runs `body`, which must throw inboxlog::Error with `code`; returns its message.
-template <class F> std::string expect_error(int code, F body) {
-    try {
-        body();
-    } catch (const inboxlog::Error &e) {
-        if (e.code() != code) {
-            std::fprintf(stderr, "wanted code %d, got %d (%s): %s\n", code, e.code(), e.kind().c_str(), e.what());
-            std::exit(1);
-        }
-        return e.what();
-    }
-    std::fprintf(stderr, "wanted an inboxlog::Error with code %d, nothing was thrown\n", code);
-    std::exit(1);
-}
-
-static bool contains(const std::string &haystack, const std::string &needle) {
-    return haystack.find(needle) != std::string::npos;
-}
 
 int main() {
     char root[] = "/tmp/inboxlog-cpp-XXXXXX";
@@ -95,9 +60,9 @@ int main() {
         EXPECT_EQ(s.poll(), "[]");
 
         // Errors arrive as exceptions with the C status and the library's message.
-        std::string msg = expect_error(INBOXLOG_STATUS_PROTOCOL, [&] { s.close_turn(); });
+        std::string msg = expect_error(INBOXLOG_STATUS_PROTOCOL, [&] { s.close_turn(); }).what();
         EXPECT(contains(msg, "idle"));
-        msg = expect_error(INBOXLOG_STATUS_INVALID_JSON, [&] { s.inbox_append("next-turn", "{"); });
+        msg = expect_error(INBOXLOG_STATUS_INVALID_JSON, [&] { s.inbox_append("next-turn", "{"); }).what();
         EXPECT(contains(msg, "message_json"));
         expect_error(INBOXLOG_STATUS_INVALID_INPUT, [&] { s.end_step("done"); });
         expect_error(INBOXLOG_STATUS_PANIC, [] {
@@ -105,7 +70,7 @@ int main() {
             const int status = inboxlog_test_panic(&error);
             inboxlog::detail::check(status, error);
         });
-        msg = expect_error(INBOXLOG_STATUS_LOCKED, [&] { store.open("cpp"); });
+        msg = expect_error(INBOXLOG_STATUS_LOCKED, [&] { store.open("cpp"); }).what();
         EXPECT(contains(msg, "locked"));
 
         // Reject and cancel.
@@ -121,7 +86,7 @@ int main() {
         EXPECT(s.has_pending());
         s.cancel(R"({"kind":"parent"})");
         EXPECT(!s.has_pending());
-        msg = expect_error(INBOXLOG_STATUS_INVALID_INPUT, [&] { s.baseline(s.last_seq() + 1); });
+        msg = expect_error(INBOXLOG_STATUS_INVALID_INPUT, [&] { s.baseline(s.last_seq() + 1); }).what();
         EXPECT(contains(msg, "past the end of the log"));
 
         // Projection and fold over the whole log.
