@@ -190,6 +190,7 @@ impl PyStore {
             schema: schema.to_owned(),
             durability: Durability::parse(durability).py()?,
             record_limit: record_limit.unwrap_or(PgStore::DEFAULT_RECORD_LIMIT),
+            max_connections: PgStore::DEFAULT_MAX_CONNECTIONS,
         };
         let store = py.detach(|| PgStore::connect(url, options)).py()?;
         let label = format!(

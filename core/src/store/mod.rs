@@ -298,6 +298,10 @@ pub struct StoreOptions {
     /// The PostgreSQL schema holding the tables; `None` for `inboxlog`. Refused by
     /// the other stores.
     pub schema: Option<String>,
+    /// The most connections a PostgreSQL store holds at once, however many sessions
+    /// it has open (ARCHITECTURE.md#postgresql); `None` for 8, at least 2. Refused by
+    /// the other stores.
+    pub max_connections: Option<u32>,
 }
 
 impl StoreOptions {
@@ -344,6 +348,12 @@ pub fn open(url_or_path: &str, options: &StoreOptions) -> Result<Box<dyn Store>>
     if options.schema.is_some() && backend != Backend::Postgres {
         return Err(invalid(format!(
             "a schema is an option of PostgreSQL stores only, not of {}",
+            json::quote(url_or_path)
+        )));
+    }
+    if options.max_connections.is_some() && backend != Backend::Postgres {
+        return Err(invalid(format!(
+            "a connection bound is an option of PostgreSQL stores only, not of {}",
             json::quote(url_or_path)
         )));
     }

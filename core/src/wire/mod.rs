@@ -226,13 +226,14 @@ struct EnvelopeWire<'a> {
 }
 
 /// The options of [`crate::store::open`] as the C ABI takes them: every key optional,
-/// `{"durability":"sync","recordLimit":N,"schema":"inboxlog"}`; others are refused.
+/// `{"durability":"sync","recordLimit":N,"schema":"inboxlog","maxConnections":8}`; others are refused.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct StoreOptionsWire {
     durability: Option<String>,
     record_limit: Option<u64>,
     schema: Option<String>,
+    max_connections: Option<u32>,
 }
 
 impl FromJson for crate::store::StoreOptions {
@@ -240,8 +241,8 @@ impl FromJson for crate::store::StoreOptions {
         // serde would also build the struct from an array.
         if !text.trim_start().starts_with('{') {
             return Err(invalid(
-                "store options must be an object with optional durability, recordLimit and \
-                 schema",
+                "store options must be an object with optional durability, recordLimit, \
+                 schema and maxConnections",
             ));
         }
         let given: StoreOptionsWire = json::parse(text, "store options")?;
@@ -251,6 +252,7 @@ impl FromJson for crate::store::StoreOptions {
         }
         options.record_limit = given.record_limit;
         options.schema = given.schema;
+        options.max_connections = given.max_connections;
         Ok(options)
     }
 }

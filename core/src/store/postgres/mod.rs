@@ -69,6 +69,10 @@ pub struct PgOptions {
     pub durability: Durability,
     /// The largest event line (compact JSON) in bytes; default 64 MiB.
     pub record_limit: u64,
+    /// The most connections the store holds at once (ownership, appends, reads and
+    /// wake-ups together), however many sessions are open; default
+    /// [`PgStore::DEFAULT_MAX_CONNECTIONS`], at least 2.
+    pub max_connections: u32,
 }
 
 impl PgOptions {
@@ -83,6 +87,9 @@ impl PgOptions {
             record_limit: options
                 .record_limit
                 .unwrap_or(PgStore::DEFAULT_RECORD_LIMIT),
+            max_connections: options
+                .max_connections
+                .unwrap_or(PgStore::DEFAULT_MAX_CONNECTIONS),
         }
     }
 }
@@ -93,6 +100,7 @@ impl Default for PgOptions {
             schema: DEFAULT_SCHEMA.to_owned(),
             durability: Durability::Sync,
             record_limit: PgStore::DEFAULT_RECORD_LIMIT,
+            max_connections: PgStore::DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -262,6 +270,9 @@ impl fmt::Debug for PgStore {
 impl PgStore {
     /// The default record limit: 64 MiB.
     pub const DEFAULT_RECORD_LIMIT: u64 = 64 << 20;
+
+    /// The default bound on a store's connections: 8.
+    pub const DEFAULT_MAX_CONNECTIONS: u32 = 8;
 
     /// Connects to the database at `url` (libpq URI syntax, `sslmode` included: see
     /// [`SslMode`]) and makes sure the tables exist in `options.schema` at
