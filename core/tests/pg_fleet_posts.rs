@@ -53,29 +53,6 @@ fn pending_rows(schema: &pg_common::Schema) -> i64 {
     .get(0)
 }
 
-/// Terminates the server connections of `schema`'s stores (found by the schema's name
-/// in their last statement) for which `keep` of that statement is false.
-fn terminate(schema: &pg_common::Schema, keep: &dyn Fn(&str) -> bool) -> usize {
-    let mut c = pg_common::client().unwrap();
-    let rows = c
-        .query(
-            "SELECT pid, query FROM pg_stat_activity
-             WHERE pid <> pg_backend_pid() AND position($1 in query) > 0",
-            &[&schema.name],
-        )
-        .unwrap();
-    let mut n = 0;
-    for row in rows {
-        let (pid, query): (i32, &str) = (row.get(0), row.get(1));
-        if !keep(query) {
-            c.execute("SELECT pg_terminate_backend($1)", &[&pid])
-                .unwrap();
-            n += 1;
-        }
-    }
-    n
-}
-
 /// PostgreSQL's part of taking posts in (the behaviour itself is in the store suite,
 /// `core/tests/store/post.rs`): the splices and the removal of their rows from the
 /// mailbox commit together.
@@ -173,7 +150,7 @@ fn version_1_tables_are_upgraded_in_place_and_posts_work() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3, "upgraded to the current version");
     stores[0].post("s", Target::NextTurn, &msg("a")).unwrap();
     let s = Session::open(&stores[1], "s").unwrap();
     assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("a")]);
@@ -254,9 +231,14 @@ fn four_posters_while_the_owner_runs_turns() {
 /// the next owner takes every post in exactly once.
 #[test]
 fn an_owner_whose_connection_dies_between_take_ins_delivers_each_post_once() {
-    let Some((schema, store)) = pg_common::store(Durability::Sync) else {
+    let Some((schema, _)) = pg_common::store(Durability::Sync) else {
         return;
     };
+    let store = PgStore::connect(
+        &pg_common::url_named("dying-owner"),
+        schema.options(Durability::Sync),
+    )
+    .unwrap();
     let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
     let mut acked = Vec::new();
     for round in 0..5 {
@@ -270,7 +252,7 @@ fn an_owner_whose_connection_dies_between_take_ins_delivers_each_post_once() {
         }
     }
     // Posts of rounds 3 and 4 wait; the owner dies before taking them in.
-    let n = terminate(&schema, &|q| !q.contains("WITH owner"));
+    let n = pg_common::terminate("dying-owner");
     assert!(n >= 1, "the owner's connection was not found");
     let err = s.receive().unwrap_err();
     assert!(
@@ -298,7 +280,7 @@ fn a_follower_keeps_a_projection_equal_to_the_inbox() {
     let (tx, rx) = mpsc::channel::<(u64, String)>();
     let options = schema.options(Durability::Sync);
     let follower = thread::spawn(move || {
-        let store = PgStore::connect(&pg_common::url(), options).unwrap();
+        let store = PgStore::connect(&pg_common::url_named("follower"), options).unwrap();
         let mut follower = Follower::open(&store, "s", 0).unwrap();
         let mut projection = QueueProjection::new(Baseline {
             seq: None,
@@ -331,8 +313,8 @@ fn a_follower_keeps_a_projection_equal_to_the_inbox() {
     let mut killed = 0;
     for i in 0..1_000u64 {
         if i == 500 {
-            // The follower's connection only: it LISTENs, the owner's appends.
-            killed = terminate(&schema, &|q| q.contains("WITH owner"));
+            // The follower's handle's connections only.
+            killed = pg_common::terminate("follower");
         }
         let target = if next() % 2 == 0 {
             Target::NextTurn

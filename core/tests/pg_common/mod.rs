@@ -19,6 +19,26 @@ pub fn url() -> String {
         .unwrap_or_else(|| "postgresql://postgres@127.0.0.1:5432/test".to_owned())
 }
 
+/// The test server's URL with an `application_name` of its own, so a test can find a
+/// store handle's connections (and terminate them) by name.
+pub fn url_named(name: &str) -> String {
+    let url = url();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}application_name={name}")
+}
+
+/// Terminates every connection named `name` (see [`url_named`]); how many there were.
+pub fn terminate(name: &str) -> usize {
+    let mut c = client().expect("the server answered before");
+    c.query_one(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+         WHERE application_name = $1 AND pid <> pg_backend_pid()",
+        &[&name],
+    )
+    .unwrap()
+    .get::<_, i64>(0) as usize
+}
+
 /// Whether a missing server fails the test (CI) rather than skipping it.
 pub fn required() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")

@@ -17,20 +17,18 @@
 //! and should a pending row ever name a post the log holds, the session skips it by
 //! its id (`fleet/post.rs`).
 //!
-//! **Following.** Every append runs `pg_notify('<schema>', <session id>)` in its own
-//! transaction, delivered on commit. A follower's [`PgFeed`] has its own connection
-//! that LISTENs on the schema's channel; it reads the rows with `seq >= from` (each
-//! line parsed, a gap refused), and when there are none waits for a notification for
-//! at most [`REREAD`], then reads again. A lost notification can only delay an event,
-//! never skip one; a dropped connection is replaced and reading resumes at `from`.
+//! **Following.** After a commit, the writer's handle sends `pg_notify('<schema>',
+//! <session id>)` in a statement of its own (`notify.rs`), never inside the commit. A
+//! follower's [`PgFeed`] reads the rows with `seq >= from` through its handle's pool
+//! (each line parsed, a gap refused), and when there are none waits for a wake-up (the
+//! handle's home connection LISTENs on the schema's channel while it has followers,
+//! `home.rs`) for at most [`REREAD`], then reads again. A lost notification can only
+//! delay an event, never skip one; a failed read is tried again and resumes at `from`.
 //!
 //! [`LogWriter::append_posted`]: crate::store::LogWriter::append_posted
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use postgres::Client;
-use postgres::fallible_iterator::FallibleIterator;
 
 use super::Inner;
 use super::conn::Stmt;
@@ -143,95 +141,70 @@ impl Mailbox for PgMailbox {
     }
 }
 
-/// A follower's view of one session: a listening connection of its own.
+/// A follower's view of one session: reads through the pool, woken by the handle's home
+/// connection (which LISTENs while the handle has followers) and by its own commits.
 pub(super) struct PgFeed {
     inner: Arc<Inner>,
     id: String,
-    /// `None` until connected, and after a failure.
-    client: Option<Client>,
 }
 
 impl PgFeed {
     /// The feed of `id`, which exists (checked here: `not_found` otherwise).
     pub fn new(inner: Arc<Inner>, id: &str) -> Result<PgFeed> {
-        let mut feed = PgFeed {
+        inner.home.listen()?;
+        inner.signals.watch(id);
+        let feed = PgFeed {
             inner,
             id: id.to_owned(),
-            client: None,
         };
-        feed.connected()?;
         if !feed.exists()? {
             return Err(feed.inner.not_found(id));
         }
         Ok(feed)
     }
 
-    /// The connection, LISTENing on the schema's channel.
-    fn connected(&mut self) -> Result<&mut Client> {
-        if self.client.as_ref().is_some_and(Client::is_closed) {
-            self.client = None;
-        }
-        if self.client.is_none() {
-            let mut client = self.inner.connector.connect()?;
+    fn exists(&self) -> Result<bool> {
+        let id = self.id.as_str();
+        self.inner.with_client(id, |client, inner| {
             client
-                .batch_execute(&format!("LISTEN {}", self.inner.sql.channel))
-                .map_err(|e| self.inner.connector.fail(reading(&self.id), &e, Stmt::Read))?;
-            self.client = Some(client);
-        }
-        Ok(self.client.as_mut().expect("connected just above"))
-    }
-
-    fn exists(&mut self) -> Result<bool> {
-        let (inner, id) = (Arc::clone(&self.inner), self.id.clone());
-        let client = self.connected()?;
-        client
-            .query_opt(inner.sql.exists.as_str(), &[&id])
-            .map(|row| row.is_some())
-            .map_err(|e| inner.connector.fail(reading(&id), &e, Stmt::Read))
+                .query_opt(inner.sql.exists.as_str(), &[&id])
+                .map(|row| row.is_some())
+                .map_err(|e| inner.connector.fail(reading(id), &e, Stmt::Read))
+        })
     }
 
     /// The stored events with `seq >= from`; `not_found` once the session is gone.
-    fn read(&mut self, from: u64) -> Result<Vec<Event>> {
-        let (inner, id) = (Arc::clone(&self.inner), self.id.clone());
-        let at = At {
-            schema: &inner.sql.schema,
-            id: &id,
-        };
+    fn read(&self, from: u64) -> Result<Vec<Event>> {
+        let id = self.id.as_str();
         let mut events = Vec::new();
-        let client = self.connected()?;
-        read_all(
-            client,
-            &inner.sql,
-            &at,
-            from,
-            None,
-            &inner.connector,
-            &mut |e| {
-                events.push(e);
-                Ok(())
-            },
-        )?;
+        self.inner.with_client(id, |client, inner| {
+            let at = At {
+                schema: &inner.sql.schema,
+                id,
+            };
+            read_all(
+                client,
+                &inner.sql,
+                &at,
+                from,
+                None,
+                &inner.connector,
+                &mut |e| {
+                    events.push(e);
+                    Ok(())
+                },
+            )
+        })?;
         if events.is_empty() && !self.exists()? {
-            return Err(inner.not_found(&id));
+            return Err(self.inner.not_found(id));
         }
         Ok(events)
     }
+}
 
-    /// Waits until `deadline` (at most [`REREAD`]) for a notification.
-    fn wait(&mut self, deadline: Instant) -> Result<()> {
-        let pause = deadline
-            .saturating_duration_since(Instant::now())
-            .min(REREAD);
-        let (inner, id) = (Arc::clone(&self.inner), self.id.clone());
-        let client = self.connected()?;
-        let mut notes = client.notifications();
-        let fail = |e: postgres::Error| inner.connector.fail(reading(&id), &e, Stmt::Read);
-        // Any notification wakes it (a busy schema only costs extra reads); the rest
-        // queued are drained, one read covers them all.
-        if notes.timeout_iter(pause).next().map_err(fail)?.is_some() {
-            while notes.iter().next().map_err(fail)?.is_some() {}
-        }
-        Ok(())
+impl Drop for PgFeed {
+    fn drop(&mut self) {
+        self.inner.signals.unwatch(&self.id);
     }
 }
 
@@ -241,28 +214,26 @@ impl Feed for PgFeed {
             .checked_add(timeout)
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
         loop {
-            let step = self.read(from).and_then(|events| {
-                if events.is_empty() {
-                    self.wait(deadline)?;
-                }
-                Ok(events)
-            });
-            match step {
+            // Counted before the read: a wake-up that comes during it is not lost.
+            let seen = self.inner.signals.count(&self.id);
+            match self.read(from) {
                 Ok(events) if !events.is_empty() => return Ok(events),
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::Unavailable => {
-                    // Connect again and resume at `from`, until the deadline.
-                    self.client = None;
+                    // Read again until the deadline.
                     if Instant::now() >= deadline {
                         return Err(e.with_session(&self.id));
                     }
                     std::thread::sleep(RECONNECT_PAUSE);
+                    continue;
                 }
                 Err(e) => return Err(e.with_session(&self.id)),
             }
-            if Instant::now() >= deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
                 return Ok(Vec::new());
             }
+            self.inner.signals.wait(&self.id, seen, left.min(REREAD));
         }
     }
 }

@@ -15,16 +15,25 @@
 //! connection drives tokio-postgres on a small runtime of its own), with TLS by rustls
 //! (`conn.rs`; `sslmode` with libpq's meanings, `tls.rs`); URLs are parsed here
 //! (`url.rs`) so no message ever shows a password.
-//! Each open session holds a connection of its own (its lock lives there); other calls
-//! borrow one from a small pool.
+//!
+//! A handle uses at most `max_connections` connections however many sessions it has
+//! open (docs/SCALING.md): one home connection holding the handle's owner lock and
+//! LISTENing for its followers (`home.rs`), and a bounded pool for everything else
+//! (`pool.rs`), whose group commit writes many sessions' appends in one statement
+//! (`commit.rs`). Followers are woken after commits, never inside them (`notify.rs`);
+//! one flusher thread serves every `batched` writer of the handle (`batch.rs`).
 //!
 //! Posts wait in a `posts` table and move into the log in the same transaction as the
-//! splices that take them in; followers LISTEN for the NOTIFY of every append
-//! (`fleet.rs`, which gives the exactly-once argument).
+//! splices that take them in (`fleet.rs`, which gives the exactly-once argument).
 
+mod batch;
+mod commit;
 mod conn;
 mod fleet;
+mod home;
+mod notify;
 mod owner;
+mod pool;
 mod read;
 mod schema;
 mod tls;
@@ -35,11 +44,15 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use postgres::{Client, IsolationLevel, Transaction};
 
+use self::batch::Flusher;
 use self::conn::{Connector, Stmt};
+use self::home::{Home, Signals};
+use self::notify::Notifier;
+use self::pool::Pool;
 use self::read::{At, SessionRow, read_all, read_for_open, reading, seed_gap, session_row};
 use self::schema::Sql;
 use self::writer::{PgWriter, Rows, Shared};
@@ -105,20 +118,21 @@ impl Default for PgOptions {
     }
 }
 
-/// Idle connections kept for calls that own no session.
-const MAX_IDLE: usize = 4;
-
-/// A pooled connection idle longer than this is checked before it is used again (the
-/// server may have restarted meanwhile).
-const CHECK_AFTER: Duration = Duration::from_secs(1);
-
-/// What the store and its writers share.
+/// What the store and its writers share. The threads' owners come first: they stop
+/// (and join their threads) before the pool goes.
 pub(super) struct Inner {
-    connector: Connector,
-    sql: Sql,
+    flusher: Flusher,
+    notifier: Notifier,
+    home: Home,
+    pool: Arc<Pool>,
+    connector: Arc<Connector>,
+    sql: Arc<Sql>,
     durability: Durability,
     limit: usize,
-    pool: Mutex<Vec<(Client, Instant)>>,
+    /// The salt of this schema's owner lock keys (`owner.rs`).
+    salt: i64,
+    /// Wake-ups of this handle's followers.
+    signals: Arc<Signals>,
     /// The batch window of `batched`/`none` writers opened from now on, in µs.
     window_us: AtomicU64,
     /// The live `batched`/`none` writers of this store by session, whose staged rows
@@ -159,63 +173,21 @@ impl Inner {
         Duration::from_micros(self.window_us.load(Ordering::Relaxed))
     }
 
-    fn pool(&self) -> std::sync::MutexGuard<'_, Vec<(Client, Instant)>> {
-        // The pool is a plain list; a panic elsewhere cannot leave it half-changed.
-        self.pool.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A connection: an idle one that still answers, or a new one.
-    fn client(&self) -> Result<Client> {
-        loop {
-            let idle = self.pool().pop();
-            match idle {
-                None => return self.connector.connect(),
-                Some((client, since)) if client.is_closed() => drop((client, since)),
-                Some((mut client, since)) => {
-                    if since.elapsed() < CHECK_AFTER
-                        || client.is_valid(Duration::from_secs(2)).is_ok()
-                    {
-                        return Ok(client);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Gives back a connection that holds no lock and is in no transaction.
-    fn put(&self, client: Client) {
-        if client.is_closed() {
-            return;
-        }
-        let mut pool = self.pool();
-        if pool.len() < MAX_IDLE {
-            pool.push((client, Instant::now()));
-        }
-    }
-
-    /// Lets go of every advisory lock `client` holds and gives it back; a connection
-    /// that cannot is closed, which lets go of them too.
-    fn release(&self, mut client: Client) {
-        if client
-            .batch_execute("SELECT pg_advisory_unlock_all()")
-            .is_ok()
-        {
-            self.put(client);
-        }
-    }
-
-    /// Runs `f` on a borrowed connection; one that failed to reach the server is not
-    /// given back.
+    /// Runs `f` on a connection of the pool (waiting its turn when all are busy); one
+    /// that failed to reach the server is not given back.
     fn with_client<R>(
         &self,
         id: &str,
         f: impl FnOnce(&mut Client, &Inner) -> Result<R>,
     ) -> Result<R> {
-        let mut client = self.client().map_err(|e| e.with_session(id))?;
-        let result = f(&mut client, self);
+        let mut conn = self.pool.get().map_err(|e| e.with_session(id))?;
+        let result = f(&mut conn.client, self);
         match &result {
-            Err(e) if e.kind() == ErrorKind::Unavailable => drop(client),
-            _ => self.release(client),
+            Err(e) if e.kind() == ErrorKind::Unavailable => {
+                drop(conn);
+                self.pool.discard();
+            }
+            _ => self.pool.put(conn),
         }
         result
     }
@@ -251,7 +223,7 @@ impl Inner {
 }
 
 /// Session logs in a PostgreSQL database (ARCHITECTURE.md#postgresql). Cheap to share between threads;
-/// each open session holds a connection of its own.
+/// at most [`PgOptions::max_connections`] connections however many sessions are open.
 pub struct PgStore {
     inner: Arc<Inner>,
 }
@@ -283,25 +255,51 @@ impl PgStore {
     pub fn connect(url: &str, options: PgOptions) -> Result<PgStore> {
         let url = PgUrl::parse(url)?;
         validate_schema(&options.schema)?;
-        let connector = Connector::new(url, options.durability)?;
-        let sql = Sql::new(&options.schema);
+        if options.max_connections < 2 {
+            return Err(crate::error::invalid(format!(
+                "max_connections must be at least 2 (one holds the store's ownership, the \
+                 others read and write), got {}",
+                options.max_connections
+            )));
+        }
+        let connector = Arc::new(Connector::new(url, options.durability)?);
+        let sql = Arc::new(Sql::new(&options.schema));
         let mut client = connector.connect()?;
         schema::ensure(&mut client, &sql, &connector)?;
+        let data = options.max_connections as usize - 1;
+        let pool = Arc::new(Pool::new(Arc::clone(&connector), Arc::clone(&sql), data));
+        pool.adopt(client);
+        let signals = Arc::new(Signals::default());
+        let salt = owner::salt(&options.schema);
         let inner = Inner {
+            flusher: Flusher::default(),
+            notifier: Notifier::new(Arc::clone(&pool), Arc::clone(&sql), Arc::clone(&signals)),
+            home: Home::new(
+                Arc::clone(&connector),
+                Arc::clone(&sql),
+                salt,
+                Arc::clone(&signals),
+            ),
+            signals,
+            pool,
             connector,
             sql,
+            salt,
             durability: options.durability,
             limit: usize::try_from(options.record_limit)
                 .unwrap_or(usize::MAX)
                 .max(1),
-            pool: Mutex::new(Vec::new()),
             window_us: AtomicU64::new(PgStore::DEFAULT_BATCH_WINDOW.as_micros() as u64),
             writers: Mutex::new(HashMap::new()),
         };
-        inner.put(client);
         Ok(PgStore {
             inner: Arc::new(inner),
         })
+    }
+
+    /// The most connections this store holds at once.
+    pub fn max_connections(&self) -> u32 {
+        self.inner.pool.max() as u32 + 1
     }
 
     /// How long a `batched`/`none` writer stages appends before writing them as one
@@ -341,15 +339,20 @@ impl PgStore {
     ) -> Result<Opened> {
         validate_session_id(id)?;
         let inner = &*self.inner;
-        let mut client = inner.client().map_err(|e| e.with_session(id))?;
-        let owned = if takeover {
-            take_over(inner, &mut client, id, visit)
-        } else {
-            take_free(inner, &mut client, id, visit)
-        };
+        let me = inner.home.owner().map_err(|e| e.with_session(id))?;
+        if !takeover && !inner.home.reserve(id) {
+            return Err(owner::locked(id, "this store handle has it open"));
+        }
+        let owned = inner.with_client(id, |client, inner| {
+            if takeover {
+                take_over(inner, client, id, me, visit)
+            } else {
+                take_free(inner, client, id, me, visit)
+            }
+        });
         match owned {
             Ok((header, epoch, next_seq)) => {
-                let writer = PgWriter::new(Arc::clone(&self.inner), client, id, epoch, next_seq)?;
+                let writer = PgWriter::new(Arc::clone(&self.inner), id, epoch, next_seq);
                 Ok(Opened {
                     header,
                     writer: Box::new(writer),
@@ -357,8 +360,8 @@ impl PgStore {
                 })
             }
             Err(e) => {
-                if e.kind() != ErrorKind::Unavailable {
-                    inner.release(client);
+                if !takeover {
+                    inner.home.unreserve(id);
                 }
                 Err(e.with_session(id))
             }
@@ -391,60 +394,49 @@ fn read_owned(
     Ok(row)
 }
 
-/// An ordinary open: refused with `locked` at once while the owner of the current epoch
-/// lives; otherwise the log is read under the dead owner's lock, then the session moves
-/// to a new epoch, never used before (see `owner.rs`). A refused open changes nothing.
+/// An ordinary open: refused with `locked` at once while the owner of the session lives;
+/// otherwise the log is read, then the session moves to a new epoch owned by this handle,
+/// only if nobody moved it meanwhile (see `owner.rs`). A refused open changes nothing.
 fn take_free(
     inner: &Inner,
     client: &mut Client,
     id: &str,
+    me: i64,
     visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
 ) -> Result<(Header, i64, u64)> {
     let (sql, connector) = (&inner.sql, &inner.connector);
-    let (epoch, _) =
-        owner::current(client, sql, id, connector)?.ok_or_else(|| inner.not_found(id))?;
-    if !owner::try_lock(client, sql, id, epoch, connector)? {
+    let seen =
+        owner::probe(client, sql, inner.salt, id, connector)?.ok_or_else(|| inner.not_found(id))?;
+    // This handle's own sessions are free once their writer closed (the reservation
+    // made by the caller refused one still open).
+    if seen.alive && seen.owner != Some(me) {
         return Err(owner::locked(id, "its owner is alive"));
     }
     let row = read_owned(inner, client, id, visit)?;
-    if row.epoch != epoch {
+    if row.epoch != seen.epoch {
         return Err(owner::locked(
             id,
             "another writer took it while it was being opened",
         ));
     }
-    let fresh = owner::fresh_epoch(client, sql, id, connector)?;
-    if !owner::claim(
-        client,
-        sql,
-        id,
-        (epoch, row.next_seq as i64),
-        fresh,
-        connector,
-    )? {
-        return Err(owner::locked(
-            id,
-            "another writer took it while it was being opened",
-        ));
-    }
-    owner::unlock(client, sql, id, epoch, connector)?;
+    let fresh = owner::claim(client, sql, id, &seen, me, connector)?
+        .ok_or_else(|| owner::locked(id, "another writer took it while it was being opened"))?;
     Ok((row.header, fresh, row.next_seq))
 }
 
-/// A takeover: the session moves to a new epoch at once, fencing its owner whatever
-/// state it is in, then the log is read (after every append of the old owner that
-/// committed before the move).
+/// A takeover: the session moves to a new epoch owned by this handle at once, fencing
+/// its writer whatever state it is in, then the log is read (after every append of the
+/// old writer that committed before the move).
 fn take_over(
     inner: &Inner,
     client: &mut Client,
     id: &str,
+    me: i64,
     visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
 ) -> Result<(Header, i64, u64)> {
     let (sql, connector) = (&inner.sql, &inner.connector);
-    let fresh = owner::fresh_epoch(client, sql, id, connector)?;
-    if !owner::take_over(client, sql, id, fresh, connector)? {
-        return Err(inner.not_found(id));
-    }
+    let fresh =
+        owner::take_over(client, sql, id, me, connector)?.ok_or_else(|| inner.not_found(id))?;
     let row = read_owned(inner, client, id, visit)?;
     if row.epoch != fresh {
         return Err(owner::locked(id, "another takeover came after this one"));
@@ -475,9 +467,8 @@ impl Store for PgStore {
                 ),
             ));
         }
-        let mut client = inner.client().map_err(|e| e.with_session(id))?;
-        let created = (|| {
-            let epoch = owner::fresh_epoch(&mut client, &inner.sql, id, &inner.connector)?;
+        let me = inner.home.owner().map_err(|e| e.with_session(id))?;
+        let created = inner.with_client(id, |client, inner| {
             let doing = format!("cannot create session {}", json::quote(id));
             let fail = |e: postgres::Error| inner.connector.fail(&doing, &e, Stmt::Write);
             let mut tx = client.transaction().map_err(fail)?;
@@ -486,13 +477,13 @@ impl Store for PgStore {
                 tx.batch_execute("SET LOCAL synchronous_commit = on")
                     .map_err(fail)?;
             }
-            let n = tx
-                .execute(
+            let epoch = tx
+                .query_opt(
                     inner.sql.insert_session.as_str(),
-                    &[&id, &text, &epoch, &(seed.len() as i64)],
+                    &[&id, &text, &(seed.len() as i64), &me],
                 )
                 .map_err(fail)?;
-            if n == 0 {
+            let Some(epoch) = epoch.map(|row| row.get::<_, i64>(0)) else {
                 return Err(Error::new(
                     ErrorKind::AlreadyExists,
                     format!(
@@ -501,7 +492,7 @@ impl Store for PgStore {
                         json::quote(&inner.sql.schema)
                     ),
                 ));
-            }
+            };
             if !seed.is_empty() {
                 tx.execute(
                     inner.sql.insert_events.as_str(),
@@ -511,21 +502,15 @@ impl Store for PgStore {
             }
             tx.commit().map_err(fail)?;
             Ok(epoch)
-        })();
+        });
         match created {
             Ok(epoch) => Ok(Box::new(PgWriter::new(
                 Arc::clone(&self.inner),
-                client,
                 id,
                 epoch,
                 seed.len() as u64,
-            )?)),
-            Err(e) => {
-                if e.kind() != ErrorKind::Unavailable {
-                    inner.release(client);
-                }
-                Err(e.with_session(id))
-            }
+            ))),
+            Err(e) => Err(e.with_session(id)),
         }
     }
 
@@ -563,24 +548,18 @@ impl Store for PgStore {
 
     fn list(&self) -> Result<Vec<Header>> {
         let inner = &*self.inner;
-        let mut client = inner.client()?;
-        let rows = client.query(inner.sql.list.as_str(), &[]);
-        let rows = match rows {
-            Ok(rows) => {
-                inner.put(client);
-                rows
-            }
-            Err(e) => {
-                return Err(inner.connector.fail(
+        let rows = inner.pool.with(|client| {
+            client.query(inner.sql.list.as_str(), &[]).map_err(|e| {
+                inner.connector.fail(
                     format_args!(
                         "cannot list the sessions of PostgreSQL schema {}",
                         json::quote(&inner.sql.schema)
                     ),
                     &e,
                     Stmt::Read,
-                ));
-            }
-        };
+                )
+            })
+        })?;
         rows.iter()
             .map(|row| {
                 let id: &str = row.get(0);
@@ -607,7 +586,7 @@ impl Store for PgStore {
         }))
     }
 
-    /// Reads with a connection of its own that LISTENs for the appends' NOTIFY.
+    /// Reads through the pool, woken by the handle's home connection (`home.rs`).
     fn follow(&self, id: &str) -> Result<Box<dyn Feed>> {
         validate_session_id(id)?;
         let feed =
@@ -619,9 +598,19 @@ impl Store for PgStore {
         validate_session_id(id)?;
         let inner = &*self.inner;
         let (sql, connector) = (&inner.sql, &inner.connector);
+        if inner.home.is_open(id) {
+            return Err(Error::new(
+                ErrorKind::Locked,
+                format!(
+                    "session {} is locked by a writer and cannot be deleted",
+                    json::quote(id)
+                ),
+            )
+            .with_session(id));
+        }
         inner.with_client(id, |client, _| {
-            let (epoch, _) =
-                owner::current(client, sql, id, connector)?.ok_or_else(|| inner.not_found(id))?;
+            let seen = owner::probe(client, sql, inner.salt, id, connector)?
+                .ok_or_else(|| inner.not_found(id))?;
             let held = || {
                 Error::new(
                     ErrorKind::Locked,
@@ -632,7 +621,9 @@ impl Store for PgStore {
                 )
                 .with_session(id)
             };
-            if !owner::try_lock(client, sql, id, epoch, connector)? {
+            // A live handle's closed session has its owner cleared; one still set is held
+            // (or its close did not reach the server: closing that handle frees it).
+            if seen.alive && seen.owner != Some(inner.home.owner()?) {
                 return Err(held());
             }
             let doing = format!("cannot delete session {}", json::quote(id));
@@ -641,7 +632,7 @@ impl Store for PgStore {
             tx.batch_execute("SET LOCAL synchronous_commit = on")
                 .map_err(fail)?;
             let n = tx
-                .execute(sql.delete.as_str(), &[&id, &epoch])
+                .execute(sql.delete.as_str(), &[&id, &seen.epoch, &seen.owner])
                 .map_err(fail)?;
             tx.commit().map_err(fail)?;
             match n {

@@ -1,35 +1,46 @@
-//! One writer at a time, across machines (ARCHITECTURE.md#postgresql): an advisory lock keyed by the
-//! ownership epoch, plus an epoch fence on every append.
+//! One writer at a time, across machines (ARCHITECTURE.md#postgresql): a live owner is a
+//! store handle whose home connection holds its owner lock, plus an epoch fence on every
+//! append.
 //!
-//! Every open session has a connection of its own. `sessions.epoch` names the current
-//! owner; epochs come from the schema's `epochs` sequence, so an epoch is never used
-//! twice, not even after a session is deleted and its id created again. An epoch is an
-//! identity, not a clock: when two takeovers race, the one whose update reaches the
-//! server last wins, and its epoch may be the smaller number (the row moves from 3 to
-//! 2); nothing here compares epochs by size, only for equality. The owner of
-//! epoch `e` holds the session-level advisory lock `key(schema, id, e)` on its
-//! connection. **Open** reads `e` and tries that lock without waiting: refused means a
-//! live owner holds it, and the open is refused at once with `locked` (first bullet).
-//! Granted means the owner of `e` is gone: the opener reads and checks the log under
-//! the lock, then takes a new epoch `n`, its lock, and moves the row from `e` to `n`
-//! only if it still says `e` and the same next seq (a racing opener or a takeover that
-//! got there first makes this a `locked`). **Takeover** moves the row to a new epoch
-//! unconditionally and takes that epoch's lock, without waiting for the stuck owner,
-//! whose lock now guards an epoch nobody looks at. **Every append** is one statement,
-//! so one transaction: it updates `next_seq` only where the row still holds this
-//! writer's epoch and the seq its tail expects, and inserts its rows only if that update
-//! happened (second bullet). A writer whose epoch moved gets `fenced`, writes nothing,
-//! releases its lock and stays fenced; one whose tail moved under the same epoch met a
-//! foreign writer: `corrupt`, naming both seqs. Row locking serializes an append with a
-//! takeover's update, so the old owner's append either committed before the takeover
-//! (and the new owner, which reads after its update, sees it) or finds the epoch moved
-//! and writes nothing (fourth bullet). An owner that dies releases its lock with its
-//! connection: a killed process's socket is closed by the kernel and its backend exits
-//! at once; for a machine that vanished the server's TCP keepalives (set per connection
-//! to 1 s idle, 1 s interval, 1 probe, and `tcp_user_timeout` 2 s) end the backend
-//! within about 2 s of the silence, bounded by the server's and the network's honouring
-//! of those settings (third bullet). Opening then repairs an interrupted turn through
-//! the same fenced append (fifth bullet).
+//! Every `PgStore` handle that writes has an **owner id**, a number from the schema's
+//! `epochs` sequence (never handed out twice), and holds one session-level advisory lock
+//! keyed by it on its home connection (`home.rs`) for as long as that connection lives.
+//! A session row names its current **epoch** (the identity of its current writer) and
+//! the **owner** (the handle of that writer; NULL once the writer closed). One lock per
+//! handle, however many sessions it has open, so ownership costs no connection per
+//! session.
+//!
+//! An epoch is an identity, not a clock: when two takeovers race, the one whose update
+//! reaches the server last wins, and its epoch may be the smaller number; nothing here
+//! compares epochs by size, only for equality.
+//!
+//! **Open** probes the row in one statement: its epoch, owner and next seq, and whether
+//! the owner's lock is held (a shared, transaction-level try of it, released at once, so
+//! any number of openers may probe together). Held means a live owner, and the open is
+//! refused at once with `locked` (first bullet of the contract); so is a session the
+//! opening handle itself has open. Otherwise the owner is gone for good (its id is never
+//! used again) or the session was closed: the opener reads and checks the log, then moves
+//! the row to a new epoch and its own owner id only if it still holds the epoch, owner
+//! and next seq it probed (a racing opener or a takeover that got there first makes this
+//! a `locked`). **Takeover** moves the row to a new epoch and owner unconditionally,
+//! without waiting for the stuck owner. **Every append** is one statement, so one
+//! transaction: it updates `next_seq` only where the row still holds this writer's epoch
+//! and the seq its tail expects, and inserts its rows only if that update happened
+//! (second bullet). A writer whose epoch moved gets `fenced`, writes nothing and stays
+//! fenced; one whose tail moved under the same epoch met a foreign writer: `corrupt`,
+//! naming both seqs. Row locking serializes an append with a takeover's update, so the
+//! old owner's append either committed before the takeover (and the new owner, which
+//! reads after its update, sees it) or finds the epoch moved and writes nothing (fourth
+//! bullet). A handle that dies releases its lock with its home connection: a killed
+//! process's socket is closed by the kernel and its backend exits at once; for a machine
+//! that vanished the server's TCP keepalives (1 s idle, 1 s interval, 1 probe, and
+//! `tcp_user_timeout` 2 s, set on every connection) end the backend within about 2 s of
+//! the silence (third bullet). A handle whose home connection alone was lost (a
+//! terminated backend, a network blip) takes a new owner id and re-owns, in one
+//! statement, the sessions still at its epochs; any that another worker opened in
+//! between were moved to a new epoch, so their old writers are fenced: never two
+//! writers. Opening then repairs an interrupted turn through the same fenced append
+//! (fifth bullet).
 
 use postgres::Client;
 
@@ -38,43 +49,86 @@ use super::schema::Sql;
 use crate::error::{Error, ErrorKind, Result};
 use crate::json;
 
-/// The advisory lock key of `id`'s owner of `epoch` in `schema`: 64-bit FNV-1a over
-/// the three, stable across processes, machines and versions.
-pub(super) fn key(schema: &str, id: &str, epoch: i64) -> i64 {
+/// The salt of `schema`'s owner lock keys: 64-bit FNV-1a over the schema and a tag,
+/// stable across processes, machines and versions. The key of owner `n` is
+/// `salt ^ n` (SQL `#`), so owners of one schema never share a key.
+pub(super) fn salt(schema: &str) -> i64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    eat(schema.as_bytes());
-    eat(&[0]);
-    eat(id.as_bytes());
-    eat(&[0]);
-    eat(&epoch.to_le_bytes());
+    for &b in schema.as_bytes().iter().chain(b"\0inboxlog owner") {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
     hash as i64
 }
 
-/// Tries the owner lock of `epoch` on `client` without waiting.
-pub(super) fn try_lock(
+/// What an open learns of a session row in one statement.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Probe {
+    pub epoch: i64,
+    /// The handle whose writer holds the epoch; `None` once it closed.
+    pub owner: Option<i64>,
+    pub next_seq: i64,
+    /// Whether that handle's lock is held: it lives.
+    pub alive: bool,
+}
+
+/// The row of `id` and whether its owner lives; `None` when there is no such session.
+pub(super) fn probe(
+    client: &mut Client,
+    sql: &Sql,
+    salt: i64,
+    id: &str,
+    connector: &Connector,
+) -> Result<Option<Probe>> {
+    client
+        .query_opt(sql.probe.as_str(), &[&id, &salt])
+        .map(|row| {
+            row.map(|r| Probe {
+                epoch: r.get(0),
+                owner: r.get(1),
+                next_seq: r.get(2),
+                alive: r.get(3),
+            })
+        })
+        .map_err(|e| connector.fail(doing("read the owner of", id), &e, Stmt::Read))
+}
+
+/// Moves `id` from what `probe` saw to a new epoch owned by `me`; the new epoch, or
+/// `None` when the row moved meanwhile.
+pub(super) fn claim(
     client: &mut Client,
     sql: &Sql,
     id: &str,
-    epoch: i64,
+    seen: &Probe,
+    me: i64,
     connector: &Connector,
-) -> Result<bool> {
+) -> Result<Option<i64>> {
     client
-        .query_one(
-            "SELECT pg_try_advisory_lock($1)",
-            &[&key(&sql.schema, id, epoch)],
+        .query_opt(
+            sql.claim.as_str(),
+            &[&id, &seen.epoch, &seen.owner, &seen.next_seq, &me],
         )
-        .map(|row| row.get(0))
-        .map_err(|e| connector.fail(doing("lock", id), &e, Stmt::Read))
+        .map(|row| row.map(|r| r.get(0)))
+        .map_err(|e| connector.fail(doing("take ownership of", id), &e, Stmt::Write))
 }
 
-/// Releases the owner lock of `epoch` held on `client`.
-pub(super) fn unlock(
+/// Moves `id` to a new epoch owned by `me` whatever its state (a takeover); `None` when
+/// there is no such session.
+pub(super) fn take_over(
+    client: &mut Client,
+    sql: &Sql,
+    id: &str,
+    me: i64,
+    connector: &Connector,
+) -> Result<Option<i64>> {
+    client
+        .query_opt(sql.take_over.as_str(), &[&id, &me])
+        .map(|row| row.map(|r| r.get(0)))
+        .map_err(|e| connector.fail(doing("take over", id), &e, Stmt::Write))
+}
+
+/// Marks `id` closed by the writer of `epoch` (no row changes if another took it).
+pub(super) fn release(
     client: &mut Client,
     sql: &Sql,
     id: &str,
@@ -82,31 +136,9 @@ pub(super) fn unlock(
     connector: &Connector,
 ) -> Result<()> {
     client
-        .execute(
-            "SELECT pg_advisory_unlock($1)",
-            &[&key(&sql.schema, id, epoch)],
-        )
+        .execute(sql.release.as_str(), &[&id, &epoch])
         .map(drop)
-        .map_err(|e| connector.fail(doing("unlock", id), &e, Stmt::Read))
-}
-
-/// A fresh epoch from the schema's sequence, locked on `client` (nobody else can hold
-/// it: it was never handed out before).
-pub(super) fn fresh_epoch(
-    client: &mut Client,
-    sql: &Sql,
-    id: &str,
-    connector: &Connector,
-) -> Result<i64> {
-    let epoch: i64 = client
-        .query_one(sql.next_epoch.as_str(), &[])
-        .map(|row| row.get(0))
-        .map_err(|e| connector.fail(doing("take an epoch for", id), &e, Stmt::Read))?;
-    if !try_lock(client, sql, id, epoch, connector)? {
-        // Only a hash collision with another lock could do this.
-        return Err(locked(id, "its new epoch's lock is held elsewhere"));
-    }
-    Ok(epoch)
+        .map_err(|e| connector.fail(doing("close", id), &e, Stmt::Write))
 }
 
 /// The current epoch and next seq of `id`, `None` when there is no such session.
@@ -120,37 +152,6 @@ pub(super) fn current(
         .query_opt(sql.owner.as_str(), &[&id])
         .map(|row| row.map(|r| (r.get(0), r.get(1))))
         .map_err(|e| connector.fail(doing("read the owner of", id), &e, Stmt::Read))
-}
-
-/// Moves `id` from `from` (with `next_seq` unchanged) to the locked epoch `to`; `false`
-/// when the row moved meanwhile.
-pub(super) fn claim(
-    client: &mut Client,
-    sql: &Sql,
-    id: &str,
-    (from, next_seq): (i64, i64),
-    to: i64,
-    connector: &Connector,
-) -> Result<bool> {
-    client
-        .execute(sql.bump.as_str(), &[&id, &to, &from, &next_seq])
-        .map(|n| n == 1)
-        .map_err(|e| connector.fail(doing("take ownership of", id), &e, Stmt::Write))
-}
-
-/// Moves `id` to the locked epoch `to` whatever its epoch (a takeover); `false` when
-/// there is no such session.
-pub(super) fn take_over(
-    client: &mut Client,
-    sql: &Sql,
-    id: &str,
-    to: i64,
-    connector: &Connector,
-) -> Result<bool> {
-    client
-        .execute(sql.bump_any.as_str(), &[&id, &to])
-        .map(|n| n == 1)
-        .map_err(|e| connector.fail(doing("take over", id), &e, Stmt::Write))
 }
 
 fn doing(verb: &str, id: &str) -> String {
@@ -175,21 +176,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_are_stable_and_tell_apart_schema_id_and_epoch() {
+    fn salts_are_stable_and_tell_schemas_apart() {
         // Pinned: another process, machine or version must compute the same key.
-        assert_eq!(key("inboxlog", "s", 1), key("inboxlog", "s", 1));
-        assert_eq!(key("inboxlog", "s", 1), 2_990_799_446_248_234_355);
-        let keys = [
-            key("inboxlog", "s", 1),
-            key("inboxlog", "s", 2),
-            key("inboxlog", "t", 1),
-            key("other", "s", 1),
-            key("inboxlo", "gs", 1),
-        ];
-        for (i, a) in keys.iter().enumerate() {
-            for b in &keys[i + 1..] {
-                assert_ne!(a, b);
-            }
-        }
+        assert_eq!(salt("inboxlog"), salt("inboxlog"));
+        assert_eq!(salt("inboxlog"), -7_165_426_122_119_391_284);
+        assert_ne!(salt("inboxlog"), salt("other"));
+        assert_ne!(salt("inboxlog") ^ 1, salt("inboxlog") ^ 2);
     }
 }

@@ -2,12 +2,13 @@
 //! every statement the store runs, with the schema's name put in once.
 //!
 //! ```sql
-//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 2
-//! CREATE SEQUENCE <schema>.epochs;             -- ownership epochs, never reused
+//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 3
+//! CREATE SEQUENCE <schema>.epochs;             -- ownership epochs and owner ids, never reused
 //! CREATE TABLE <schema>.sessions (
 //!     id text PRIMARY KEY, header text NOT NULL,   -- the ARCHITECTURE.md#header header, compact JSON
 //!     epoch bigint NOT NULL,                       -- the owner's epoch (see owner.rs)
-//!     next_seq bigint NOT NULL);                   -- the seq the next event gets
+//!     next_seq bigint NOT NULL,                    -- the seq the next event gets
+//!     owner bigint);                               -- the owning store handle (version 3)
 //! CREATE TABLE <schema>.events (
 //!     session text NOT NULL REFERENCES <schema>.sessions (id) ON DELETE CASCADE,
 //!     seq bigint NOT NULL, type text NOT NULL,
@@ -26,9 +27,15 @@
 //! CREATE INDEX posts_pending ON <schema>.posts (session, n);
 //! ```
 //!
-//! Version 1 had no mailbox: a store meeting version-1 tables adds `post_numbers` and
-//! `posts` and sets the version to 2, in the same transaction under the same lock as
-//! creation (every statement is `IF NOT EXISTS`, so workers upgrading at once agree).
+//! Version 1 had no mailbox and version 2 no `owner` column (it locked each session on a
+//! connection of its own): a store meeting either adds what is missing and sets the
+//! version to 3, in the same transaction under the same lock as creation (every
+//! statement is `IF NOT EXISTS`, so workers upgrading at once agree). Stop the workers
+//! of an older version first: they read the version only when they connect.
+//!
+//! Every statement but the schema's own set-up and `list` names the sessions it touches
+//! by id (a test holds this), so sessions can be spread over servers by id
+//! (docs/SCALING.md).
 //!
 //! `line` is text, never `jsonb`: it is byte for byte the line the JSONL store would
 //! write (key order and big integers survive), so `SELECT line FROM
@@ -44,10 +51,11 @@ use crate::event::REPLAYED;
 use crate::json;
 
 /// The version of the tables this library reads and writes.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
-/// The version before the mailbox; upgraded in place to [`SCHEMA_VERSION`].
-const VERSION_WITHOUT_POSTS: i32 = 1;
+/// The versions upgraded in place to [`SCHEMA_VERSION`]: 1 (no mailbox) and 2 (no
+/// `owner` column).
+const UPGRADED: [i32; 2] = [1, 2];
 
 /// The default schema.
 pub const DEFAULT_SCHEMA: &str = "inboxlog";
@@ -83,14 +91,19 @@ pub(super) struct Sql {
     pub schema: String,
     pub version: String,
     pub create: String,
-    pub next_epoch: String,
     pub session: String,
     pub insert_session: String,
     pub insert_events: String,
     pub append: String,
+    pub append_group: String,
     pub owner: String,
-    pub bump: String,
-    pub bump_any: String,
+    pub probe: String,
+    pub claim: String,
+    pub take_over: String,
+    pub reacquire: String,
+    pub release: String,
+    pub notify: String,
+    pub home: String,
     pub extent: String,
     pub replayed: String,
     pub last: String,
@@ -122,7 +135,9 @@ impl Sql {
                      id text PRIMARY KEY,
                      header text NOT NULL,
                      epoch bigint NOT NULL,
-                     next_seq bigint NOT NULL);
+                     next_seq bigint NOT NULL,
+                     owner bigint);
+                 ALTER TABLE {s}.sessions ADD COLUMN IF NOT EXISTS owner bigint;
                  CREATE TABLE IF NOT EXISTS {s}.events (
                      session text NOT NULL REFERENCES {s}.sessions (id) ON DELETE CASCADE,
                      seq bigint NOT NULL,
@@ -142,11 +157,11 @@ impl Sql {
                  CREATE INDEX IF NOT EXISTS posts_pending ON {s}.posts (session, n);",
                 replayed_list()
             ),
-            next_epoch: format!("SELECT nextval('{s}.epochs')"),
             session: format!("SELECT header, epoch, next_seq FROM {s}.sessions WHERE id = $1"),
             insert_session: format!(
-                "INSERT INTO {s}.sessions (id, header, epoch, next_seq) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (id) DO NOTHING"
+                "INSERT INTO {s}.sessions (id, header, epoch, next_seq, owner)
+                 VALUES ($1, $2, nextval('{s}.epochs'), $3, $4)
+                 ON CONFLICT (id) DO NOTHING RETURNING epoch"
             ),
             insert_events: format!(
                 "INSERT INTO {s}.events (session, seq, type, line)
@@ -154,13 +169,12 @@ impl Sql {
             ),
             // One statement, so one transaction: the fence (this writer's epoch), the
             // tail check (its next seq) and the rows commit together or not at all.
-            // The NOTIFY of followers (delivered on commit) is the RETURNING of the
-            // fence, so it runs exactly when the append does.
+            // Followers are woken after the commit, never inside it (`notify.rs`).
             append: format!(
                 "WITH owner AS (
                      UPDATE {s}.sessions SET next_seq = $4
                      WHERE id = $1 AND epoch = $2 AND next_seq = $3
-                     RETURNING pg_notify('{schema}', $1))
+                     RETURNING 1)
                  INSERT INTO {s}.events (session, seq, type, line)
                  SELECT $1, x.s, x.t, x.l FROM unnest($5::bigint[], $6::text[], $7::text[]) AS x(s, t, l)
                  WHERE EXISTS (SELECT 1 FROM owner)"
@@ -171,13 +185,33 @@ impl Sql {
                 "WITH owner AS (
                      UPDATE {s}.sessions SET next_seq = $4
                      WHERE id = $1 AND epoch = $2 AND next_seq = $3
-                     RETURNING pg_notify('{schema}', $1)),
+                     RETURNING 1),
                  gone AS (
                      DELETE FROM {s}.posts
                      WHERE session = $1 AND post = ANY($8::text[]) AND EXISTS (SELECT 1 FROM owner))
                  INSERT INTO {s}.events (session, seq, type, line)
                  SELECT $1, x.s, x.t, x.l FROM unnest($5::bigint[], $6::text[], $7::text[]) AS x(s, t, l)
                  WHERE EXISTS (SELECT 1 FROM owner)"
+            ),
+            // Many sessions' appends in one statement, each fenced on its own: request k
+            // is ($1[k], $2[k], $3[k], $4[k]) = (id, epoch, first seq, next seq after), and
+            // its rows are those of ($5..$8) with k. Returns (k, rows inserted) for each
+            // request whose fence held; the others wrote nothing.
+            append_group: format!(
+                "WITH r AS (
+                     SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[])
+                         WITH ORDINALITY AS r(id, epoch, first, next, k)),
+                 owner AS (
+                     UPDATE {s}.sessions s SET next_seq = r.next FROM r
+                     WHERE s.id = r.id AND s.epoch = r.epoch AND s.next_seq = r.first
+                     RETURNING r.k, r.id),
+                 ins AS (
+                     INSERT INTO {s}.events (session, seq, type, line)
+                     SELECT o.id, x.s, x.t, x.l
+                     FROM unnest($5::bigint[], $6::bigint[], $7::text[], $8::text[]) AS x(k, s, t, l)
+                     JOIN owner o ON o.k = x.k
+                     RETURNING session)
+                 SELECT o.k, (SELECT count(*) FROM ins WHERE ins.session = o.id) FROM owner o"
             ),
             post: format!(
                 "WITH k AS (SELECT nextval('{s}.post_numbers') AS n)
@@ -193,10 +227,43 @@ impl Sql {
             exists: format!("SELECT 1 FROM {s}.sessions WHERE id = $1"),
             channel: format!("\"{schema}\""),
             owner: format!("SELECT epoch, next_seq FROM {s}.sessions WHERE id = $1"),
-            bump: format!(
-                "UPDATE {s}.sessions SET epoch = $2 WHERE id = $1 AND epoch = $3 AND next_seq = $4"
+            // The session's epoch, owner and next seq, and whether that owner's handle is
+            // alive: its lock is held ($2 salts the owner id into the lock key, see
+            // owner.rs). A shared transaction-level try, so any number of openers may
+            // probe at once, and nothing is left held.
+            probe: format!(
+                "SELECT epoch, owner, next_seq,
+                        owner IS NOT NULL AND NOT pg_try_advisory_xact_lock_shared($2 # owner)
+                 FROM {s}.sessions WHERE id = $1"
             ),
-            bump_any: format!("UPDATE {s}.sessions SET epoch = $2 WHERE id = $1"),
+            // An open's move to a new epoch, only from the (epoch, owner, next seq) it read.
+            claim: format!(
+                "UPDATE {s}.sessions SET epoch = nextval('{s}.epochs'), owner = $5
+                 WHERE id = $1 AND epoch = $2 AND owner IS NOT DISTINCT FROM $3 AND next_seq = $4
+                 RETURNING epoch"
+            ),
+            take_over: format!(
+                "UPDATE {s}.sessions SET epoch = nextval('{s}.epochs'), owner = $2
+                 WHERE id = $1 RETURNING epoch"
+            ),
+            // A handle whose home connection was replaced re-owns its sessions that still
+            // hold its epochs and its old owner id.
+            reacquire: format!(
+                "UPDATE {s}.sessions s SET owner = $3
+                 FROM unnest($1::text[], $2::bigint[]) AS r(id, epoch)
+                 WHERE s.id = r.id AND s.epoch = r.epoch AND s.owner = $4"
+            ),
+            release: format!(
+                "UPDATE {s}.sessions SET owner = NULL WHERE id = $1 AND epoch = $2"
+            ),
+            // A new owner id and its lock (held by the home connection for its life).
+            home: format!(
+                "SELECT n, pg_try_advisory_lock($1 # n) FROM (SELECT nextval('{s}.epochs') AS n) k"
+            ),
+            notify: format!(
+                "SELECT set_config('synchronous_commit', 'off', true),
+                        pg_notify('{schema}', x) FROM unnest($1::text[]) AS x"
+            ),
             extent: format!(
                 "SELECT count(*), coalesce(min(seq), 0), coalesce(max(seq), -1)
                  FROM {s}.events WHERE session = $1"
@@ -219,8 +286,47 @@ impl Sql {
                 "SELECT {events_cols} FROM {s}.events WHERE session = $1 AND seq >= $2 ORDER BY seq"
             ),
             list: format!("SELECT id, header FROM {s}.sessions ORDER BY id COLLATE \"C\""),
-            delete: format!("DELETE FROM {s}.sessions WHERE id = $1 AND epoch = $2"),
+            delete: format!(
+                "DELETE FROM {s}.sessions WHERE id = $1 AND epoch = $2
+                 AND owner IS NOT DISTINCT FROM $3"
+            ),
         }
+    }
+}
+
+#[cfg(test)]
+impl Sql {
+    /// Every statement the store runs, by name.
+    pub fn statements(&self) -> Vec<(&'static str, &str)> {
+        vec![
+            ("version", &self.version),
+            ("create", &self.create),
+            ("session", &self.session),
+            ("insert_session", &self.insert_session),
+            ("insert_events", &self.insert_events),
+            ("append", &self.append),
+            ("append_group", &self.append_group),
+            ("owner", &self.owner),
+            ("probe", &self.probe),
+            ("claim", &self.claim),
+            ("take_over", &self.take_over),
+            ("reacquire", &self.reacquire),
+            ("release", &self.release),
+            ("notify", &self.notify),
+            ("home", &self.home),
+            ("extent", &self.extent),
+            ("replayed", &self.replayed),
+            ("last", &self.last),
+            ("first_gap", &self.first_gap),
+            ("events_from", &self.events_from),
+            ("list", &self.list),
+            ("delete", &self.delete),
+            ("append_posted", &self.append_posted),
+            ("post", &self.post),
+            ("pending", &self.pending),
+            ("settle", &self.settle),
+            ("exists", &self.exists),
+        ]
     }
 }
 
@@ -235,7 +341,7 @@ pub(super) fn ensure(client: &mut Client, sql: &Sql, connector: &Connector) -> R
         Err(e) => return Err(connector.fail(what(sql), &e, Stmt::Read)),
     };
     let version = match found {
-        Some(Some(v)) if v != VERSION_WITHOUT_POSTS => v,
+        Some(Some(v)) if !UPGRADED.contains(&v) => v,
         _ => create(client, sql, connector)?,
     };
     check_version(version, &sql.schema)
@@ -253,10 +359,29 @@ fn create(client: &mut Client, sql: &Sql, connector: &Connector) -> Result<i32> 
     let mut tx = client.transaction().map_err(fail)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CREATE_LOCK])
         .map_err(fail)?;
+    // A worker that waited for the lock finds the tables made: it changes nothing (the
+    // set-up's ALTER would lock `sessions` against the first worker's appends).
+    let made: bool = tx
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&format!("\"{}\".schema_version", sql.schema)],
+        )
+        .map_err(fail)?
+        .get(0);
+    if made
+        && let Some(v) = tx
+            .query_opt(sql.version.as_str(), &[])
+            .map_err(fail)?
+            .map(|row| row.get::<_, i32>(0))
+        && !UPGRADED.contains(&v)
+    {
+        tx.commit().map_err(fail)?;
+        return Ok(v);
+    }
     tx.batch_execute(&sql.create).map_err(fail)?;
     let stored = tx.query_opt(sql.version.as_str(), &[]).map_err(fail)?;
     let version = match stored.map(|row| row.get::<_, i32>(0)) {
-        Some(v) if v != VERSION_WITHOUT_POSTS => v,
+        Some(v) if !UPGRADED.contains(&v) => v,
         None => {
             tx.execute(
                 &format!(
@@ -269,7 +394,7 @@ fn create(client: &mut Client, sql: &Sql, connector: &Connector) -> Result<i32> 
             SCHEMA_VERSION
         }
         Some(_) => {
-            // Version 1: the mailbox was created just above: the upgrade is complete.
+            // Version 1 or 2: the mailbox and the owner column were added just above.
             tx.execute(
                 &format!("UPDATE \"{}\".schema_version SET version = $1", sql.schema),
                 &[&SCHEMA_VERSION],
@@ -334,18 +459,69 @@ mod tests {
     #[test]
     fn versions_other_than_ours_are_refused_naming_both() {
         check_version(SCHEMA_VERSION, "s").unwrap();
-        let newer = check_version(3, "s").unwrap_err();
+        let newer = check_version(4, "s").unwrap_err();
         assert_eq!(newer.kind(), ErrorKind::FormatUnsupported);
         assert_eq!(
             newer.to_string(),
-            "PostgreSQL schema \"s\" holds inboxlog tables of version 3 (written by a newer \
-             inboxlog); this inboxlog reads version 2"
+            "PostgreSQL schema \"s\" holds inboxlog tables of version 4 (written by a newer \
+             inboxlog); this inboxlog reads version 3"
         );
         let older = check_version(0, "s").unwrap_err();
         assert!(
             older.to_string().contains("version 0 (older format"),
             "{older}"
         );
+    }
+
+    /// Sessions can be spread over servers by id only while every statement that reads
+    /// or writes a session's rows names the sessions it touches (docs/SCALING.md). A new
+    /// statement must either key every table it touches by session id, or be added to
+    /// the short list of statements that touch no session's rows, with the reason.
+    #[test]
+    fn every_statement_is_keyed_by_session() {
+        let sql = Sql::new("s");
+        let unkeyed = [
+            ("version", "the schema's version row"),
+            ("create", "the schema's set-up"),
+            ("home", "a number from a sequence and a lock: no table row"),
+            (
+                "notify",
+                "wake-ups whose payloads are session ids: no table row",
+            ),
+            (
+                "list",
+                "the one scan, for operators: every session by design",
+            ),
+        ];
+        let statements = sql.statements();
+        assert_eq!(statements.len(), 27, "a statement was added: list it above");
+        // Conditions naming the sessions: one by id, or a list of ids joined on.
+        let keys = [
+            "id = $1",
+            "session = $1",
+            "s.id = r.id",
+            "VALUES ($1",
+            "SELECT $1,",
+        ];
+        for (name, text) in statements {
+            if unkeyed.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            let tables = ["sessions", "events", "posts"];
+            let touched: Vec<&str> = tables
+                .iter()
+                .copied()
+                .filter(|t| text.contains(&format!("\"s\".{t}")))
+                .collect();
+            assert!(
+                !touched.is_empty(),
+                "{name} touches no table: list it as unkeyed"
+            );
+            assert!(
+                keys.iter().any(|k| text.contains(k)),
+                "{name} touches {touched:?} without naming the session: {text}"
+            );
+        }
     }
 
     #[test]

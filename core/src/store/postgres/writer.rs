@@ -1,30 +1,29 @@
-//! The owner's writer: one fenced statement per write (see `owner.rs`), the `flush`
-//! barrier of the asynchronous-commit modes (ARCHITECTURE.md#postgresql), and the states a writer
-//! cannot leave: fenced (another writer took the session) and poisoned (a failure whose
-//! outcome only a reopen can tell).
+//! The owner's writer: one fenced request per write (see `owner.rs`), written by the
+//! pool's group commit (`pool.rs`, `commit.rs`); the `flush` barrier of the
+//! asynchronous-commit modes (ARCHITECTURE.md#postgresql); and the states a writer cannot
+//! leave: fenced (another writer took the session) and poisoned (a failure whose outcome
+//! only a reopen can tell).
 //!
-//! In `sync` mode each append is its own statement, committed before it returns. In
-//! `batched` and `none` modes appends are grouped on the client: an append validates
-//! and stages its rows and returns without a round trip; the staged rows of many calls
-//! are written by one fenced statement (so one transaction: whole calls, all or
-//! nothing) when [`BATCH_ROWS`] rows or [`BATCH_BYTES`] bytes are staged, when the
-//! oldest has waited the store's batch window (5 ms by default) (a flusher thread per writer honours the window
-//! while the host is idle), at `flush()` (which then runs the durable barrier), and
-//! when the writer is dropped. A batch whose write fails is dropped whole (a fenced
-//! writer writes nothing) and poisons the writer; its error is reported by the next
-//! call or `flush()`. `read` shows the staged rows after the stored ones.
+//! A writer holds no connection: its session's ownership is its handle's (`home.rs`), and
+//! each write borrows the pool. In `sync` mode each append is one request, committed
+//! before it returns. In `batched` and `none` modes appends are grouped on the client: an
+//! append validates and stages its rows and returns without a round trip; the staged rows
+//! of many calls are written as one request (whole calls, all or nothing) when
+//! [`BATCH_ROWS`] rows or [`BATCH_BYTES`] bytes are staged, when the oldest has waited the
+//! store's batch window (5 ms by default; the store's one flusher thread, `batch.rs`,
+//! writes every writer's due rows in one group), at `flush()` (which then runs the
+//! durable barrier), and when the writer is dropped. A batch whose write fails is dropped
+//! whole (a fenced writer writes nothing) and poisons the writer; its error is reported
+//! by the next call or `flush()`. `read` shows the staged rows after the stored ones.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-use postgres::types::ToSql;
-use postgres::{Client, Statement};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Instant;
 
 use super::Inner;
+use super::commit::{Outcome, Request};
 use super::conn::Stmt;
 use super::owner;
-use super::read::{At, read_all, reading};
+use super::read::{At, read_all};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::json;
@@ -45,12 +44,6 @@ enum Broken {
     Poisoned(String),
 }
 
-/// The connection of an owner, with its prepared append.
-struct Owned {
-    client: Client,
-    append: Statement,
-}
-
 /// Rows accepted by `batched`/`none` appends and not yet written.
 #[derive(Default)]
 struct Staged {
@@ -61,20 +54,16 @@ struct Staged {
     since: Option<Instant>,
 }
 
-/// Everything a writer's calls and its flusher thread share, under one lock.
-struct State {
-    /// `None` once released (fenced, poisoned or dropped).
-    owned: Option<Owned>,
+/// Everything a writer's calls and the store's flusher share, under one lock.
+pub(super) struct State {
     /// The seq the next append must start at (after the staged rows).
     next_seq: u64,
     /// The seq the next written row has (the first staged row, if any).
     stored: u64,
     staged: Staged,
     broken: Option<Broken>,
-    /// The failure of a batch the flusher thread wrote, for the next call to report.
+    /// The failure of a batch the flusher wrote, for the next call to report.
     deferred: Option<Error>,
-    /// Set when the writer goes: the flusher thread ends.
-    stop: bool,
 }
 
 /// The state of one writer and what it needs to write.
@@ -82,91 +71,40 @@ pub(super) struct Shared {
     inner: Arc<Inner>,
     id: String,
     epoch: i64,
-    /// How long the oldest staged row waits before its batch is written.
-    window: Duration,
     state: Mutex<State>,
-    /// Wakes the flusher thread: rows were staged, or the writer goes.
-    wake: Condvar,
 }
 
 /// The exclusive writer of one session in the PostgreSQL store.
 pub(super) struct PgWriter {
     shared: Arc<Shared>,
-    /// The thread that writes a batch when its window passes (`batched`/`none` only).
-    flusher: Option<JoinHandle<()>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Only whole statements run under it; a panic between them leaves nothing half-done.
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Only whole requests run under it; a panic between them leaves nothing half-done.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl PgWriter {
-    /// The writer of `id`, owning `epoch` (its lock held on `client`), whose stored
-    /// events end before `next_seq`.
-    pub fn new(
-        inner: Arc<Inner>,
-        mut client: Client,
-        id: &str,
-        epoch: i64,
-        next_seq: u64,
-    ) -> Result<PgWriter> {
-        let append = client
-            .prepare(&inner.sql.append)
-            .map_err(|e| inner.connector.fail(reading(id), &e, Stmt::Read));
-        let append = match append {
-            Ok(statement) => statement,
-            Err(e) => {
-                inner.release(client);
-                return Err(e);
-            }
-        };
-        let batched = inner.durability != Durability::Sync;
-        let window = inner.batch_window();
+    /// The writer of `id`, owning `epoch` for this handle, whose stored events end
+    /// before `next_seq`.
+    pub fn new(inner: Arc<Inner>, id: &str, epoch: i64, next_seq: u64) -> PgWriter {
+        inner.home.opened(id, epoch);
         let shared = Arc::new(Shared {
-            window,
             inner,
             id: id.to_owned(),
             epoch,
             state: Mutex::new(State {
-                owned: Some(Owned { client, append }),
                 next_seq,
                 stored: next_seq,
                 staged: Staged::default(),
                 broken: None,
                 deferred: None,
-                stop: false,
             }),
-            wake: Condvar::new(),
         });
-        if batched {
+        if shared.inner.durability != Durability::Sync {
             shared.inner.register(id, Arc::downgrade(&shared));
         }
-        let mut writer = PgWriter {
-            shared,
-            flusher: None,
-        };
-        if batched {
-            let shared = Arc::clone(&writer.shared);
-            let spawned = std::thread::Builder::new()
-                .name("inboxlog-pg-batch".to_owned())
-                .spawn(move || shared.run_flusher());
-            match spawned {
-                Ok(handle) => writer.flusher = Some(handle),
-                Err(e) => {
-                    // Dropping the writer releases its connection and lock.
-                    return Err(Error::new(
-                        ErrorKind::Io,
-                        format!(
-                            "cannot start the batch writer of session {}: {e}",
-                            json::quote(id)
-                        ),
-                    )
-                    .with_session(id));
-                }
-            }
-        }
-        Ok(writer)
+        PgWriter { shared }
     }
 }
 
@@ -180,6 +118,51 @@ impl Shared {
         {
             st.deferred = Some(e);
         }
+    }
+
+    /// Writes the due staged rows of `writers` as one group (the flusher's round).
+    pub(super) fn settle_all(inner: &Inner, writers: &[Arc<Shared>]) {
+        let mut states: Vec<MutexGuard<'_, State>> =
+            writers.iter().map(|w| lock(&w.state)).collect();
+        let mut requests = Vec::new();
+        let mut whose = Vec::new();
+        for (i, writer) in writers.iter().enumerate() {
+            let st = &mut states[i];
+            let due = st
+                .staged
+                .since
+                .is_some_and(|since| since.elapsed() >= inner.batch_window());
+            if st.broken.is_none()
+                && due
+                && let Some((request, span)) = writer.take_staged(st)
+            {
+                requests.push(request);
+                whose.push((i, span));
+            }
+        }
+        if requests.is_empty() {
+            return;
+        }
+        let outcomes = inner.pool.commit(requests);
+        for ((i, span), outcome) in whose.into_iter().zip(outcomes) {
+            let st = &mut states[i];
+            if let Err(e) = writers[i].apply(st, span, outcome, false) {
+                st.deferred = Some(e);
+            }
+        }
+    }
+
+    /// The store this writer writes to.
+    pub(super) fn inner(&self) -> Arc<Inner> {
+        Arc::clone(&self.inner)
+    }
+
+    /// When the oldest staged row is due, if any is staged.
+    pub(super) fn due(&self) -> Option<Instant> {
+        lock(&self.state)
+            .staged
+            .since
+            .map(|since| since + self.inner.batch_window())
     }
 
     fn at(&self) -> At<'_> {
@@ -208,30 +191,35 @@ impl Shared {
         .map_err(|e: Error| e.with_session(&self.id))
     }
 
-    /// Lets the connection go: its lock released, back to the pool when healthy.
-    fn release(&self, st: &mut State) {
-        if let Some(owned) = st.owned.take() {
-            drop(owned.append);
-            self.inner.release(owned.client);
+    /// Lets the session go: this handle no longer writes it, and (unless another writer
+    /// took it) its row says nobody does, so another worker may open it at once.
+    fn release(&self, fenced: bool) {
+        self.inner.home.closed(&self.id, self.epoch);
+        if !fenced {
+            let inner = &*self.inner;
+            // Best-effort: if it fails, the session is free when this handle goes.
+            let _ = inner
+                .pool
+                .with(|c| owner::release(c, &inner.sql, &self.id, self.epoch, &inner.connector));
         }
     }
 
-    /// Breaks the writer for good, dropping what is staged and letting its connection
-    /// (and lock) go.
+    /// Breaks the writer for good, dropping what is staged and letting the session go.
     fn break_with(&self, st: &mut State, broken: Broken) {
+        let fenced = matches!(broken, Broken::Fenced(_));
         st.broken = Some(broken);
         st.staged = Staged::default();
         st.next_seq = st.stored;
-        self.release(st);
+        self.release(fenced);
     }
 
     /// Why a fenced write inserted nothing: the epoch moved (`fenced`), or the tail
     /// moved under the same epoch (`corrupt`: a foreign writer).
     fn diagnose(&self, st: &mut State, first: u64) -> Error {
-        let found = {
-            let client = &mut st.owned.as_mut().expect("checked by the caller").client;
-            owner::current(client, &self.inner.sql, &self.id, &self.inner.connector)
-        };
+        let inner = &*self.inner;
+        let found = inner
+            .pool
+            .with(|c| owner::current(c, &inner.sql, &self.id, &inner.connector));
         let (kind, why) = match found {
             Err(e) => {
                 self.break_with(st, Broken::Poisoned(e.message().to_owned()));
@@ -278,93 +266,71 @@ impl Shared {
         }
     }
 
-    /// Writes `rows` (seqs `stored..` onwards, whole calls) with the one fenced
-    /// statement: the epoch and tail check and the rows in one transaction. A failure
-    /// the server refused leaves the writer usable when `keep_on_refusal` (nothing of
-    /// an acknowledged call was lost); anything else breaks it.
-    ///
-    /// `posts` (ids of posted messages these rows take in) are removed from the
-    /// mailbox by the same statement: a post is pending or in the log, never both.
-    fn write(
+    /// The request that writes `rows` (seqs `stored..` onwards, whole calls) and the
+    /// seqs it spans; `None` for no rows.
+    fn request(&self, rows: Rows<'_>, posts: &[String]) -> Option<(Request, (u64, u64))> {
+        let first = *rows.seqs.first()? as u64;
+        let end = first + rows.seqs.len() as u64;
+        let request = Request {
+            id: self.id.clone(),
+            epoch: self.epoch,
+            seqs: rows.seqs,
+            types: rows.types.into_iter().map(str::to_owned).collect(),
+            lines: rows.lines,
+            posts: posts.to_vec(),
+        };
+        Some((request, (first, end)))
+    }
+
+    /// What a request's outcome does to the writer. A failure the server refused
+    /// leaves the writer usable when `keep_on_refusal` (nothing of an acknowledged call
+    /// was lost), as does one that never reached the server; anything else breaks it.
+    fn apply(
         &self,
         st: &mut State,
-        rows: &Rows<'_>,
-        posts: &[String],
+        (first, end): (u64, u64),
+        outcome: Outcome,
         keep_on_refusal: bool,
     ) -> Result<()> {
-        let Some(&first) = rows.seqs.first() else {
-            return Ok(());
-        };
-        let (first, count) = (first as u64, rows.seqs.len() as u64);
-        let end = first + count;
-        let doing = format!(
-            "cannot append seq {first}..{} to session {}",
-            end - 1,
-            json::quote(&self.id)
-        );
-        let result = {
-            let owned = st.owned.as_mut().expect("not broken");
-            if owned.client.is_closed() {
-                Err(self.inner.connector.closed(&doing))
-            } else {
-                let (first_i, end_i) = (first as i64, end as i64);
-                let params: [&(dyn ToSql + Sync); 8] = [
-                    &self.id,
-                    &self.epoch,
-                    &first_i,
-                    &end_i,
-                    &rows.seqs,
-                    &rows.types,
-                    &rows.lines,
-                    &posts,
-                ];
-                if posts.is_empty() {
-                    owned.client.execute(&owned.append, &params[..7])
-                } else {
-                    let sql = self.inner.sql.append_posted.as_str();
-                    owned.client.execute(sql, &params)
-                }
-                .map_err(|e| match e.code().map(|c| c.code()) {
-                    Some("23505") => Error::new(
-                        ErrorKind::Corrupt,
-                        format!(
-                            "{doing}: rows at those seqs are already stored (a foreign \
-                                 writer); nothing was written and the session is poisoned"
-                        ),
-                    )
-                    .with_seq(first),
-                    _ => self.inner.connector.fail(&doing, &e, Stmt::Write),
-                })
-            }
-        };
-        match result {
-            Ok(n) if n == count => {
+        match outcome {
+            Outcome::Written => {
                 st.stored = end;
+                self.inner.notifier.committed([self.id.as_str()]);
                 Ok(())
             }
-            Ok(0) => Err(self.diagnose(st, first)),
-            Ok(n) => {
-                let why = format!("{doing}: {n} rows were inserted instead of {count}");
-                self.break_with(st, Broken::Poisoned(why.clone()));
-                Err(Error::new(ErrorKind::Corrupt, why).with_session(&self.id))
-            }
-            Err(e) => {
-                // A statement the server refused changed nothing; anything else (a lost
-                // connection, a foreign row) needs a reopen.
-                if !(keep_on_refusal && e.kind() == ErrorKind::Io) {
-                    self.break_with(st, Broken::Poisoned(e.message().to_owned()));
+            Outcome::Refused => Err(self.diagnose(st, first)),
+            Outcome::Failed { error, sent } => {
+                let kept = keep_on_refusal && (!sent || error.kind() == ErrorKind::Io);
+                if !kept {
+                    let kind = error.kind();
+                    self.break_with(st, Broken::Poisoned(error.message().to_owned()));
+                    if kind == ErrorKind::Corrupt {
+                        return Err(error.with_session(&self.id).with_seq(first));
+                    }
                 }
-                Err(e.with_session(&self.id))
+                Err(error.with_session(&self.id))
             }
         }
     }
 
-    /// Writes the staged rows as one batch; on failure they are dropped whole and the
-    /// writer is broken (their calls were acknowledged: only a reopen tells what is
-    /// stored).
-    fn write_staged(&self, st: &mut State) -> Result<()> {
-        if st.staged.events.is_empty() {
+    /// Writes `rows` now, as one request; see [`Shared::apply`].
+    fn write(&self, st: &mut State, rows: Rows<'_>, posts: &[String], keep: bool) -> Result<()> {
+        let Some((request, span)) = self.request(rows, posts) else {
             return Ok(());
+        };
+        let outcome = self
+            .inner
+            .pool
+            .commit(vec![request])
+            .pop()
+            .expect("one outcome per request");
+        self.apply(st, span, outcome, keep)
+    }
+
+    /// The staged rows as a request, taken out of the stage.
+    fn take_staged(&self, st: &mut State) -> Option<(Request, (u64, u64))> {
+        if st.staged.events.is_empty() {
+            return None;
         }
         let Staged { events, lines, .. } = std::mem::take(&mut st.staged);
         let rows = Rows {
@@ -372,55 +338,40 @@ impl Shared {
             types: events.iter().map(Event::ty).collect(),
             lines,
         };
-        self.write(st, &rows, &[], false)
+        self.request(rows, &[])
     }
 
-    /// The flusher thread: writes a batch once its oldest row has waited the window;
-    /// a failure waits for the next call to report it.
-    fn run_flusher(&self) {
-        let mut st = lock(&self.state);
-        loop {
-            if st.stop {
-                return;
-            }
-            match st.staged.since {
-                None => st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner()),
-                Some(since) => {
-                    let now = Instant::now();
-                    let due = since + self.window;
-                    if now < due {
-                        st = self
-                            .wake
-                            .wait_timeout(st, due - now)
-                            .unwrap_or_else(|p| p.into_inner())
-                            .0;
-                    } else if let Err(e) = self.write_staged(&mut st) {
-                        st.deferred = Some(e);
-                    }
-                }
-            }
-        }
+    /// Writes the staged rows as one batch; on failure they are dropped whole and the
+    /// writer is broken (their calls were acknowledged: only a reopen tells what is
+    /// stored).
+    fn write_staged(&self, st: &mut State) -> Result<()> {
+        let Some((request, span)) = self.take_staged(st) else {
+            return Ok(());
+        };
+        let outcome = self
+            .inner
+            .pool
+            .commit(vec![request])
+            .pop()
+            .expect("one outcome per request");
+        self.apply(st, span, outcome, false)
     }
 }
 
 impl Drop for PgWriter {
     fn drop(&mut self) {
-        let weak = Arc::downgrade(&self.shared);
-        self.shared.inner.unregister(&self.shared.id, &weak);
-        lock(&self.shared.state).stop = true;
-        self.shared.wake.notify_all();
-        if let Some(handle) = self.flusher.take() {
-            // It only waits and writes; a panic there has nothing left to report.
-            let _ = handle.join();
-        }
+        let weak: Weak<Shared> = Arc::downgrade(&self.shared);
         let shared = &*self.shared;
+        shared.inner.unregister(&shared.id, &weak);
         let mut st = lock(&shared.state);
         if st.broken.is_none() {
             // What was acknowledged is written (not made durable) as it goes; a failure
             // here has no caller left to tell, and the reopen shows what is stored.
             let _ = shared.write_staged(&mut st);
         }
-        shared.release(&mut st);
+        if st.broken.is_none() {
+            shared.release(false);
+        }
     }
 }
 
@@ -450,7 +401,7 @@ impl PgWriter {
             // A take-in of posts is written at once, after what is staged, so the
             // mailbox rows go in the same statement as the splices that hold them.
             shared.write_staged(&mut st)?;
-            shared.write(&mut st, &rows, posts, true)?;
+            shared.write(&mut st, rows, posts, true)?;
             st.next_seq = end;
             return Ok(());
         }
@@ -460,8 +411,12 @@ impl PgWriter {
         staged.events.extend_from_slice(events);
         let full = staged.events.len() >= BATCH_ROWS || staged.bytes >= BATCH_BYTES;
         if staged.since.is_none() {
-            staged.since = Some(Instant::now());
-            shared.wake.notify_all();
+            let since = Instant::now();
+            staged.since = Some(since);
+            shared.inner.flusher.due(
+                since + shared.inner.batch_window(),
+                Arc::downgrade(&self.shared),
+            );
         }
         st.next_seq = end;
         if full {
@@ -524,8 +479,7 @@ impl LogWriter for PgWriter {
         }
         shared.write_staged(&mut st)?;
         let doing = format!("cannot flush session {}", json::quote(&shared.id));
-        let result = {
-            let client = &mut st.owned.as_mut().expect("not broken").client;
+        let result = shared.inner.pool.with(|client| {
             // A commit with an xid and synchronous_commit on waits until the WAL is
             // flushed up to its commit record, so up to every asynchronous commit before.
             client
@@ -533,7 +487,7 @@ impl LogWriter for PgWriter {
                     "BEGIN; SET LOCAL synchronous_commit = on; SELECT txid_current(); COMMIT",
                 )
                 .map_err(|e| shared.inner.connector.fail(&doing, &e, Stmt::Write))
-        };
+        });
         result.map_err(|e| {
             shared.break_with(&mut st, Broken::Poisoned(e.message().to_owned()));
             e.with_session(&shared.id)
