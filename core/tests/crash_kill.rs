@@ -174,14 +174,7 @@ fn crash_child_is_ignored_unless_run_on_purpose() {
 
 /// Starts a child in `role` and a thread forwarding its complete stdout lines.
 fn spawn(role: &str, root: &Path, seed: u64, fault: &str) -> (Child, Receiver<String>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "crash_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let mut child = rerun("crash_child")
         .env(ROLE, role)
         .env(ROOT, root)
         .env(SEED, seed.to_string())

@@ -10,7 +10,7 @@ mod jsonl_common;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
@@ -63,14 +63,7 @@ fn owner(root: &str, fault: &str) {
 
 /// Starts a child in `role`, and its complete stdout lines.
 fn spawn(role: &str, root: &Path, arg: &str) -> (Child, Receiver<String>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "fleet_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let mut child = rerun("fleet_child")
         .env(ROLE, role)
         .env(ROOT, root)
         .env(ARG, arg)

@@ -255,25 +255,11 @@ fn an_unreachable_server_is_unavailable_naming_host_and_port_never_the_password(
 #[test]
 fn a_terminated_connection_fails_the_next_call_and_reopening_recovers() {
     let Some(schema) = Schema::new() else { return };
-    let app = format!("owner_{}", schema.name);
-    let base = url();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let store = PgStore::connect(
-        &format!("{base}{sep}application_name={app}"),
-        schema.options(Durability::Sync),
-    )
-    .unwrap();
+    let store = schema.named_store(Durability::Sync);
     let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
     s.append("host/a", "{}", Envelope::default()).unwrap();
     s.open_turn().unwrap();
-    let mut c = pg_common::client().unwrap();
-    let killed: i64 = c
-        .query_one(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1",
-            &[&app],
-        )
-        .unwrap()
-        .get(0);
+    let killed = schema.terminate();
     assert!(killed >= 1);
     let err = s.append("host/b", "{}", Envelope::default()).unwrap_err();
     assert!(

@@ -12,13 +12,13 @@ mod common;
 mod pg_common;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{Rng, lines_of, msg};
+use common::{Rng, lines_of, msg, rerun};
 use inboxlog::store::{Durability, OpenOptions, PgStore};
 use inboxlog::{
     CancelCause, Decided, Decision, Envelope, ErrorKind, Session, SessionMeta, StepOutcome, Target,
@@ -199,14 +199,7 @@ impl Drop for Kid {
 
 /// Starts a soak child with `seed` that stops at `deadline`.
 fn spawn(schema: &str, seed: u64, deadline: u64) -> Kid {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "fleet_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let mut child = rerun("fleet_child")
         .env(ROLE, "soak")
         .env(SCHEMA, schema)
         .env(SEED, seed.to_string())

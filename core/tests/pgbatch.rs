@@ -7,9 +7,9 @@ mod pg_common;
 
 use std::time::{Duration, Instant};
 
-use inboxlog::store::{Durability, OpenOptions, PgStore};
+use inboxlog::store::{Durability, OpenOptions};
 use inboxlog::{Envelope, ErrorKind, Session, SessionMeta};
-use pg_common::{Schema, url};
+use pg_common::Schema;
 
 /// A batch window no test outlives: staged rows wait for `flush()`.
 const LONG: Duration = Duration::from_secs(600);
@@ -127,15 +127,9 @@ fn a_takeover_between_staging_and_flush_fences_and_writes_nothing_staged() {
 #[test]
 fn a_terminated_connection_with_staged_rows_poisons_and_reopening_shows_the_committed() {
     let Some(schema) = Schema::new() else { return };
-    let app = format!("owner_{}", schema.name);
-    let base = url();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let store = PgStore::connect(
-        &format!("{base}{sep}application_name={app}"),
-        schema.options(Durability::Batched),
-    )
-    .unwrap()
-    .with_batch_window(LONG);
+    let store = schema
+        .named_store(Durability::Batched)
+        .with_batch_window(LONG);
     let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
     s.append("host/kept", "0", Envelope::default()).unwrap();
     s.flush().unwrap();
@@ -144,15 +138,7 @@ fn a_terminated_connection_with_staged_rows_poisons_and_reopening_shows_the_comm
         s.append("host/n", &format!("{i}"), Envelope::default())
             .unwrap();
     }
-    let mut c = pg_common::client().unwrap();
-    let killed: i64 = c
-        .query_one(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-             WHERE application_name = $1",
-            &[&app],
-        )
-        .unwrap()
-        .get(0);
+    let killed = schema.terminate();
     assert!(killed >= 1);
     let err = s.flush().unwrap_err();
     assert!(

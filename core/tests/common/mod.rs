@@ -1,13 +1,14 @@
 //! Helpers every kind of core integration test uses: the one test message, the one
 //! check of a refusal, the splices that took posts in and their exactly-once check, a
-//! seedable generator, and the reader of a child process's output. Each test binary
+//! seedable generator, and a child process: this test binary run again, and the reader
+//! of its output. Each test binary
 //! that needs them says `mod common;` (a helper module of one backend, such as
 //! `jsonl_common`, re-exports what its files use).
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
-use std::process::Child;
+use std::process::{Child, Command};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 
@@ -128,4 +129,18 @@ pub fn lines_of(child: &mut Child) -> Receiver<String> {
         }
     });
     rx
+}
+
+/// This test binary run again to run only `test`, an ignored test that is a child
+/// process's entry point, with its output not captured.
+pub fn rerun(test: &str) -> Command {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command.args([
+        "--ignored",
+        "--exact",
+        test,
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    command
 }

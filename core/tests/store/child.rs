@@ -119,14 +119,7 @@ impl Backend {
     /// Starts a child in `role` (with `arg`) on this store.
     pub fn spawn(&self, role: &str, arg: &str) -> Kid {
         assert!(self.processes, "{}: no other process reaches it", self.name);
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--ignored",
-                "--exact",
-                "child::store_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+        let mut child = crate::common::rerun("child::store_child")
             .env(ROLE, role)
             .env(URL, &self.url)
             .env(SCHEMA, self.options.schema.as_deref().unwrap_or(""))
