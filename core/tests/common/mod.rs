@@ -1,9 +1,8 @@
-//! Helpers every kind of core integration test uses: the one test message, the one
+//! What every kind of core integration test shares: the one test message, the one
 //! check of a refusal, the splices that took posts in and their exactly-once check, a
 //! seedable generator, and a child process: this test binary run again, and the reader
-//! of its output. Each test binary
-//! that needs them says `mod common;` (a helper module of one backend, such as
-//! `jsonl_common`, re-exports what its files use).
+//! of its output. Each test binary that needs them says `mod common;` (a shared
+//! module of one backend, such as `jsonl_common`, re-exports what its files use).
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};

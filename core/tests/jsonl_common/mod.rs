@@ -1,5 +1,5 @@
-//! Helpers shared by the JSONL store's integration tests, with the helpers of every
-//! core test (`common`).
+//! What the JSONL store's integration tests share, with what every core test shares
+//! (`common`).
 #![allow(dead_code)]
 
 #[path = "../common/mod.rs"]
