@@ -7,8 +7,11 @@
 //! rebuilds an id set or shifts a `Vec` per mutation does O(n) work and fails both the
 //! `c·log2(n)` bound and the growth bound between n = 1,000 and n = 100,000.
 
+mod common;
+
+use common::msg;
 use inboxlog::store::MemoryStore;
-use inboxlog::{Decision, Event, Message, Session, SessionMeta, Target};
+use inboxlog::{Decision, Event, Session, SessionMeta, Target};
 
 /// Average tree nodes visited per call, for each measured operation.
 #[derive(Clone, Copy, Debug)]
@@ -34,10 +37,6 @@ impl Costs {
 
 /// Calls measured per operation and queue length.
 const CALLS: usize = 200;
-
-fn msg(id: &str) -> Message {
-    Message::from_json(&format!(r#"{{"id":"{id}","role":"user"}}"#)).unwrap()
-}
 
 /// A session on the memory store whose next-turn holds `n` messages `p0..p{n-1}`,
 /// seeded as one splice event (filling through `append` would only be slower).

@@ -6,17 +6,17 @@
 //! interrupted turn. After each death the parent checks the log: every acknowledged
 //! event present and byte-identical, seqs contiguous, an open turn closed as
 //! `interrupted`, the inbox equal to a replay of the surviving log, a second open a
-//! no-op. Set `INBOXLOG_CRASH_SEED` to replay a run.
+//! no-op. Set `INBOXLOG_CRASH_SEED` to replay a run. (A second process locked out
+//! until the owner dies, in every store other processes reach: the store suite.)
 #![cfg(unix)]
 
 mod jsonl_common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -32,23 +32,6 @@ const ROOT: &str = "INBOXLOG_CRASH_ROOT";
 const SEED: &str = "INBOXLOG_CRASH_SEED";
 const FAULT: &str = "INBOXLOG_CRASH_FAULT";
 
-/// SplitMix64: small, seedable, good enough to pick moments and operations.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 // ---------------------------------------------------------------- the child side
 
 /// The child's entry point, run only by [`spawn`] (`--ignored --exact crash_child`) with
@@ -58,10 +41,8 @@ impl Rng {
 fn crash_child() {
     // Ends the harness's "test crash_child ... " line: each line of ours stands alone.
     println!();
-    match std::env::var(ROLE).as_deref() {
-        Ok("writer") => writer(),
-        Ok("holder") => holder(),
-        _ => {}
+    if std::env::var(ROLE).as_deref() == Ok("writer") {
+        writer();
     }
 }
 
@@ -173,19 +154,6 @@ fn writer() {
     }
 }
 
-/// Opens the log, leaves a turn open, says so, and holds the lock until killed.
-fn holder() {
-    let store = child_store();
-    let s = Session::open(&store, "s").unwrap();
-    s.inbox().append(Target::NextTurn, msg("held")).unwrap();
-    s.open_turn().unwrap();
-    let e = s.append("host/x", "{}", Envelope::default()).unwrap();
-    println!("holding {}", e.seq());
-    loop {
-        thread::sleep(Duration::from_secs(1));
-    }
-}
-
 // ---------------------------------------------------------------- the parent side
 
 /// A normal run skips the child entry point (it would assert nothing there); the
@@ -206,14 +174,7 @@ fn crash_child_is_ignored_unless_run_on_purpose() {
 
 /// Starts a child in `role` and a thread forwarding its complete stdout lines.
 fn spawn(role: &str, root: &Path, seed: u64, fault: &str) -> (Child, Receiver<String>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "crash_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let mut child = rerun("crash_child")
         .env(ROLE, role)
         .env(ROOT, root)
         .env(SEED, seed.to_string())
@@ -222,24 +183,7 @@ fn spawn(role: &str, root: &Path, seed: u64, fault: &str) -> (Child, Receiver<St
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut line = Vec::new();
-        // Only newline-terminated lines count: a kill can cut the last one.
-        while out.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
-            if line.last() == Some(&b'\n') {
-                line.pop();
-                if tx
-                    .send(String::from_utf8(std::mem::take(&mut line)).unwrap())
-                    .is_err()
-                {
-                    return;
-                }
-            }
-            line.clear();
-        }
-    });
+    let rx = lines_of(&mut child);
     (child, rx)
 }
 
@@ -382,7 +326,7 @@ fn prepare(root: &Path, death: Death, rng: &mut Rng) {
         Death::DuringTurnRepair => {
             let s = Session::open(&store, "s").unwrap();
             s.inbox()
-                .append(Target::NextTurn, msg(&format!("prep{}", rng.next())))
+                .append(Target::NextTurn, msg(&format!("prep{}", rng.next_u64())))
                 .unwrap();
             s.open_turn().unwrap();
             let p = s.propose_step().unwrap();
@@ -462,7 +406,7 @@ fn crash_every_acknowledged_event_survives_kills_and_failpoints() {
         let fault = death.fault(&mut rng);
         let what = format!("seed {seed} round {round} {death:?} {fault}");
         prepare(root, death, &mut rng);
-        let (mut child, rx) = spawn("writer", root, rng.next() >> 11, &fault);
+        let (mut child, rx) = spawn("writer", root, rng.next_u64() >> 11, &fault);
         let limit = match death {
             Kill => Duration::from_millis(10 + rng.below(150)),
             _ => Duration::from_secs(3),
@@ -500,61 +444,5 @@ fn crash_every_acknowledged_event_survives_kills_and_failpoints() {
         kills,
         acked.len(),
         started.elapsed()
-    );
-}
-
-#[test]
-fn crash_a_second_process_is_locked_out_until_the_holder_dies() {
-    if std::env::var(ROLE).is_ok() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let store = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
-    drop(Session::create(&store, "s", SessionMeta::default()).unwrap());
-    let (mut holder, rx) = spawn("holder", dir.path(), 0, "");
-    let held: u64 = loop {
-        let line = match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(line) => line,
-            Err(why) => {
-                // Say why the holder did not start: its exit status and stderr.
-                let _ = holder.kill();
-                let status = holder.wait().unwrap();
-                let mut stderr = String::new();
-                std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr)
-                    .unwrap();
-                panic!("the holder did not start ({why:?}, {status}):\n{stderr}");
-            }
-        };
-        if let Some(seq) = line.strip_prefix("holding ") {
-            break seq.parse().unwrap();
-        }
-    };
-
-    let started = Instant::now();
-    let path = store.path("s").unwrap();
-    let locked = format!(
-        "session \"s\" is locked by another writer ({})",
-        path.display()
-    );
-    assert_err(
-        Session::open(&store, "s").map(drop),
-        inboxlog::ErrorKind::Locked,
-        &[&locked],
-    );
-    assert!(started.elapsed() < Duration::from_secs(1));
-    assert_eq!(
-        store.inspect("s").unwrap().1.len() as u64,
-        held + 1,
-        "inspection needs no lock"
-    );
-
-    holder.kill().unwrap();
-    assert_eq!(holder.wait().unwrap().signal(), Some(9));
-    let s = Session::open(&store, "s").unwrap();
-    assert_eq!(s.open_report().repaired_turn, Some(1));
-    assert_eq!(s.last_seq().unwrap(), Some(held + 1));
-    assert_eq!(
-        s.events(held + 1).unwrap()[0].data(),
-        r#"{"turn":1,"reason":{"kind":"interrupted"}}"#
     );
 }

@@ -1,36 +1,20 @@
-//! The PostgreSQL store against a real server (ARCHITECTURE.md#postgresql): the stored shape, ownership
-//! and fencing within one process, bad input, connection failures (TLS is in `pg_tls.rs`). The
-//! multi-process ownership and fault tests are in `pg_fleet.rs`; the behaviour suites
-//! shared with the other stores (`store.rs`, `verify.rs`, `model.rs`,
-//! `hostile_input.rs`) include this store too.
+//! The PostgreSQL store against a real server (ARCHITECTURE.md#postgresql): the stored
+//! shape, rows edited behind the writer or by hand, schema setup and versions, bad
+//! input, connection failures (TLS is in `pg_tls.rs`). What every store does alike
+//! (ownership, takeover, recovery, forks, limits) is in the store suite
+//! (`core/tests/store/`), which runs over this store too, as do `verify.rs`,
+//! `model.rs` and `hostile_input.rs`.
 
+mod common;
 mod pg_common;
 
 use std::sync::{Arc, Barrier};
 
+use common::{assert_err, msg};
 use inboxlog::store::postgres::{PgOptions, PgStore, SCHEMA_VERSION};
-use inboxlog::store::{Durability, JsonlStore, MemoryStore, OpenOptions, Store};
-use inboxlog::{Decision, Envelope, ErrorKind, Message, Session, SessionMeta, StepOutcome, Target};
+use inboxlog::store::{Durability, JsonlStore, Store};
+use inboxlog::{Decision, Envelope, ErrorKind, Session, SessionMeta, StepOutcome, Target};
 use pg_common::{Schema, url};
-
-fn msg(id: &str) -> Message {
-    Message::from_json(&format!(
-        r#"{{"id":"{id}","role":"user","big":9007199254740993}}"#
-    ))
-    .unwrap()
-}
-
-#[track_caller]
-fn refused<T>(result: inboxlog::Result<T>, kind: ErrorKind, needles: &[&str]) -> inboxlog::Error {
-    let Err(err) = result else {
-        panic!("expected {kind} error, got Ok")
-    };
-    assert_eq!(err.kind(), kind, "{err}");
-    for needle in needles {
-        assert!(err.to_string().contains(needle), "{needle:?} not in {err}");
-    }
-    err
-}
 
 /// A turn with an inbox message, a host event with big integers and reordered keys.
 fn drive(s: &Session) {
@@ -107,151 +91,14 @@ fn a_log_is_one_select_of_the_lines_the_jsonl_store_writes() {
     assert_eq!(again.events(0).unwrap(), events);
     assert_eq!(Session::inspect(&store, "s").unwrap().1, events);
     assert_eq!(store.list().unwrap(), vec![again.header().clone()]);
-}
-
-#[test]
-fn opening_repairs_an_interrupted_turn_and_replays_the_inbox() {
-    let Some((schema, store)) = pg_common::store(Durability::Sync) else {
-        return;
-    };
-    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
-    for id in ["a", "b", "c"] {
-        s.inbox().append(Target::NextTurn, msg(id)).unwrap();
-    }
-    s.inbox().append(Target::NextStep, msg("st")).unwrap();
-    for i in 0..50 {
-        s.append(
-            "host/chunk",
-            &format!(r#"{{"i":{i}}}"#),
-            Envelope::default(),
-        )
-        .unwrap();
-    }
-    s.open_turn().unwrap();
-    let p = s.propose_step().unwrap();
-    s.decide(Decision::Enter(p.messages)).unwrap();
-    s.append("host/chunk", "{}", Envelope::default()).unwrap();
-    let last_time = s.events(0).unwrap().last().unwrap().time();
-    drop(s);
-    let s = Session::open(&store, "s").unwrap();
-    assert_eq!(s.open_report().repaired_turn, Some(1));
-    assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("b"), msg("c")]);
-    assert!(s.inbox().next_step().unwrap().is_empty());
-    let tail = schema.lines("s");
-    assert!(tail[tail.len() - 2].starts_with(r#"{"type":"step/end""#));
-    assert!(tail[tail.len() - 1].contains(r#""data":{"turn":1,"reason":{"kind":"interrupted"}}"#));
-    assert!(tail[tail.len() - 1].contains(&format!(r#""time":{last_time},"#)));
-    drop(s);
-    let again = Session::open(&store, "s").unwrap();
-    assert_eq!(again.open_report().repaired_turn, None);
-    assert_eq!(schema.lines("s"), tail, "opening twice adds nothing");
-    assert_eq!(again.open_turn().unwrap(), 2);
-}
-
-#[test]
-fn fork_seeds_and_delete_work_as_on_every_store() {
-    let Some((schema, store)) = pg_common::store(Durability::Batched) else {
-        return;
-    };
-    let s = Session::create(&store, "p", SessionMeta::default()).unwrap();
-    drive(&s);
-    s.flush().unwrap();
-    let child = Session::fork(&store, "p", "c", SessionMeta::default()).unwrap();
-    let parent = s.events(0).unwrap();
-    let copied = child.events(0).unwrap();
-    assert_eq!(&copied[..parent.len()], &parent[..]);
-    assert_eq!(copied.last().unwrap().ty(), "session/end-seed");
-    assert_eq!(child.header().seed_length, Some(parent.len() as u64));
-    assert_eq!(child.open_turn().unwrap(), 2);
-    child.close().unwrap();
-    s.close().unwrap();
-    let ids: Vec<String> = store.list().unwrap().into_iter().map(|h| h.id).collect();
-    assert_eq!(ids, ["c", "p"]);
-    Session::delete(&store, "p").unwrap();
+    // Deleted: the rows go with the session.
+    again.close().unwrap();
+    Session::delete(&store, "s").unwrap();
+    assert!(schema.lines("s").is_empty());
     assert!(
-        schema.lines("p").is_empty(),
-        "the rows went with the session"
-    );
-    refused(
-        Session::open(&store, "p"),
-        ErrorKind::NotFound,
-        &["no session \"p\""],
-    );
-    refused(
-        Session::create(&store, "c", SessionMeta::default()),
-        ErrorKind::AlreadyExists,
-        &["session \"c\" already exists"],
-    );
-}
-
-#[test]
-fn a_second_open_is_locked_and_a_takeover_fences_the_first_writer() {
-    let Some((schema, store)) = pg_common::store(Durability::Sync) else {
-        return;
-    };
-    let first = Session::create(&store, "s", SessionMeta::default()).unwrap();
-    first.append("host/a", "{}", Envelope::default()).unwrap();
-    let err = refused(
-        Session::open(&store, "s"),
-        ErrorKind::Locked,
-        &["session \"s\" is locked by another writer"],
-    );
-    assert_eq!(err.session(), Some("s"));
-    let before = schema.snapshot("s");
-    let second = Session::open_with(&store, "s", OpenOptions::takeover(true)).unwrap();
-    assert_eq!(schema.snapshot("s"), before, "a takeover writes no event");
-    second.append("host/b", "{}", Envelope::default()).unwrap();
-    let err = refused(
-        first.append("host/late", "{}", Envelope::default()),
-        ErrorKind::Fenced,
-        &[
-            "session \"s\" was taken over by another writer",
-            "epochs name owners, they are not a clock",
-            "wrote nothing",
-        ],
-    );
-    assert_eq!(err.session(), Some("s"));
-    // Fenced for good, whatever the call; nothing of it was written.
-    refused(first.open_turn(), ErrorKind::Fenced, &["taken over"]);
-    refused(first.flush(), ErrorKind::Fenced, &[]);
-    let lines = schema.lines("s");
-    assert_eq!(lines.len(), 2);
-    assert!(lines.iter().all(|l| !l.contains("host/late")));
-    // The new owner goes on; the old one released its lock (a plain open is still
-    // locked, by the new owner).
-    second.open_turn().unwrap();
-    refused(Session::open(&store, "s"), ErrorKind::Locked, &[]);
-    second.close().unwrap();
-    let third = Session::open(&store, "s").unwrap();
-    assert_eq!(third.open_report().repaired_turn, Some(1));
-}
-
-#[test]
-fn takeover_is_refused_by_stores_whose_locks_die_with_their_owner() {
-    let dir = tempfile::tempdir().unwrap();
-    let jsonl = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
-    let memory = MemoryStore::new();
-    for store in [&jsonl as &dyn Store, &memory] {
-        Session::create(store, "s", SessionMeta::default())
-            .unwrap()
-            .close()
-            .unwrap();
-        let err = refused(
-            Session::open_with(store, "s", OpenOptions::takeover(true)),
-            ErrorKind::InvalidInput,
-            &["takeover is for stores whose owner may be alive on another machine"],
-        );
-        assert_eq!(err.session(), Some("s"));
-        // Without takeover the same call opens.
-        Session::open_with(store, "s", OpenOptions::default()).unwrap();
-    }
-    let Some((_schema, pg)) = pg_common::store(Durability::Sync) else {
-        return;
-    };
-    refused(
-        Session::open_with(&pg, "nobody", OpenOptions::takeover(true)),
-        ErrorKind::NotFound,
-        &["no session \"nobody\""],
+        schema.snapshot("s").starts_with("[]"),
+        "{}",
+        schema.snapshot("s")
     );
 }
 
@@ -266,7 +113,7 @@ fn a_foreign_write_behind_the_writer_is_corrupt_and_poisons() {
         "INSERT INTO {s}.events VALUES ('s', 1, 'host/x', '{\"type\":\"host/x\",\"seq\":1,\"time\":0,\"data\":{}}');
          UPDATE {s}.sessions SET next_seq = 2 WHERE id = 's'",
     );
-    let err = refused(
+    let err = assert_err(
         s.append("host/b", "{}", Envelope::default()),
         ErrorKind::Corrupt,
         &[
@@ -276,7 +123,7 @@ fn a_foreign_write_behind_the_writer_is_corrupt_and_poisons() {
         ],
     );
     assert_eq!((err.session(), err.seq()), (Some("s"), Some(1)));
-    refused(
+    assert_err(
         s.append("host/c", "{}", Envelope::default()),
         ErrorKind::Poisoned,
         &["reopen"],
@@ -287,48 +134,12 @@ fn a_foreign_write_behind_the_writer_is_corrupt_and_poisons() {
     schema.exec(
         "INSERT INTO {s}.events VALUES ('s', 2, 'host/x', '{\"type\":\"host/x\",\"seq\":2,\"time\":0,\"data\":{}}')",
     );
-    refused(
+    assert_err(
         s.append("host/d", "{}", Envelope::default()),
         ErrorKind::Corrupt,
         &["already stored (a foreign writer)"],
     );
     assert_eq!(schema.lines("s").len(), 3);
-}
-
-#[test]
-fn batched_appends_are_durable_after_flush_and_a_call_is_all_or_nothing() {
-    let Some((schema, store)) = pg_common::store(Durability::Batched) else {
-        return;
-    };
-    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
-    for i in 0..20 {
-        s.append("host/n", &format!("{i}"), Envelope::default())
-            .unwrap();
-    }
-    s.flush().unwrap();
-    assert_eq!(schema.lines("s").len(), 20);
-    // A record over the limit is refused before anything is written.
-    let small = PgStore::connect(
-        &url(),
-        PgOptions {
-            record_limit: 300,
-            ..schema.options(Durability::Sync)
-        },
-    )
-    .unwrap();
-    let t = Session::create(&small, "t", SessionMeta::default()).unwrap();
-    t.inbox().append(Target::NextTurn, msg("a")).unwrap();
-    let err = refused(
-        t.append(
-            "host/big",
-            &format!("\"{}\"", "x".repeat(400)),
-            Envelope::default(),
-        ),
-        ErrorKind::TooLarge,
-        &["larger than the record limit of 300 bytes"],
-    );
-    assert_eq!(err.seq(), Some(1));
-    assert_eq!(schema.lines("t").len(), 1);
 }
 
 #[test]
@@ -367,7 +178,7 @@ fn bad_urls_and_schema_names_are_invalid_input() {
             "sslmode",
         ),
     ] {
-        let err = refused(
+        let err = assert_err(
             PgStore::connect(bad, PgOptions::default()),
             ErrorKind::InvalidInput,
             &[needle],
@@ -381,7 +192,7 @@ fn bad_urls_and_schema_names_are_invalid_input() {
         "x\"; DROP TABLE y; --",
         &"s".repeat(64),
     ] {
-        refused(
+        assert_err(
             PgStore::connect(
                 &url(),
                 PgOptions {
@@ -403,7 +214,7 @@ fn a_newer_schema_version_is_refused_naming_both() {
         "UPDATE {{s}}.schema_version SET version = {}",
         SCHEMA_VERSION + 1
     ));
-    let err = refused(
+    let err = assert_err(
         PgStore::connect(&url(), schema.options(Durability::Sync)),
         ErrorKind::FormatUnsupported,
         &[
@@ -431,7 +242,7 @@ fn an_unreachable_server_is_unavailable_naming_host_and_port_never_the_password(
             &["127.0.0.1:9"][..],
         ),
     ] {
-        let err = refused(
+        let err = assert_err(
             PgStore::connect(url, PgOptions::default()),
             ErrorKind::Unavailable,
             needles,
@@ -471,7 +282,7 @@ fn a_terminated_connection_fails_or_is_replaced_and_reopening_recovers() {
         );
         if err.kind() == ErrorKind::Unavailable && err.to_string().contains("in flight") {
             assert!(err.to_string().contains("outcome is unknown"), "{err}");
-            refused(
+            assert_err(
                 s.append("host/c", "{}", Envelope::default()),
                 ErrorKind::Poisoned,
                 &["reopen"],
@@ -519,7 +330,7 @@ fn rows_edited_by_hand_are_refused_naming_session_and_seq_and_nothing_changes() 
         }
     }
     let opened = Session::open(&store, "s").unwrap();
-    refused(opened.events(0), ErrorKind::Corrupt, &needles);
+    assert_err(opened.events(0), ErrorKind::Corrupt, &needles);
     assert_eq!(
         opened.events(2).unwrap().len(),
         7,

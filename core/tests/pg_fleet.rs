@@ -1,32 +1,27 @@
-//! Ownership and faults with real processes on a real PostgreSQL server (ARCHITECTURE.md#postgresql).
+//! A soak of processes on a real PostgreSQL server (ARCHITECTURE.md#postgresql): 8
+//! processes over 16 sessions for `INBOXLOG_SOAK_SECS` (default 15) of random opens,
+//! takeovers, appends, inbox and protocol calls, closes and crashes; afterwards every
+//! log verifies and every acknowledged event is stored exactly once, byte for byte.
 //! Child processes are this test binary re-executed with `INBOXLOG_PG_ROLE` set,
-//! running only `fleet_child`; they report every acknowledged event on stdout.
-//!
-//! - a second process's open is `locked` at once;
-//! - `kill -9` of an owner inside a `sync` append loop: another process opens within
-//!   2 s, every acknowledged event is there, the open turn is closed `interrupted`;
-//! - `SIGSTOP` of an owner: open is `locked`, a takeover proceeds at once, and the old
-//!   owner, continued, is `fenced` and has written nothing after the takeover;
-//! - a bounded soak: 8 processes over 16 sessions for `INBOXLOG_SOAK_SECS` (default 15)
-//!   of random opens, takeovers, appends, inbox and protocol calls, closes and crashes;
-//!   afterwards every log verifies and every acknowledged event is stored exactly once,
-//!   byte for byte.
+//! running only `fleet_child`; they report every acknowledged event on stdout. (A
+//! second process locked out, a stopped owner taken over, a writer killed mid-loop:
+//! the store suite's `processes.rs`, over every store other processes reach.)
 #![cfg(unix)]
 
+mod common;
 mod pg_common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::{Rng, lines_of, msg, rerun};
 use inboxlog::store::{Durability, OpenOptions, PgStore};
 use inboxlog::{
-    CancelCause, Decided, Decision, Envelope, ErrorKind, Message, Session, SessionMeta,
-    StepOutcome, Target,
+    CancelCause, Decided, Decision, Envelope, ErrorKind, Session, SessionMeta, StepOutcome, Target,
 };
 
 const ROLE: &str = "INBOXLOG_PG_ROLE";
@@ -34,32 +29,11 @@ const SCHEMA: &str = "INBOXLOG_PG_SCHEMA";
 const SEED: &str = "INBOXLOG_PG_SEED";
 const DEADLINE: &str = "INBOXLOG_PG_DEADLINE_MS";
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64
-}
-
-fn msg(id: &str) -> Message {
-    Message::from_json(&format!(r#"{{"id":"{id}","role":"user"}}"#)).unwrap()
 }
 
 // ---------------------------------------------------------------- the child side
@@ -82,44 +56,8 @@ fn fleet_child() {
     )
     .unwrap();
     match role.as_str() {
-        "holder" => holder(&store),
-        "writer" => writer(&store),
         "soak" => soak(&store),
         other => panic!("unknown role {other}"),
-    }
-}
-
-/// Opens `s`, says `ready`, then runs the parent's commands from stdin: `append`
-/// answers `ok <seq>` or `err <kind>`.
-fn holder(store: &PgStore) {
-    let s = Session::open(store, "s").unwrap();
-    println!("ready");
-    for line in std::io::stdin().lock().lines() {
-        match line.unwrap().as_str() {
-            "append" => match s.append("host/late", "{}", Envelope::default()) {
-                Ok(e) => println!("ok {}", e.seq()),
-                Err(e) => println!("err {}", e.kind()),
-            },
-            _ => return,
-        }
-    }
-}
-
-/// Opens `s` and a turn, then appends forever, printing `ack <event json>` for each
-/// acknowledged event.
-fn writer(store: &PgStore) {
-    let s = Session::open(store, "s").unwrap();
-    s.open_turn().unwrap();
-    println!("turn");
-    for i in 0u64.. {
-        let e = s
-            .append(
-                "host/chunk",
-                &format!(r#"{{"i":{i}}}"#),
-                Envelope::default(),
-            )
-            .unwrap();
-        println!("ack {}", e.to_json());
     }
 }
 
@@ -246,30 +184,10 @@ fn step(rng: &mut Rng, o: &mut Open, n: u64) -> inboxlog::Result<bool> {
 
 // ---------------------------------------------------------------- the parent side
 
+/// A soak child, killed when dropped, and its complete stdout lines.
 struct Kid {
     child: Child,
-    stdin: Option<ChildStdin>,
-}
-
-impl Kid {
-    fn pid(&self) -> String {
-        self.child.id().to_string()
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.pid()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig}");
-    }
-
-    fn say(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{line}").unwrap();
-        stdin.flush().unwrap();
-    }
+    lines: Receiver<String>,
 }
 
 impl Drop for Kid {
@@ -279,64 +197,19 @@ impl Drop for Kid {
     }
 }
 
-/// Starts a child in `role`; its stdout lines go to `out` tagged with `tag`.
-fn spawn(
-    role: &str,
-    schema: &str,
-    seed: u64,
-    deadline: u64,
-    tag: usize,
-    out: Sender<(usize, String)>,
-) -> Kid {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "fleet_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(ROLE, role)
+/// Starts a soak child with `seed` that stops at `deadline`.
+fn spawn(schema: &str, seed: u64, deadline: u64) -> Kid {
+    let mut child = rerun("fleet_child")
+        .env(ROLE, "soak")
         .env(SCHEMA, schema)
         .env(SEED, seed.to_string())
         .env(DEADLINE, deadline.to_string())
-        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let stdin = child.stdin.take();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    thread::spawn(move || {
-        let mut line = Vec::new();
-        // Only newline-terminated lines count: a kill can cut the last one.
-        while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
-            if line.last() == Some(&b'\n') {
-                line.pop();
-                let text = String::from_utf8(std::mem::take(&mut line)).unwrap();
-                if out.send((tag, text)).is_err() {
-                    return;
-                }
-            }
-            line.clear();
-        }
-    });
-    Kid { child, stdin }
-}
-
-/// The next line of a child, within `wait`.
-fn expect_line(rx: &Receiver<(usize, String)>, wait: Duration) -> String {
-    rx.recv_timeout(wait).expect("the child answers").1
-}
-
-fn wait_for(rx: &Receiver<(usize, String)>, line: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let got = expect_line(rx, deadline.saturating_duration_since(Instant::now()));
-        if got == line {
-            return;
-        }
-    }
+    let lines = lines_of(&mut child);
+    Kid { child, lines }
 }
 
 fn created(store: &PgStore, id: &str) {
@@ -344,126 +217,6 @@ fn created(store: &PgStore, id: &str) {
         .unwrap()
         .close()
         .unwrap();
-}
-
-#[test]
-fn a_second_process_is_locked_at_once_and_a_takeover_fences_a_stopped_owner() {
-    let Some((schema, store)) = pg_common::store(Durability::Sync) else {
-        return;
-    };
-    created(&store, "s");
-    let (tx, rx) = mpsc::channel();
-    let mut holder = spawn("holder", &schema.name, 0, 0, 0, tx);
-    wait_for(&rx, "ready");
-
-    // (a) The owner is alive: refused at once.
-    let started = Instant::now();
-    let err = Session::open(&store, "s").err().unwrap();
-    assert_eq!(err.kind(), ErrorKind::Locked, "{err}");
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
-    holder.say("append");
-    assert_eq!(expect_line(&rx, Duration::from_secs(10)), "ok 0");
-
-    // (c) Stopped: still locked; a takeover proceeds at once and writes.
-    holder.signal("-STOP");
-    let err = Session::open(&store, "s").err().unwrap();
-    assert_eq!(err.kind(), ErrorKind::Locked, "{err}");
-    let started = Instant::now();
-    let new = Session::open_with(&store, "s", OpenOptions::takeover(true)).unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
-    new.append("host/new-owner", "{}", Envelope::default())
-        .unwrap();
-    // Continued: its next call is fenced, twice, and it wrote nothing.
-    holder.signal("-CONT");
-    holder.say("append");
-    assert_eq!(expect_line(&rx, Duration::from_secs(10)), "err fenced");
-    holder.say("append");
-    assert_eq!(expect_line(&rx, Duration::from_secs(10)), "err fenced");
-    let lines = schema.lines("s");
-    assert_eq!(lines.len(), 2, "{lines:?}");
-    assert_eq!(lines.iter().filter(|l| l.contains("host/late")).count(), 1);
-    assert!(lines[1].contains("host/new-owner"));
-    new.append("host/still-mine", "{}", Envelope::default())
-        .unwrap();
-    holder.say("exit");
-}
-
-#[test]
-fn kill_9_inside_a_sync_append_loop_loses_nothing_acknowledged() {
-    let Some((schema, store)) = pg_common::store(Durability::Sync) else {
-        return;
-    };
-    created(&store, "s");
-    for round in 0..3u64 {
-        let (tx, rx) = mpsc::channel();
-        let kid = spawn("writer", &schema.name, round, 0, 0, tx);
-        wait_for(&rx, "turn");
-        // Let it run a random while, then kill it mid-loop.
-        let until = Instant::now() + Duration::from_millis(100 + 150 * round);
-        let mut acked = Vec::new();
-        while Instant::now() < until {
-            if let Ok((_, line)) = rx.recv_timeout(Duration::from_millis(10))
-                && let Some(json) = line.strip_prefix("ack ")
-            {
-                acked.push(json.to_owned());
-            }
-        }
-        kid.signal("-KILL");
-        let killed = Instant::now();
-        // Every line it printed before it died counts as acknowledged.
-        drop(kid);
-        while let Ok((_, line)) = rx.try_recv() {
-            if let Some(json) = line.strip_prefix("ack ") {
-                acked.push(json.to_owned());
-            }
-        }
-        assert!(!acked.is_empty(), "round {round}: nothing was acknowledged");
-        let s = loop {
-            match Session::open(&store, "s") {
-                Ok(s) => break s,
-                Err(e) if e.kind() == ErrorKind::Locked => {
-                    assert!(
-                        killed.elapsed() < Duration::from_secs(2),
-                        "round {round}: still locked {:?} after the kill",
-                        killed.elapsed()
-                    );
-                    thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => panic!("{e}"),
-            }
-        };
-        assert!(
-            killed.elapsed() < Duration::from_secs(2),
-            "{:?}",
-            killed.elapsed()
-        );
-        assert_eq!(s.open_report().repaired_turn, Some(round + 1));
-        let stored = schema.lines("s");
-        for line in &acked {
-            assert!(
-                stored.contains(line),
-                "round {round}: acknowledged {line} is missing"
-            );
-        }
-        assert!(
-            stored
-                .last()
-                .unwrap()
-                .contains(r#""reason":{"kind":"interrupted"}"#),
-            "{:?}",
-            stored.last()
-        );
-        s.close().unwrap();
-    }
-    assert!(Session::verify(&store, "s").is_ok());
 }
 
 #[test]
@@ -479,12 +232,11 @@ fn a_soak_of_eight_processes_over_sixteen_sessions_keeps_every_acknowledged_even
         created(&store, &format!("s{i}"));
     }
     let deadline = now_ms() + secs * 1000;
-    let (tx, rx) = mpsc::channel();
     let mut seed = 1u64;
     let mut kids: Vec<Kid> = (0..8)
-        .map(|tag| {
+        .map(|_| {
             seed += 1;
-            spawn("soak", &schema.name, seed, deadline, tag, tx.clone())
+            spawn(&schema.name, seed, deadline)
         })
         .collect();
     let mut acked: BTreeMap<String, BTreeMap<u64, String>> = BTreeMap::new();
@@ -506,11 +258,10 @@ fn a_soak_of_eight_processes_over_sixteen_sessions_keeps_every_acknowledged_even
         );
     };
     loop {
-        while let Ok((_, line)) = rx.recv_timeout(Duration::from_millis(20)) {
-            record(line);
-        }
+        thread::sleep(Duration::from_millis(20));
         let mut running = false;
-        for (tag, kid) in kids.iter_mut().enumerate() {
+        for kid in &mut kids {
+            kid.lines.try_iter().for_each(&mut record);
             match kid.child.try_wait().unwrap() {
                 None => running = true,
                 Some(status) => {
@@ -523,7 +274,9 @@ fn a_soak_of_eight_processes_over_sixteen_sessions_keeps_every_acknowledged_even
                     if crashed && now_ms() + 500 < deadline {
                         crashes += 1;
                         seed += 1;
-                        *kid = spawn("soak", &schema.name, seed, deadline, tag, tx.clone());
+                        // Everything it said before it died, then its successor.
+                        kid.lines.iter().for_each(&mut record);
+                        *kid = spawn(&schema.name, seed, deadline);
                         running = true;
                     }
                 }
@@ -533,9 +286,8 @@ fn a_soak_of_eight_processes_over_sixteen_sessions_keeps_every_acknowledged_even
             break;
         }
     }
-    drop(tx);
-    while let Ok((_, line)) = rx.recv_timeout(Duration::from_millis(200)) {
-        record(line);
+    for kid in &kids {
+        kid.lines.iter().for_each(&mut record);
     }
     let total: usize = acked.values().map(BTreeMap::len).sum();
     eprintln!("soak: {secs} s, {total} acknowledged events, {crashes} crashes");

@@ -7,9 +7,9 @@ mod pg_common;
 
 use std::time::{Duration, Instant};
 
-use inboxlog::store::{Durability, OpenOptions, PgStore};
+use inboxlog::store::{Durability, OpenOptions};
 use inboxlog::{Envelope, ErrorKind, Session, SessionMeta};
-use pg_common::{Schema, url};
+use pg_common::Schema;
 
 /// A batch window no test outlives: staged rows wait for `flush()`.
 const LONG: Duration = Duration::from_secs(600);
@@ -67,28 +67,35 @@ fn the_window_writes_a_batch_while_the_host_is_idle() {
     s.flush().unwrap();
 }
 
+/// Staged rows wait for their batch, yet their writer reads them from where they wait,
+/// and a read of the store in the writer's process (inspect, and fork, which reads
+/// through it) writes them first. (That every read in the writer's process sees every
+/// append at once, in every store and mode: the store suite.)
 #[test]
-fn staged_rows_are_read_by_their_own_writer() {
+fn staged_rows_wait_for_their_batch_and_a_read_of_the_store_writes_them_first() {
     let Some(schema) = Schema::new() else { return };
     let store = schema.store(Durability::Batched).with_batch_window(LONG);
-    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
-    let stored = schema.lines("s").len();
+    let s = Session::create(&store, "p", SessionMeta::default()).unwrap();
+    let stored = schema.lines("p").len();
     for i in 0..5 {
         s.append("host/n", &format!("{i}"), Envelope::default())
             .unwrap();
     }
-    // Nothing written yet, yet the writer's own reads show every append, in order.
-    assert_eq!(schema.lines("s").len(), stored);
-    let events = s.events(0).unwrap();
-    assert_eq!(events.len(), stored + 5);
-    for (i, e) in events.iter().enumerate() {
-        assert_eq!(e.seq(), i as u64);
-    }
-    let tail = s.events(stored as u64 + 3).unwrap();
-    assert_eq!(tail.len(), 2);
-    assert_eq!(tail[0].seq(), stored as u64 + 3);
-    s.flush().unwrap();
     assert_eq!(s.events(0).unwrap().len(), stored + 5);
+    assert_eq!(
+        schema.lines("p").len(),
+        stored,
+        "the writer read its rows where they wait"
+    );
+    assert_eq!(Session::inspect(&store, "p").unwrap().1.len(), stored + 5);
+    assert_eq!(
+        schema.lines("p").len(),
+        stored + 5,
+        "inspect wrote them first"
+    );
+    s.append("host/n", "5", Envelope::default()).unwrap();
+    drop(Session::fork(&store, "p", "c", SessionMeta::default()).unwrap());
+    assert_eq!(schema.lines("p").len(), stored + 6, "fork wrote them first");
 }
 
 #[test]
@@ -120,15 +127,9 @@ fn a_takeover_between_staging_and_flush_fences_and_writes_nothing_staged() {
 #[test]
 fn a_terminated_connection_with_staged_rows_poisons_and_reopening_shows_the_committed() {
     let Some(schema) = Schema::new() else { return };
-    let app = format!("owner_{}", schema.name);
-    let base = url();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let store = PgStore::connect(
-        &format!("{base}{sep}application_name={app}"),
-        schema.options(Durability::Batched),
-    )
-    .unwrap()
-    .with_batch_window(LONG);
+    let store = schema
+        .named_store(Durability::Batched)
+        .with_batch_window(LONG);
     let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
     s.append("host/kept", "0", Envelope::default()).unwrap();
     s.flush().unwrap();
@@ -137,15 +138,7 @@ fn a_terminated_connection_with_staged_rows_poisons_and_reopening_shows_the_comm
         s.append("host/n", &format!("{i}"), Envelope::default())
             .unwrap();
     }
-    let mut c = pg_common::client().unwrap();
-    let killed: i64 = c
-        .query_one(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-             WHERE application_name = $1",
-            &[&app],
-        )
-        .unwrap()
-        .get(0);
+    let killed = schema.terminate();
     assert!(killed >= 1);
     let err = s.flush().unwrap_err();
     assert!(
@@ -183,26 +176,4 @@ fn a_fence_met_by_the_flusher_thread_is_reported_at_the_next_call() {
     assert_eq!(err.kind(), ErrorKind::Fenced, "{err}");
     assert!(err.to_string().contains("taken over"), "{err}");
     assert_eq!(schema.lines("s"), committed);
-}
-
-#[test]
-fn reads_of_the_store_in_the_writers_process_see_its_staged_rows() {
-    let Some(schema) = Schema::new() else { return };
-    let store = schema.store(Durability::None).with_batch_window(LONG);
-    let s = Session::create(&store, "p", SessionMeta::default()).unwrap();
-    let stored = schema.lines("p").len();
-    for i in 0..3 {
-        s.append("host/n", &format!("{i}"), Envelope::default())
-            .unwrap();
-    }
-    assert_eq!(schema.lines("p").len(), stored);
-    // inspect (and fork, which reads through it) write the staged rows first.
-    let (_, events) = Session::inspect(&store, "p").unwrap();
-    assert_eq!(events.len(), stored + 3);
-    let child = Session::fork(&store, "p", "c", SessionMeta::default()).unwrap();
-    assert_eq!(child.header().seed_length, Some(stored as u64 + 3));
-    // The writer goes on from there.
-    s.append("host/n", "3", Envelope::default()).unwrap();
-    s.flush().unwrap();
-    assert_eq!(schema.lines("p").len(), stored + 4);
 }

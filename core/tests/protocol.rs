@@ -1,6 +1,7 @@
 //! The step-boundary protocol (ARCHITECTURE.md#protocol): every transition with its exact events, and
-//! every refusal (a `protocol` error naming the state, nothing written). Also the
-//! interrupted-turn repair when a log is reopened (ARCHITECTURE.md#opening-a-stored-log).
+//! every refusal (a `protocol` error naming the state, nothing written). The repair of
+//! an interrupted turn when a log is reopened (ARCHITECTURE.md#opening-a-stored-log) is
+//! in the store suite (`core/tests/store/recovery.rs`), over every store.
 
 use inboxlog::store::MemoryStore;
 use inboxlog::{
@@ -745,74 +746,4 @@ fn user_messages_carry_surface_op_append() {
     for e in events.iter().filter(|e| e.ty() != "user/message") {
         assert!(e.envelope().surface_op.is_none(), "{}", e.to_json());
     }
-}
-
-#[test]
-fn turn_numbers_continue_across_reopen() {
-    let store = MemoryStore::new();
-    let s = new(&store);
-    s.open_turn().unwrap();
-    s.propose_step().unwrap();
-    s.decide(Decision::Reject).unwrap();
-    s.close().unwrap();
-    let s = Session::open(&store, "p").unwrap();
-    assert_eq!(s.open_turn().unwrap(), 2);
-}
-
-// ---------------------------------------------------------------------------------
-// ARCHITECTURE.md#opening-a-stored-log: a turn the previous writer left open is repaired when the log is reopened.
-
-#[test]
-fn an_interrupted_step_is_repaired_on_reopen() {
-    let store = MemoryStore::new();
-    let s = new(&store);
-    s.inbox().append(Target::NextTurn, m("a")).unwrap();
-    s.inbox().append(Target::NextTurn, m("b")).unwrap();
-    in_step(&s);
-    let last = s.events(0).unwrap().pop().unwrap();
-    let n = next_seq(&s);
-    drop(s); // the writer goes away without closing the turn
-
-    let (_, stored) = Session::inspect(&store, "p").unwrap();
-    assert_eq!(stored.len() as u64, n, "inspection shows the log as stored");
-
-    let s = Session::open(&store, "p").unwrap();
-    assert_eq!(s.open_report().repaired_turn, Some(1));
-    assert_eq!(
-        written(&s, n),
-        [step_end(1, 1), turn_end(1, r#"{"kind":"interrupted"}"#)]
-    );
-    for e in s.events(n).unwrap() {
-        assert_eq!(e.time(), last.time(), "repairs reuse the last event's time");
-    }
-    assert_eq!(s.turn_open().unwrap(), None);
-    assert_eq!(s.inbox().next_turn().unwrap(), [m("b")]);
-    // The protocol is usable again.
-    assert_eq!(s.open_turn().unwrap(), 2);
-    s.cancel(CancelCause::User, true).unwrap();
-    s.close().unwrap();
-
-    // A second open adds nothing.
-    let total = Session::inspect(&store, "p").unwrap().1.len();
-    let s = Session::open(&store, "p").unwrap();
-    assert_eq!(s.open_report().repaired_turn, None);
-    assert_eq!(s.events(0).unwrap().len(), total);
-}
-
-#[test]
-fn an_interrupted_turn_without_a_step_is_repaired_on_reopen() {
-    let store = MemoryStore::new();
-    let s = new(&store);
-    s.inbox().append(Target::NextTurn, m("a")).unwrap();
-    s.open_turn().unwrap();
-    s.propose_step().unwrap();
-    let n = next_seq(&s);
-    drop(s);
-    let s = Session::open(&store, "p").unwrap();
-    assert_eq!(s.open_report().repaired_turn, Some(1));
-    assert_eq!(written(&s, n), [turn_end(1, r#"{"kind":"interrupted"}"#)]);
-    drop(s);
-    let s = Session::open(&store, "p").unwrap();
-    assert_eq!(s.open_report().repaired_turn, None);
-    assert_eq!(next_seq(&s), n + 1);
 }

@@ -1,5 +1,7 @@
 //! Every error kind the core raises with the memory store (ARCHITECTURE.md#errors), each with
-//! what it names and the proof that nothing was written.
+//! what it names and the proof that nothing was written. The kinds a store raises for
+//! its sessions (`already_exists`, `not_found`, `locked`, `fenced`, `too_large` at the
+//! record limit) are in the store suite (`core/tests/store/`), over every store.
 
 mod scenarios_common;
 
@@ -232,6 +234,7 @@ fn error_reentrant_mutation_from_an_observer_writes_nothing() {
             s.append("host/x", "{}", Default::default()).map(drop),
             s.open_turn().map(drop),
             s.inbox().clear(),
+            s.receive().map(drop),
         ] {
             let err = attempt.unwrap_err();
             out.lock()
@@ -244,7 +247,7 @@ fn error_reentrant_mutation_from_an_observer_writes_nothing() {
     });
     s.inbox().append(Target::NextTurn, m("a")).unwrap();
     let errors = taken(&errors);
-    assert_eq!(errors.len(), 4);
+    assert_eq!(errors.len(), 5);
     for e in &errors {
         assert!(e.starts_with("reentrant: "), "{e}");
         assert!(e.contains("observer"), "{e}");
@@ -252,53 +255,6 @@ fn error_reentrant_mutation_from_an_observer_writes_nothing() {
     assert_eq!(next_seq(&s), 1);
     assert_eq!(lists(&s), (vec!["a".into()], vec![]));
     assert!(s.take_observer_failures().is_empty());
-}
-
-#[test]
-fn error_already_exists() {
-    let store = MemoryStore::new();
-    let s = session(&store, "dup");
-    s.inbox().append(Target::NextTurn, m("a")).unwrap();
-    let err = Session::create(&store, "dup", SessionMeta::default())
-        .err()
-        .expect("refused");
-    assert_eq!(err.kind(), ErrorKind::AlreadyExists);
-    assert!(err.to_string().contains("\"dup\" already exists"), "{err}");
-    // The existing log is untouched.
-    assert_eq!(Session::inspect(&store, "dup").unwrap().1.len(), 1);
-}
-
-#[test]
-fn error_not_found() {
-    let store = MemoryStore::new();
-    for err in [
-        Session::open(&store, "nope").err().expect("refused"),
-        Session::inspect(&store, "nope").expect_err("refused"),
-        Session::fork(&store, "nope", "child", SessionMeta::default())
-            .err()
-            .expect("refused"),
-    ] {
-        assert_eq!(err.kind(), ErrorKind::NotFound);
-        assert!(err.to_string().contains("\"nope\""), "{err}");
-    }
-    assert!(store.list().unwrap().is_empty());
-}
-
-#[test]
-fn error_locked_while_the_first_writer_is_open() {
-    let store = MemoryStore::new();
-    let s = session(&store, "l");
-    let err = Session::open(&store, "l").err().expect("refused");
-    assert_eq!(err.kind(), ErrorKind::Locked);
-    assert!(err.to_string().contains("locked"), "{err}");
-    s.close().unwrap();
-    let again = Session::open(&store, "l").unwrap();
-    let err = Session::open(&store, "l").err().expect("refused");
-    assert_eq!(err.kind(), ErrorKind::Locked);
-    // Read-only inspection never locks.
-    Session::inspect(&store, "l").unwrap();
-    drop(again);
-    Session::open(&store, "l").unwrap();
 }
 
 #[test]

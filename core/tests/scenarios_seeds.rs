@@ -1,9 +1,11 @@
-//! Sessions created from a seed, and forks (ARCHITECTURE.md#seeds-and-forks).
+//! Sessions created from a seed (ARCHITECTURE.md#seeds-and-forks): the seed's checks and
+//! its `session/end-seed`. Forks, and a seed's inbox replayed from `seedLength` when the
+//! session opens, are in the store suite (`core/tests/store/fork.rs`), over every store.
 
 mod scenarios_common;
 
 use inboxlog::store::MemoryStore;
-use inboxlog::{Decision, ErrorKind, Event, Session, SessionMeta, StepOutcome, Target};
+use inboxlog::{ErrorKind, Event, Session, SessionMeta};
 use scenarios_common::*;
 
 #[test]
@@ -40,36 +42,6 @@ fn a_seed_that_already_ends_with_end_seed_gets_no_second_one() {
     // An empty seed is an empty log.
     let e = Session::create_seeded(&store, "e", SessionMeta::default(), Vec::new(), None).unwrap();
     assert!(e.events(0).unwrap().is_empty());
-}
-
-#[test]
-fn the_inbox_replays_from_seed_length() {
-    let store = MemoryStore::new();
-    let seed = log(&[INSERT_A, ("host/x", "{}")]);
-    let with = Session::create_seeded(
-        &store,
-        "with",
-        SessionMeta::default(),
-        seed.clone(),
-        Some(1),
-    )
-    .unwrap();
-    assert_eq!(with.header().seed_length, Some(1));
-    assert!(!with.inbox().has_pending().unwrap());
-    let without =
-        Session::create_seeded(&store, "without", SessionMeta::default(), seed, None).unwrap();
-    assert_eq!(lists(&without).0, ["a"]);
-    // Reopening replays the same way.
-    with.close().unwrap();
-    without.close().unwrap();
-    assert!(
-        !Session::open(&store, "with")
-            .unwrap()
-            .inbox()
-            .has_pending()
-            .unwrap()
-    );
-    assert_eq!(lists(&Session::open(&store, "without").unwrap()).0, ["a"]);
 }
 
 #[test]
@@ -120,92 +92,4 @@ fn a_seed_is_validated() {
     .err()
     .expect("refused");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
-}
-
-/// A parent with one finished turn, one pending message, and turn 2 open mid-step.
-fn busy_parent(store: &MemoryStore) -> Session {
-    let meta = SessionMeta {
-        cwd: Some("/work".into()),
-        ..SessionMeta::default()
-    };
-    let p = Session::create(store, "parent", meta).unwrap();
-    p.inbox().append(Target::NextTurn, m("a")).unwrap();
-    p.open_turn().unwrap();
-    let prop = p.propose_step().unwrap();
-    p.decide(Decision::Enter(prop.messages)).unwrap();
-    p.end_step(StepOutcome::Completed).unwrap();
-    p.close_turn().unwrap();
-    p.inbox().append(Target::NextTurn, m("b")).unwrap();
-    p.inbox().append(Target::NextTurn, m("c")).unwrap();
-    p
-}
-
-#[test]
-fn fork_copies_up_to_the_open_turn() {
-    let store = MemoryStore::new();
-    let p = busy_parent(&store);
-    let cut = next_seq(&p); // turn 2 starts here
-    p.open_turn().unwrap();
-    let prop = p.propose_step().unwrap();
-    p.decide(Decision::Enter(prop.messages)).unwrap();
-    let before = Session::inspect(&store, "parent").unwrap();
-
-    let meta = SessionMeta {
-        origin: Some("subagent".into()),
-        delegation_depth: Some(1),
-        agent_preset: Some("reviewer".into()),
-        cwd: None,
-    };
-    let child = Session::fork(&store, "parent", "child", meta).unwrap();
-    let h = child.header();
-    assert_eq!(h.parent_session.as_deref(), Some("parent"));
-    assert_eq!(h.seed_length, Some(cut));
-    assert_eq!(h.cwd.as_deref(), Some("/work"));
-    assert_eq!(h.origin.as_deref(), Some("subagent"));
-    assert_eq!(h.delegation_depth, Some(1));
-    assert_eq!(h.agent_preset.as_deref(), Some("reviewer"));
-    let events = child.events(0).unwrap();
-    assert_eq!(&events[..cut as usize], &before.1[..cut as usize]);
-    assert_eq!(events.len() as u64, cut + 1);
-    assert_eq!(events[cut as usize].ty(), "session/end-seed");
-    assert_eq!(events[cut as usize].seq(), cut);
-    // The child's inbox replays from seedLength: empty, although the parent has pending
-    // input in the copied part.
-    assert!(!child.inbox().has_pending().unwrap());
-    // Turn numbers continue after the copied turns.
-    assert_eq!(child.open_turn().unwrap(), 2);
-    // The parent is unchanged and still usable.
-    let after = Session::inspect(&store, "parent").unwrap();
-    assert_eq!(after, before);
-    assert!(!p.end_step(StepOutcome::Completed).unwrap());
-    assert_eq!(lists(&p).0, ["c"]);
-}
-
-#[test]
-fn fork_of_an_idle_parent_copies_everything() {
-    let store = MemoryStore::new();
-    let p = busy_parent(&store);
-    let parent_events = p.events(0).unwrap();
-    let child = Session::fork(&store, "parent", "child", SessionMeta::default()).unwrap();
-    let n = parent_events.len() as u64;
-    assert_eq!(child.header().seed_length, Some(n));
-    assert_eq!(child.header().cwd.as_deref(), Some("/work"));
-    assert_eq!(child.header().origin, None);
-    let events = child.events(0).unwrap();
-    assert_eq!(&events[..n as usize], &parent_events[..]);
-    assert_eq!(written(&child, n), [pair("session/end-seed", "{}")]);
-    assert!(!child.inbox().has_pending().unwrap());
-    assert_eq!(child.open_turn().unwrap(), 2);
-    assert_eq!(p.open_turn().unwrap(), 2);
-    // Reopened, the child's inbox is still empty.
-    child.close().unwrap();
-    let child = Session::open(&store, "child").unwrap();
-    assert!(!child.inbox().has_pending().unwrap());
-    // A fork cannot take an existing id.
-    assert_eq!(
-        Session::fork(&store, "parent", "child", SessionMeta::default())
-            .err()
-            .map(|e| e.kind()),
-        Some(ErrorKind::AlreadyExists)
-    );
 }

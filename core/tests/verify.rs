@@ -3,11 +3,11 @@
 //! file, line, byte offset and seq; a log that opens verifies, with the repairs open
 //! makes reported as such. Run over the JSONL store and the memory store; verify never
 //! changes a byte. The PostgreSQL store runs the same refusals from rows written by
-//! hand (see [`postgres`]).
+//! hand (see [`postgres`]). Verify on a live log (no lock, the report, a missing
+//! session) is in the store suite (`core/tests/store/verify.rs`), over every store.
 
 mod pg_common;
 
-use inboxlog::ToJson as _;
 use std::path::Path;
 
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
@@ -492,24 +492,6 @@ fn the_header_and_its_version() {
     assert!(err.to_string().contains("not an inboxlog log"), "{err}");
 }
 
-#[test]
-fn no_such_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = JsonlStore::open(dir.path(), Durability::None).unwrap();
-    let memory = MemoryStore::new();
-    for store in [&store as &dyn Store, &memory] {
-        let v = Session::verify(store, "nobody").unwrap_err();
-        let o = Session::open(store, "nobody").err().unwrap();
-        assert_eq!(location(&v), location(&o));
-        assert_eq!(
-            (v.kind(), v.session()),
-            (ErrorKind::NotFound, Some("nobody"))
-        );
-    }
-    let err = Session::verify(&store, "../x").unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::InvalidInput);
-}
-
 // ---------------------------------------------------------------------------------
 // Repairs are reported, not refused.
 
@@ -526,58 +508,4 @@ fn a_torn_tail_and_an_interrupted_turn_are_repairs() {
     let whole = lines(&[T1, S1, ("step/end", r#"{"turn":1,"step":1}"#), E1]);
     assert_eq!(jsonl(HEADER, &whole, "\0\0\0").unwrap(), (3, None));
     assert_eq!(memory(&whole).unwrap().unwrap(), (0, None));
-}
-
-#[test]
-fn the_report_counts_and_serializes() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = JsonlStore::open(dir.path(), Durability::None).unwrap();
-    let events = lines(&[
-        (
-            SPLICED,
-            r#"{"target":"next-turn","start":0,"inserted":[{"id":"a"},{"id":"b"}]}"#,
-        ),
-        (
-            SPLICED,
-            r#"{"target":"next-step","start":0,"inserted":[{"id":"c"}]}"#,
-        ),
-        T1,
-        S1,
-    ]);
-    std::fs::write(store.path("s").unwrap(), file(HEADER, &events, "xy")).unwrap();
-    let report = Session::verify(&store, "s").unwrap();
-    assert_eq!(
-        (
-            report.events,
-            report.torn_bytes,
-            report.open_turn,
-            report.open_step
-        ),
-        (4, 2, Some(1), Some(1))
-    );
-    assert_eq!((report.next_turn, report.next_step), (2, 1));
-    assert!(report.needs_repair());
-    assert_eq!(
-        report.to_json(),
-        format!(
-            r#"{{"header":{HEADER},"events":4,"tornBytes":2,"openTurn":1,"openStep":1,"needsRepair":true,"nextTurn":2,"nextStep":1}}"#
-        )
-    );
-}
-
-#[test]
-fn verify_does_not_lock_and_ignores_a_live_writer() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = JsonlStore::open(dir.path(), Durability::None).unwrap();
-    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
-    s.open_turn().unwrap();
-    let report = Session::verify(&store, "s").unwrap();
-    assert_eq!((report.events, report.open_turn), (1, Some(1)));
-    // The writer is not disturbed; open is refused as locked, with the session named.
-    let err = Session::open(&store, "s").err().unwrap();
-    assert_eq!(err.kind(), ErrorKind::Locked);
-    assert_eq!(err.session(), Some("s"));
-    assert_eq!(err.path(), Some(store.path("s").unwrap().as_path()));
-    assert_eq!((err.line(), err.seq()), (None, None));
-    s.close().unwrap();
 }

@@ -1,24 +1,22 @@
-//! Helpers shared by the JSONL store's integration tests.
+//! What the JSONL store's integration tests share, with what every core test shares
+//! (`common`).
 #![allow(dead_code)]
+
+#[path = "../common/mod.rs"]
+mod common;
 
 use std::path::Path;
 
 use inboxlog::store::{Durability, JsonlStore};
-use inboxlog::{Envelope, Error, ErrorKind, Event, Message, Result, Session, SessionMeta};
+use inboxlog::{Envelope, Event, Session, SessionMeta};
+
+pub use common::*;
 
 /// A fresh store in a fresh temp dir (the dir must outlive the store).
 pub fn store(durability: Durability) -> (tempfile::TempDir, JsonlStore) {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonlStore::open(dir.path().join("logs"), durability).unwrap();
     (dir, store)
-}
-
-/// A message with `id`.
-pub fn msg(id: &str) -> Message {
-    Message::from_json(&format!(
-        r#"{{"id":"{id}","role":"user","content":"do {id}"}}"#
-    ))
-    .unwrap()
 }
 
 /// A host event built directly (for store-level appends).
@@ -53,21 +51,6 @@ pub fn lines(bytes: &[u8]) -> Vec<&[u8]> {
     let mut v: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     v.pop();
     v
-}
-
-/// Asserts that `result` failed with `kind` and a message containing every needle.
-#[track_caller]
-pub fn assert_err<T: std::fmt::Debug>(
-    result: Result<T>,
-    kind: ErrorKind,
-    needles: &[&str],
-) -> Error {
-    let err = result.expect_err("expected an error");
-    assert_eq!(err.kind(), kind, "{err}");
-    for needle in needles {
-        assert!(err.to_string().contains(needle), "{needle:?} not in: {err}");
-    }
-    err
 }
 
 /// A session "s" with two host events, a pending message and a finished turn.

@@ -91,6 +91,36 @@ impl Schema {
         PgStore::connect(&url(), self.options(durability)).unwrap()
     }
 
+    /// A store on this schema whose connections the server knows by an application
+    /// name of this schema's own, for [`Schema::terminate`].
+    pub fn named_store(&self, durability: Durability) -> PgStore {
+        let base = url();
+        let sep = if base.contains('?') { '&' } else { '?' };
+        let app = self.application_name();
+        PgStore::connect(
+            &format!("{base}{sep}application_name={app}"),
+            self.options(durability),
+        )
+        .unwrap()
+    }
+
+    /// Terminates the server connections of this schema's [`Schema::named_store`]s
+    /// and returns how many there were.
+    pub fn terminate(&self) -> i64 {
+        let mut c = client().expect("reachable a moment ago");
+        c.query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = $1",
+            &[&self.application_name()],
+        )
+        .unwrap()
+        .get(0)
+    }
+
+    fn application_name(&self) -> String {
+        format!("owner_{}", self.name)
+    }
+
     /// The options naming this schema.
     pub fn options(&self, durability: Durability) -> PgOptions {
         PgOptions {

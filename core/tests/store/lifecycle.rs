@@ -2,13 +2,14 @@
 //! delete (ARCHITECTURE.md#seeds-and-forks), against writers, readers, bad ids and
 //! absent sessions.
 
-use inboxlog::{Envelope, ErrorKind, Session, SessionMeta, Target};
+use inboxlog::{Envelope, ErrorKind, Header, Session, SessionMeta, Target};
 
 use crate::{assert_err, each_store, ids, msg, stored};
 
 #[test]
 fn create_open_fork_list_and_inspect_agree_in_every_store() {
     each_store(|name, store| {
+        assert!(ids(store).is_empty(), "{name}");
         let s = Session::create(store, "p", SessionMeta::default()).unwrap();
         s.inbox().append(Target::NextTurn, msg("a")).unwrap();
         s.append(
@@ -18,11 +19,20 @@ fn create_open_fork_list_and_inspect_agree_in_every_store() {
         )
         .unwrap();
         s.close().unwrap();
+        // Create never overwrites, through the session or the store itself.
+        let before = Session::inspect(store, "p").unwrap();
         assert_err(
-            Session::create(store, "p", SessionMeta::default()).map(drop),
+            Session::create(store, "p", SessionMeta::default()),
             ErrorKind::AlreadyExists,
-            &["\"p\""],
+            &["session \"p\" already exists"],
         );
+        let header = Header::new("p", 1, SessionMeta::default()).unwrap();
+        assert_err(
+            store.create(&header, &[]),
+            ErrorKind::AlreadyExists,
+            &["session \"p\" already exists"],
+        );
+        assert_eq!(Session::inspect(store, "p").unwrap(), before, "{name}");
         let s = Session::open(store, "p").unwrap();
         assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("a")], "{name}");
         assert_err(
@@ -64,28 +74,21 @@ fn create_open_fork_list_and_inspect_agree_in_every_store() {
             ErrorKind::NotFound,
             &["\"none\""],
         );
-    });
-}
-
-#[test]
-fn an_interrupted_turn_is_closed_when_the_session_opens_in_every_store() {
-    each_store(|name, store| {
-        let s = Session::create(store, "s", SessionMeta::default()).unwrap();
-        s.inbox().append(Target::NextTurn, msg("a")).unwrap();
-        s.open_turn().unwrap();
-        s.propose_step().unwrap();
-        drop(s);
-        let s = Session::open(store, "s").unwrap();
-        assert_eq!(s.open_report().repaired_turn, Some(1), "{name}");
-        let last = s.events(0).unwrap().pop().unwrap();
-        assert_eq!(
-            (last.ty(), last.data()),
-            ("turn/end", r#"{"turn":1,"reason":{"kind":"interrupted"}}"#),
-            "{name}"
+        assert_err(
+            Session::inspect(store, "none"),
+            ErrorKind::NotFound,
+            &["no session \"none\""],
         );
-        s.close().unwrap();
-        let s = Session::open(store, "s").unwrap();
-        assert_eq!(s.open_report().repaired_turn, None, "{name}: repaired once");
+        assert_err(
+            Session::fork(store, "none", "c2", SessionMeta::default()),
+            ErrorKind::NotFound,
+            &["\"none\""],
+        );
+        assert_eq!(
+            ids(store),
+            ["c", "p"],
+            "{name}: a refused fork creates nothing"
+        );
     });
 }
 
@@ -150,14 +153,78 @@ fn a_session_held_by_a_writer_is_not_deleted() {
     });
 }
 
+/// A bad id is refused as `invalid_input` by every call before the store looks for
+/// the session: no call creates, finds or changes anything with it.
 #[test]
-fn delete_checks_the_id_before_anything_else() {
+fn bad_ids_are_refused_before_anything_else() {
     each_store(|name, store| {
         stored(store, "s");
-        for bad in ["", "..", "../s", "a/b", ".s", "s\0"] {
-            assert_err(Session::delete(store, bad), ErrorKind::InvalidInput, &[]);
-            assert_err(store.delete(bad), ErrorKind::InvalidInput, &[]);
+        let before = Session::inspect(store, "s").unwrap();
+        let long = "x".repeat(129);
+        for bad in [
+            "",
+            "..",
+            "../s",
+            "a/b",
+            ".s",
+            "s\0",
+            "/etc/passwd",
+            "é",
+            &long,
+        ] {
+            let needles = &["session id"][..];
+            let kind = ErrorKind::InvalidInput;
+            assert_err(
+                Session::create(store, bad, SessionMeta::default()),
+                kind,
+                needles,
+            );
+            let header = Header {
+                id: bad.to_owned(),
+                ..Header::new("ok", 0, SessionMeta::default()).unwrap()
+            };
+            assert_err(store.create(&header, &[]), kind, needles);
+            assert_err(Session::open(store, bad), kind, needles);
+            assert_err(Session::inspect(store, bad), kind, needles);
+            assert_err(Session::verify(store, bad), kind, needles);
+            assert_err(
+                Session::fork(store, "s", bad, SessionMeta::default()),
+                kind,
+                needles,
+            );
+            assert_err(
+                Session::fork(store, bad, "c", SessionMeta::default()),
+                kind,
+                needles,
+            );
+            assert_err(Session::delete(store, bad), kind, needles);
+            assert_err(store.delete(bad), kind, needles);
         }
         assert_eq!(ids(store), ["s"], "{name}");
+        assert_eq!(Session::inspect(store, "s").unwrap(), before, "{name}");
+    });
+}
+
+#[test]
+fn list_holds_every_header_sorted_by_id() {
+    each_store(|name, store| {
+        for id in ["b", "a-2", "c.1", "a"] {
+            let meta = SessionMeta {
+                cwd: Some(format!("/w/{id}")),
+                ..Default::default()
+            };
+            Session::create(store, id, meta).unwrap().close().unwrap();
+        }
+        let listed = store.list().unwrap();
+        let ids: Vec<&str> = listed.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, ["a", "a-2", "b", "c.1"], "{name}");
+        for header in &listed {
+            assert_eq!(
+                header,
+                &Session::inspect(store, &header.id).unwrap().0,
+                "{name}: list and inspect agree"
+            );
+            assert_eq!(header.cwd, Some(format!("/w/{}", header.id)), "{name}");
+        }
     });
 }

@@ -1,15 +1,20 @@
 //! Posting to a session from anywhere (ARCHITECTURE.md#posting) in every store: taken
-//! in exactly once when the session opens, before each proposal and on `receive`; a
-//! post that cannot be taken in is recorded as `agent/inbox/rejected`.
+//! in exactly once when the session opens, before each proposal and on `receive`, in
+//! each poster's order; a post that cannot be taken in is recorded as
+//! `agent/inbox/rejected`. Posters and owners killed in other processes are in
+//! `processes.rs`.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use inboxlog::{
     Decision, Envelope, ErrorKind, Follower, Session, SessionMeta, StepOutcome, Target,
     fold_consumed_work,
 };
 
-use crate::{assert_err, each_store, msg, taken_in};
+use crate::{assert_err, assert_exactly_once, each_backend, each_store, msg, taken_in};
 
 #[test]
 fn a_post_to_a_closed_session_is_taken_in_when_it_opens() {
@@ -132,5 +137,59 @@ fn posts_to_missing_sessions_and_bad_ids_are_refused() {
         assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
         let err = Follower::open(store, "../x", 0).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    });
+}
+
+/// Four posters, each with a handle of its own as another worker has, while the owner
+/// runs turns: every post is taken in exactly once, in each poster's order.
+#[test]
+fn four_posters_while_the_owner_runs_turns() {
+    each_backend(|b| {
+        let name = b.name;
+        let s = Session::create(&*b.store, "s", SessionMeta::default()).unwrap();
+        let posters: Vec<_> = (0..4)
+            .map(|w| {
+                let store = b.connect();
+                thread::spawn(move || {
+                    let ids: Vec<String> = (0..40)
+                        .map(|i| {
+                            let id = format!("w{w}-{i}");
+                            store.post("s", Target::NextTurn, &msg(&id)).unwrap();
+                            thread::sleep(Duration::from_millis(1));
+                            id
+                        })
+                        .collect();
+                    (format!("w{w}"), ids)
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        let mut turns = 0;
+        loop {
+            let running = posters.iter().any(|p| !p.is_finished());
+            s.open_turn().unwrap();
+            let p = s.propose_step().unwrap();
+            let empty = p.messages.is_empty();
+            s.decide(Decision::Enter(p.messages)).unwrap();
+            if !empty {
+                s.end_step(StepOutcome::Completed).unwrap();
+                s.close_turn().unwrap();
+            }
+            turns += 1;
+            if !running {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "{name}: posters hang"
+            );
+        }
+        let acked: HashMap<String, Vec<String>> =
+            posters.into_iter().map(|p| p.join().unwrap()).collect();
+        s.receive().unwrap();
+        assert!(turns > 1, "{name}");
+        let taken = taken_in(&s.events(0).unwrap());
+        assert_eq!(taken.len(), 160, "{name}");
+        assert_exactly_once(&taken, &acked);
     });
 }
