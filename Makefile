@@ -49,11 +49,16 @@ test-rust:
 # C and C++ hosts against the built library (section owned by the C ABI).
 # The PostgreSQL host works in a schema of this run's own, dropped afterwards (psql comes
 # with the server packages; without it the schema is left and named).
-C_PG_SCHEMA := inboxlog_c_host_$(shell date +%s)_$(shell echo $$PPID)
-C_PG_DROP := command -v psql >/dev/null \
+# $(call PG_DROP,SCHEMA,TARGET) drops SCHEMA, or says TARGET left it.
+PG_DROP = command -v psql >/dev/null \
 	&& psql "$${INBOXLOG_TEST_PG:-postgresql://postgres@127.0.0.1:5432/test}" -qX \
-		-c "DROP SCHEMA IF EXISTS $(C_PG_SCHEMA) CASCADE" >/dev/null 2>&1 \
-	|| echo "make test-c: schema $(C_PG_SCHEMA) left on the server (no psql to drop it)" >&2
+		-c "DROP SCHEMA IF EXISTS $(1) CASCADE" >/dev/null 2>&1 \
+	|| echo "make $(2): schema $(1) left on the server (no psql to drop it)" >&2
+# Sessions tests/c/many_sessions.c holds open on one store in the native run (valgrind
+# and ASan runs keep its default, 100).
+C_MANY_SESSIONS := 10000
+C_PG_SCHEMA := inboxlog_c_host_$(shell date +%s)_$(shell echo $$PPID)
+C_PG_DROP := $(call PG_DROP,$(C_PG_SCHEMA),test-c)
 
 test-c: c-lib c-symbols c-hosts c-asan-hosts c-worker hpp-coverage
 	@command -v $(VALGRIND) >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
@@ -62,7 +67,7 @@ test-c: c-lib c-symbols c-hosts c-asan-hosts c-worker hpp-coverage
 	@command -v $(VALGRIND) >/dev/null || { \
 		echo "make test-c: $(VALGRIND) not found; install it (apt-get install valgrind)" >&2; exit 1; }
 	@set -e; export INBOXLOG_TEST_PG_SCHEMA=$(C_PG_SCHEMA); trap '$(C_PG_DROP)' EXIT; \
-	for host in $(C_HOST_BINS); do echo "== $$host"; $$host; done; \
+	for host in $(C_HOST_BINS); do echo "== $$host"; INBOXLOG_C_SESSIONS=$(C_MANY_SESSIONS) $$host; done; \
 	for host in $(C_HOST_BINS); do \
 		echo "== valgrind $$host"; $(VALGRIND) $(VALGRIND_FLAGS) $$host; done; \
 	echo "== asan $(C_BUILD)/asan/leak_canary (must report its leak)"; \
@@ -228,6 +233,8 @@ $(VENV)/.installed: $(VENV)/.ready $(DIST)/.wheel
 	$(VPY) -m pip install --quiet --force-reinstall --no-deps $(DIST)/inboxlog-*.whl
 	touch $@
 
+FLEET_PG_SCHEMA := inboxlog_fleet_$(shell date +%s)_$(shell echo $$PPID)
+
 test-python: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check python/inboxlog python/tests python/bench examples
 	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
@@ -236,6 +243,12 @@ test-python: $(VENV)/.installed
 	@# The Pydantic AI example (#23): a tool call, steering posted from another process, a
 	@# killed worker resumed; no network.
 	$(VPY) examples/pydantic_ai_steering.py "$$(mktemp -d)/sessions" > /dev/null
+	@# The fleet example at fleet scale (#21): 1,000 sessions, each worker holding its
+	@# share open on one store of at most 4 connections, one worker killed; in a schema
+	@# of this run's own, dropped afterwards.
+	@set -e; trap '$(call PG_DROP,$(FLEET_PG_SCHEMA),test-python)' EXIT; \
+	echo "$(VPY) examples/fleet.py --sessions 1000 --prompts 1 --schema $(FLEET_PG_SCHEMA)"; \
+	$(VPY) examples/fleet.py --sessions 1000 --prompts 1 --schema $(FLEET_PG_SCHEMA) > /dev/null
 
 # One log through both bindings: the wheel and the C library (via ctypes).
 test-e2e: c-lib $(VENV)/.installed

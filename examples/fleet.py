@@ -1,19 +1,26 @@
 """A fleet on PostgreSQL: a producer posts, three workers answer, a follower watches.
 
-    python examples/fleet.py [URL]   (default: $INBOXLOG_TEST_PG, else the local server)
+    python examples/fleet.py [URL] [--sessions N] [--prompts K] [--schema NAME]
 
-A producer posts 3 prompts to each of 20 sessions with ``store.post`` (no session is
-open for it). Three worker processes sweep the sessions: each opens whichever is free
-(another worker's is ``locked``), takes its posts in, runs a turn per prompt with a
-scripted model and closes it. Worker w0 is killed with SIGKILL inside a turn; the
-worker that opens that session next finds the turn closed as interrupted, puts the
-prompt it had taken back at the head of the inbox, and answers it. A follower prints a
-live view of five sessions. At the end every log verifies and every prompt was
-answered exactly once. Tables live in the schema ``inboxlog_fleet``.
+URL defaults to $INBOXLOG_TEST_PG, else the local server; N to 20, K to 3. A
+producer posts K prompts to each of N sessions with ``store.post`` (no session is
+open for it). Three worker processes each hold open every session they can get, all
+on ONE store whose connections stay bounded (``max_connections=4``) however many
+sessions it holds: a worker opens each session that is free (another worker's is
+``locked``), then its eight threads sweep the sessions it holds, taking their posts
+in and running a turn per prompt with a scripted model. Worker w0 is killed with
+SIGKILL inside a turn: every session it held is free at once, and the survivors open
+them when they are idle; opening closes the turns w0's threads were in as
+interrupted, and the survivor puts the prompts those turns had claimed back at the
+head of the inbox and answers them. A follower prints a live view of five sessions.
+At the end every log verifies and every prompt was answered exactly once. Tables
+live in the schema ``inboxlog_fleet`` (or NAME).
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import os
 import signal
 import subprocess
@@ -22,89 +29,170 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import inboxlog
 
-URL = (
-    sys.argv[1] if len(sys.argv) > 1 and "://" in sys.argv[1] else None
-) or os.environ.get("INBOXLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-SCHEMA = "inboxlog_fleet"
-SESSIONS = [f"job-{i:02}" for i in range(20)]
-PROMPTS = 3
-WATCHED = SESSIONS[:5]
+WORKERS = ("w0", "w1", "w2")
+MAX_CONNECTIONS = 4  # per worker store, whatever the number of sessions it holds
+WATCHED = 5  # sessions the follower shows
 DOOMED_TURN = 3  # worker w0 dies inside its third turn
+CLAIM_EVERY = 0.5  # seconds between an idle worker's sweeps for free sessions
+THREADS = 8  # per worker, sweeping the sessions it holds
 
 
-def store() -> inboxlog.Store:
-    return inboxlog.Store.postgres(URL, schema=SCHEMA)
+def arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "url",
+        nargs="?",
+        default=os.environ.get(
+            "INBOXLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"
+        ),
+    )
+    parser.add_argument("--sessions", type=int, default=20, metavar="N")
+    parser.add_argument("--prompts", type=int, default=3, metavar="K")
+    parser.add_argument("--schema", default="inboxlog_fleet", metavar="NAME")
+    # A worker process: its name and the file whose existence tells it to stop.
+    parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.sessions < 20 or args.prompts < 1:
+        # Fewer, and worker w0 may answer all it holds before its doomed turn.
+        parser.error("--sessions must be at least 20, --prompts at least 1")
+    return args
 
 
-def requeue_interrupted(s: inboxlog.Session) -> list[str]:
-    """Puts back the prompts of the turn the open closed as interrupted (entered into
-    a step, never answered), in their order, at the head of the inbox."""
+def session_ids(n: int) -> list[str]:
+    width = len(str(n - 1))
+    return [f"job-{i:0{width}}" for i in range(n)]
+
+
+def store(args: argparse.Namespace) -> inboxlog.Store:
+    return inboxlog.Store.postgres(
+        args.url, schema=args.schema, max_connections=MAX_CONNECTIONS
+    )
+
+
+def requeue_lost(s: inboxlog.Session) -> list[str]:
+    """Puts back every prompt the log took in that is neither answered nor waiting (the
+    ones an interrupted turn had claimed, entered into a step or not), in their order,
+    at the head of the inbox."""
     events = s.events()
-    start = max(i for i, e in enumerate(events) if e["type"] == "turn/start")
-    turn = events[start:]
-    answered = {e["data"]["answers"] for e in turn if e["type"] == "assistant/message"}
-    lost = [
-        e["data"]
-        for e in turn
-        if e["type"] == "user/message" and e["data"]["id"] not in answered
-    ]
+    answered = {
+        e["data"]["answers"] for e in events if e["type"] == "assistant/message"
+    }
+    waiting = {m["id"] for m in [*s.inbox.next_turn, *s.inbox.next_step]}
+    taken = {
+        m["id"]: m
+        for e in events
+        if e["type"] == "agent/inbox/spliced"
+        for m in e["data"].get("inserted", [])
+    }
+    lost = [m for id, m in taken.items() if id not in answered and id not in waiting]
     for message in reversed(lost):
         s.inbox.prepend("next-turn", message)
     return [m["id"] for m in lost]
 
 
-def worker(name: str, stop: Path) -> None:
-    """Sweeps the sessions until `stop` exists, answering every prompt it finds."""
-    st = store()
-    turns = 0
-    offset = int(name[1:]) * 7
-    while not stop.exists():
-        busy = False
-        for id in SESSIONS[offset:] + SESSIONS[:offset]:
-            try:
-                s = st.open(id)
-            except inboxlog.LockedError:
+def claim(
+    name: str,
+    st: inboxlog.Store,
+    order: list[str],
+    held: dict[str, inboxlog.Session],
+    stop: Path,
+) -> int:
+    """Opens every session of `order` that no one holds (until `stop` exists); returns
+    how many it opened."""
+    opened = 0
+    for id in order:
+        if id in held:
+            continue
+        if stop.exists():
+            break
+        try:
+            s = st.open(id)
+        except inboxlog.LockedError:
+            continue
+        if s.open_report["repairedTurn"] is not None:
+            lost = requeue_lost(s)
+            again = f"; re-queued {lost}" if lost else ""
+            print(f"{name}: resumed {id}, its turn was interrupted{again}")
+        held[id] = s
+        opened += 1
+    return opened
+
+
+class Turns:
+    """A worker's turn count, shared by its threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+
+    def next(self) -> int:
+        with self.lock:
+            self.count += 1
+            return self.count
+
+
+def answer_all(name: str, s: inboxlog.Session, turns: Turns) -> int:
+    """Takes in the prompts posted to `s` and runs a turn per prompt; returns how many
+    turns it ran."""
+    ran = 0
+    s.inbox.receive()
+    while s.inbox.next_turn:
+        s.open_turn()
+        proposal = s.propose_step()
+        s.decide({"kind": "enter", "messages": proposal["messages"]})
+        ran += 1
+        if turns.next() == DOOMED_TURN and name == "w0":
+            print(f"mid-turn {s.id}", flush=True)
+            time.sleep(60)  # killed here
+        time.sleep(0.001)  # the scripted model thinks
+        for m in proposal["messages"]:
+            s.append(
+                "assistant/message",
+                {"answers": m["id"], "text": f"{name}: done with {m['content']}"},
+            )
+        s.end_step("completed")
+        s.close_turn()
+        s.inbox.receive()
+    return ran
+
+
+def worker(args: argparse.Namespace, name: str, stop: Path) -> None:
+    """Holds every session it can get and answers their prompts until `stop` exists:
+    THREADS threads sweep the held sessions, all through the one store."""
+    st = store(args)
+    ids = session_ids(args.sessions)
+    start = WORKERS.index(name) * len(ids) // len(WORKERS)
+    order = ids[start:] + ids[:start]
+    held: dict[str, inboxlog.Session] = {}
+    claim(name, st, order, held, stop)
+    print(f"{name}: holds {len(held)} sessions open on one store", flush=True)
+    turns = Turns()
+    claimed = time.monotonic()
+    with ThreadPoolExecutor(THREADS) as pool:
+        while not stop.exists():
+            answer = functools.partial(answer_all, name, turns=turns)
+            if sum(pool.map(answer, list(held.values()))):
                 continue
-            with s:
-                if s.open_report["repairedTurn"] is not None:
-                    lost = requeue_interrupted(s)
-                    print(
-                        f"{name}: resumed {id}, its turn was interrupted; re-queued {lost}"
-                    )
-                s.inbox.receive()
-                while s.inbox.next_turn:
-                    s.open_turn()
-                    proposal = s.propose_step()
-                    s.decide({"kind": "enter", "messages": proposal["messages"]})
-                    turns += 1
-                    if name == "w0" and turns == DOOMED_TURN:
-                        print(f"mid-turn {id}", flush=True)
-                        time.sleep(60)  # killed here
-                    time.sleep(0.01)  # the scripted model thinks
-                    for m in proposal["messages"]:
-                        s.append(
-                            "assistant/message",
-                            {
-                                "answers": m["id"],
-                                "text": f"{name}: done with {m['content']}",
-                            },
-                        )
-                    s.end_step("completed")
-                    s.close_turn()
-                    busy = True
-                    s.inbox.receive()
-        if not busy:
-            time.sleep(0.05)
-    print(f"{name}: stopped after {turns} turns", flush=True)
+            if time.monotonic() - claimed < CLAIM_EVERY:
+                time.sleep(0.05)
+                continue
+            opened = claim(name, st, order, held, stop)
+            claimed = time.monotonic()
+            if opened and not stop.exists():
+                print(f"{name}: opened {opened} freed sessions, holds {len(held)}")
+    for s in held.values():
+        s.close()
+    print(f"{name}: stopped after {turns.count} turns, holding {len(held)}", flush=True)
 
 
-def produce(st: inboxlog.Store) -> None:
-    for k in range(PROMPTS):
-        for id in SESSIONS:
+def produce(st: inboxlog.Store, ids: list[str], prompts: int) -> None:
+    for k in range(prompts):
+        for id in ids:
             st.post(
                 id,
                 "next-turn",
@@ -113,9 +201,9 @@ def produce(st: inboxlog.Store) -> None:
         time.sleep(0.2)
 
 
-def follow(st: inboxlog.Store, done: threading.Event) -> None:
+def follow(st: inboxlog.Store, watched: list[str], done: threading.Event) -> None:
     """A live view of a few sessions: one line per prompt taken in or answered."""
-    followers = [st.follow(id) for id in WATCHED]
+    followers = [st.follow(id) for id in watched]
     while not done.is_set():
         for f in followers:
             e = f.next(timeout=0.02)
@@ -136,19 +224,51 @@ def follow(st: inboxlog.Store, done: threading.Event) -> None:
                 e = f.next(timeout=0)
 
 
-def answers(st: inboxlog.Store) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for id in SESSIONS:
-        _, events = st.inspect(id)
-        counts.update(
-            e["data"]["answers"] for e in events if e["type"] == "assistant/message"
+def answers(st: inboxlog.Store, id: str) -> Counter[str]:
+    """How often each prompt of session `id` was answered."""
+    _, events = st.inspect(id)
+    return Counter(
+        e["data"]["answers"] for e in events if e["type"] == "assistant/message"
+    )
+
+
+def wait_answered(
+    st: inboxlog.Store,
+    ids: list[str],
+    prompts: int,
+    workers: dict[str, subprocess.Popen[str]],
+) -> None:
+    """Waits until every session has an answer to each of its prompts, a worker other
+    than w0 exits, w0 exits otherwise than killed, or a deadline passes (the final
+    check then names what is missing)."""
+    pending = set(ids)
+    deadline = time.monotonic() + 120 + len(ids) * prompts * 0.05
+
+    def working() -> bool:
+        return all(
+            child.poll() is None
+            or (name == "w0" and child.returncode == -signal.SIGKILL)
+            for name, child in workers.items()
         )
-    return counts
+
+    while pending and working() and time.monotonic() < deadline:
+        pending = {id for id in pending if len(answers(st, id)) < prompts}
+        time.sleep(0.5)
 
 
-def spawn(name: str, stop: Path) -> subprocess.Popen[str]:
+def spawn(args: argparse.Namespace, name: str, stop: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, __file__, URL, "--worker", name, str(stop)],
+        [
+            sys.executable,
+            __file__,
+            args.url,
+            f"--sessions={args.sessions}",
+            f"--prompts={args.prompts}",
+            f"--schema={args.schema}",
+            "--worker",
+            name,
+            str(stop),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -158,38 +278,36 @@ def relay(name: str, child: subprocess.Popen[str], kill: bool) -> None:
     """Prints a worker's lines; kills it (SIGKILL) when it says it is mid-turn."""
     assert child.stdout is not None
     for line in child.stdout:
-        print(line.rstrip())
+        print(line.rstrip(), flush=True)
         if kill and line.startswith("mid-turn"):
             print(f"killing {name} (pid {child.pid}) with SIGKILL inside a turn")
             child.send_signal(signal.SIGKILL)
 
 
-def main() -> int:
-    if "--worker" in sys.argv:
-        i = sys.argv.index("--worker")
-        worker(sys.argv[i + 1], Path(sys.argv[i + 2]))
+def main(argv: list[str]) -> int:
+    args = arguments(argv)
+    if args.worker:
+        worker(args, args.worker[0], Path(args.worker[1]))
         return 0
-    st = store()
+    ids = session_ids(args.sessions)
+    st = store(args)
     for h in st.list():
         st.delete(h["id"])
-    for id in SESSIONS:
+    for id in ids:
         st.create(id).close()
     done = threading.Event()
-    watcher = threading.Thread(target=follow, args=(st, done))
+    watcher = threading.Thread(target=follow, args=(st, ids[:WATCHED], done))
     watcher.start()
     stop = Path(tempfile.mkdtemp()) / "stop"
-    workers = {name: spawn(name, stop) for name in ("w0", "w1", "w2")}
+    workers = {name: spawn(args, name, stop) for name in WORKERS}
     relays = [
         threading.Thread(target=relay, args=(name, child, name == "w0"))
         for name, child in workers.items()
     ]
     for r in relays:
         r.start()
-    produce(st)
-    wanted = {f"{id}-p{k}" for id in SESSIONS for k in range(PROMPTS)}
-    deadline = time.monotonic() + 120
-    while set(answers(st)) != wanted and time.monotonic() < deadline:
-        time.sleep(0.2)
+    produce(st, ids, args.prompts)
+    wait_answered(st, ids, args.prompts, workers)
     stop.touch()
     for child in workers.values():
         child.wait()
@@ -198,24 +316,32 @@ def main() -> int:
     done.set()
     watcher.join()
 
-    for id in SESSIONS:
+    counts: Counter[str] = Counter()
+    for id in ids:
         st.verify(id)
-    counts = answers(st)
+        counts.update(answers(st, id))
+    wanted = {f"{id}-p{k}" for id in ids for k in range(args.prompts)}
     twice = sorted(p for p, n in counts.items() if n > 1)
     missing = sorted(wanted - set(counts))
     killed = workers["w0"].returncode == -signal.SIGKILL
+    exits = {name: child.returncode for name, child in workers.items()}
     print(
-        f"{len(SESSIONS)} logs verify; {len(counts)} of {len(wanted)} prompts answered, "
+        f"{len(ids)} logs verify; {len(counts)} of {len(wanted)} prompts answered, "
         f"{len(twice)} twice; worker w0 killed: {killed}"
     )
-    if twice or missing or not killed:
-        print(f"FAILED: twice {twice}, missing {missing}")
+    if twice or missing or not killed or any(exits[name] for name in WORKERS[1:]):
+        print(
+            f"FAILED: twice {twice[:20]}, missing {missing[:20]} "
+            f"({len(missing)}), worker exit statuses {exits}",
+            file=sys.stderr,
+        )
         return 1
     print(
-        f"every prompt answered exactly once; psql: SELECT line FROM {SCHEMA}.events ..."
+        "every prompt answered exactly once; "
+        f"psql: SELECT line FROM {args.schema}.events ..."
     )
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

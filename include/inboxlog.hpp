@@ -539,13 +539,16 @@ public:
     }
     /// The store `url` names, through the one constructor for every backend: "memory:",
     /// a postgresql:// URL, or a JSONL directory path. `options` is a JSON object with
-    /// optional "durability", "recordLimit" and "schema" (PostgreSQL only; empty:
-    /// defaults); an option the store has no use for is INVALID_INPUT.
+    /// optional "durability", "recordLimit", "schema" and "maxConnections" (the last two
+    /// PostgreSQL only; empty: defaults); an option the store has no use for is
+    /// INVALID_INPUT.
     static Store from_url(const std::string &url, const std::string &options = {}) {
         return Store(detail::value<inboxlog_store *>(inboxlog_store_open, url.c_str(), detail::opt(options)));
     }
     /// The PostgreSQL store at `url` (postgresql://, libpq syntax). `options` is a JSON
-    /// object with optional "schema", "durability" and "recordLimit" (empty: defaults).
+    /// object with optional "schema", "durability", "recordLimit" and "maxConnections"
+    /// (the most connections the store holds, however many sessions are open; empty:
+    /// defaults).
     static Store postgres(const std::string &url, const std::string &options = {}) {
         return Store(
             detail::value<inboxlog_store *>(inboxlog_store_open_postgres, url.c_str(), detail::opt(options)));

@@ -81,13 +81,15 @@ pub unsafe extern "C" fn inboxlog_store_open_jsonl(
 /// options_json is NULL (the defaults) or an object with optional "schema" (a plain
 /// SQL identifier, default "inboxlog"), "durability" ("sync", the default: each call
 /// committed before it returns; "batched" or "none": asynchronous commit,
-/// inboxlog_session_flush is the barrier) and "recordLimit" (bytes of one event line,
-/// default 64 MiB); other keys are INVALID_INPUT. UNAVAILABLE when the server cannot be
-/// reached or refuses the login, FORMAT_UNSUPPORTED for tables of another version; no
-/// message shows the password. options_json may be NULL.
+/// inboxlog_session_flush is the barrier), "recordLimit" (bytes of one event line,
+/// default 64 MiB) and "maxConnections" (the most connections the store holds at once,
+/// however many sessions are open: default 8, at least 2); other keys are
+/// INVALID_INPUT. UNAVAILABLE when the server cannot be reached or refuses the login,
+/// FORMAT_UNSUPPORTED for tables of another version; no message shows the password.
+/// options_json may be NULL.
 ///
 /// Ownership: *out receives a new store handle owned by the caller; release it with
-/// inboxlog_store_free. Each session opened from it holds a connection of its own.
+/// inboxlog_store_free. The sessions opened from it share its connections.
 /// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn inboxlog_store_open_postgres(
@@ -120,9 +122,11 @@ pub unsafe extern "C" fn inboxlog_store_open_postgres(
 ///
 /// options_json is NULL (the defaults) or an object with optional "durability"
 /// ("sync", the default, "batched" or "none"), "recordLimit" (bytes of one event line,
-/// default 64 MiB; JSONL and PostgreSQL) and "schema" (PostgreSQL only, default
-/// "inboxlog"); an option the store has no use for and any other key are
-/// INVALID_INPUT. options_json may be NULL.
+/// default 64 MiB; JSONL and PostgreSQL), "schema" (PostgreSQL only, default
+/// "inboxlog") and "maxConnections" (PostgreSQL only: the most connections the store
+/// holds at once, however many sessions are open; default 8, at least 2); an option
+/// the store has no use for and any other key are INVALID_INPUT. options_json may be
+/// NULL.
 ///
 /// Ownership: *out receives a new store handle owned by the caller; release it with
 /// inboxlog_store_free.

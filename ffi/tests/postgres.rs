@@ -138,6 +138,9 @@ fn options_urls_and_unreachable_servers_are_refused_with_their_status() {
             "not a plain SQL identifier",
         ),
         (r#"{"durability":"sometimes"}"#, 10, "sometimes"),
+        (r#"{"maxConnections":"8"}"#, 10, "expected u32"),
+        (r#"{"maxConnections":-1}"#, 10, "expected u32"),
+        (r#"{"maxConnections":4294967296}"#, 10, "expected u32"),
         (r#"{"schema":"#, 102, "not valid JSON"),
         (r#"[]"#, 10, "an object"),
     ];
@@ -205,7 +208,10 @@ fn one_constructor_opens_every_store() {
     };
     let dir = tempfile::tempdir().unwrap();
     let jsonl = dir.path().join("logs");
-    let pg_options = format!(r#"{{"schema":"{}","durability":"batched"}}"#, schema.0);
+    let pg_options = format!(
+        r#"{{"schema":"{}","durability":"batched","maxConnections":3}}"#,
+        schema.0
+    );
     let stores = [
         open_any("memory:", None).unwrap(),
         open_any(jsonl.to_str().unwrap(), Some(r#"{"durability":"none"}"#)).unwrap(),
@@ -236,6 +242,18 @@ fn one_constructor_opens_every_store() {
         ),
         (
             "memory:",
+            r#"{"maxConnections":4}"#,
+            10,
+            "a connection bound is an option of PostgreSQL stores only",
+        ),
+        (
+            jsonl.to_str().unwrap(),
+            r#"{"maxConnections":4}"#,
+            10,
+            "a connection bound is an option of PostgreSQL stores only",
+        ),
+        (
+            "memory:",
             r#"{"colour":"red"}"#,
             10,
             "unknown field `colour`",
@@ -262,4 +280,22 @@ fn one_constructor_opens_every_store() {
         100,
         "url",
     );
+}
+
+/// A store needs its ownership connection and at least one for data: a bound below two
+/// is refused by both constructors, naming the key.
+#[test]
+fn a_connection_bound_below_two_is_refused() {
+    let Some(schema) = Schema::new("bound") else {
+        return;
+    };
+    for bound in [0, 1] {
+        let options = format!(r#"{{"schema":"{}","maxConnections":{bound}}}"#, schema.0);
+        expect_fail(pg_store(&url(), Some(&options)).map(drop), 10, "at least 2");
+        expect_fail(open_any(&url(), Some(&options)).map(drop), 10, "at least 2");
+    }
+    let options = format!(r#"{{"schema":"{}","maxConnections":2}}"#, schema.0);
+    let store = pg_store(&url(), Some(&options)).unwrap();
+    // SAFETY: a live handle, freed once.
+    unsafe { inboxlog_store_free(store) };
 }

@@ -78,13 +78,15 @@ class _StoreOpen:
         *,
         schema: str | None = None,
         record_limit: int | None = None,
+        max_connections: int | None = None,
     ) -> Store:
         """Opens the store ``url_or_path`` names: ``"memory:"`` for a new store in
         memory, a ``postgresql://`` (or ``postgres://``) URL for the PostgreSQL store,
         anything else for the JSONL directory store at that path (created if missing).
-        ``schema`` is for PostgreSQL only, ``record_limit`` (bytes of one event line)
-        for JSONL and PostgreSQL; an option the store has no use for raises
-        :class:`InvalidInputError`."""
+        ``schema`` and ``max_connections`` (the most connections the store holds,
+        however many sessions are open; default 8, at least 2) are for PostgreSQL only,
+        ``record_limit`` (bytes of one event line) for JSONL and PostgreSQL; an option
+        the store has no use for raises :class:`InvalidInputError`."""
 
 @final
 class _SessionOpen:
@@ -129,12 +131,15 @@ class Store:
         durability: str = "sync",
         *,
         record_limit: int | None = None,
+        max_connections: int | None = None,
     ) -> Store:
         """The PostgreSQL store at ``url`` (a ``postgresql://`` URL, libpq syntax with
         ``sslmode``): tables in ``schema`` (created on first use), ``durability``
         ``"sync"`` (each call committed before it returns), ``"batched"`` or ``"none"``
-        (asynchronous commit; ``flush()`` is the barrier). Raises ``UnavailableError``
-        when the server cannot be reached; no message shows the password."""
+        (asynchronous commit; ``flush()`` is the barrier). ``max_connections`` bounds
+        the connections the store holds, however many sessions are open (default 8, at
+        least 2). Raises ``UnavailableError`` when the server cannot be reached; no
+        message shows the password."""
 
     def create(
         self,
@@ -157,7 +162,7 @@ class Store:
 
     open: _StoreOpen
     """On the class, ``Store.open(url_or_path, durability="sync", *, schema=None,
-    record_limit=None)`` opens a store of any backend; on a store,
+    record_limit=None, max_connections=None)`` opens a store of any backend; on a store,
     ``store.open(id, takeover=False)`` opens one of its sessions."""
 
     def fork(

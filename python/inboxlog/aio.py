@@ -74,6 +74,7 @@ class _OpensStore(Protocol):
         *,
         schema: str | None = None,
         record_limit: int | None = None,
+        max_connections: int | None = None,
         executor: Executor | None = None,
     ) -> Coroutine[Any, Any, Store]: ...
 
@@ -88,11 +89,18 @@ async def _open_store(
     *,
     schema: str | None = None,
     record_limit: int | None = None,
+    max_connections: int | None = None,
     executor: Executor | None = None,
 ) -> Store:
-    """Opens the store ``url_or_path`` names, as :meth:`inboxlog.Store.open` does."""
+    """Opens the store ``url_or_path`` names, as :meth:`inboxlog.Store.open` does
+    (``max_connections`` is for PostgreSQL only)."""
     store = await _Runner(executor).run(
-        _native.Store.open, url_or_path, durability, schema=schema, record_limit=record_limit
+        _native.Store.open,
+        url_or_path,
+        durability,
+        schema=schema,
+        record_limit=record_limit,
+        max_connections=max_connections,
     )
     return Store.wrap(store, executor=executor)
 
@@ -117,9 +125,10 @@ class Store:
     """A place that holds session logs, with coroutine methods.
 
     ``await Store.open(url_or_path, durability)`` opens a store of any backend
-    (``"memory:"``, a ``postgresql://`` URL, or a JSONL directory), ``Store(path,
-    durability)`` is the JSONL directory store, ``Store.memory()`` the memory store,
-    and ``Store.wrap(store)`` wraps a blocking :class:`inboxlog.Store`.
+    (``"memory:"``, a ``postgresql://`` URL, or a JSONL directory), ``await
+    Store.postgres(url, ...)`` the PostgreSQL store, ``Store(path, durability)`` is the
+    JSONL directory store, ``Store.memory()`` the memory store, and
+    ``Store.wrap(store)`` wraps a blocking :class:`inboxlog.Store`.
     ``executor`` runs the blocking calls (default: the loop's default executor).
     """
 
@@ -146,6 +155,30 @@ class Store:
     def memory(cls, *, executor: Executor | None = None) -> Store:
         """A store in process memory."""
         return cls.wrap(_native.Store.memory(), executor=executor)
+
+    @classmethod
+    async def postgres(
+        cls,
+        url: str,
+        schema: str = "inboxlog",
+        durability: Durability = "sync",
+        *,
+        record_limit: int | None = None,
+        max_connections: int | None = None,
+        executor: Executor | None = None,
+    ) -> Store:
+        """The PostgreSQL store at ``url``, connected on the executor; arguments as
+        :meth:`inboxlog.Store.postgres` (``max_connections`` bounds the connections
+        the store holds, however many sessions are open: default 8, at least 2)."""
+        store = await _Runner(executor).run(
+            _native.Store.postgres,
+            url,
+            schema,
+            durability,
+            record_limit=record_limit,
+            max_connections=max_connections,
+        )
+        return cls.wrap(store, executor=executor)
 
     @property
     def sync(self) -> _native.Store:

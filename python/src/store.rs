@@ -50,7 +50,8 @@ impl PyStore {
 }
 
 /// `Store.open`, which reads by where it is looked up: on the class,
-/// `Store.open(url_or_path, durability="sync", *, schema=None, record_limit=None)`
+/// `Store.open(url_or_path, durability="sync", *, schema=None, record_limit=None,
+/// max_connections=None)`
 /// opens a store of any backend (`core::store::open`); on a store,
 /// `store.open(id, takeover=False)` opens a session.
 #[pyclass(frozen, name = "_StoreOpen", module = "inboxlog._native")]
@@ -73,10 +74,15 @@ impl PyStoreOpen {
 
     /// Opens the store `url_or_path` names: `"memory:"` for a new store in memory, a
     /// `postgresql://` (or `postgres://`) URL for the PostgreSQL store, anything else
-    /// for the JSONL directory store at that path. `schema` is for PostgreSQL only,
-    /// `record_limit` (bytes of one event line) for JSONL and PostgreSQL; an option the
-    /// store has no use for raises `InvalidInputError`.
-    #[pyo3(signature = (url_or_path, durability = "sync", *, schema = None, record_limit = None))]
+    /// for the JSONL directory store at that path. `schema` and `max_connections` (the
+    /// most connections the store holds, however many sessions are open; default 8, at
+    /// least 2) are for PostgreSQL only, `record_limit` (bytes of one event line) for
+    /// JSONL and PostgreSQL; an option the store has no use for raises
+    /// `InvalidInputError`.
+    #[pyo3(signature = (
+        url_or_path, durability = "sync", *, schema = None, record_limit = None,
+        max_connections = None
+    ))]
     fn __call__(
         &self,
         py: Python<'_>,
@@ -84,6 +90,7 @@ impl PyStoreOpen {
         durability: &str,
         schema: Option<String>,
         record_limit: Option<u64>,
+        max_connections: Option<u32>,
     ) -> PyResult<PyStore> {
         let Some(where_) = url_or_path.to_str() else {
             return Err(pyo3::exceptions::PyValueError::new_err(
@@ -93,6 +100,7 @@ impl PyStoreOpen {
         let mut options = StoreOptions::durability(Durability::parse(durability).py()?);
         options.schema = schema;
         options.record_limit = record_limit;
+        options.max_connections = max_connections;
         let backend = Backend::of(where_);
         let label = match backend {
             Backend::Memory => "Store.open(\"memory:\")".to_owned(),
@@ -175,22 +183,28 @@ impl PyStore {
     /// The PostgreSQL store at `url` (a `postgresql://` URL, libpq syntax with
     /// `sslmode`): tables in `schema` (created on first use), `durability` `"sync"`
     /// (each call committed before it returns), `"batched"` or `"none"` (asynchronous
-    /// commit; `flush()` is the barrier). Raises `UnavailableError` when the server
-    /// cannot be reached; no message shows the password.
+    /// commit; `flush()` is the barrier). `max_connections` bounds the connections the
+    /// store holds, however many sessions are open (default 8, at least 2). Raises
+    /// `UnavailableError` when the server cannot be reached; no message shows the
+    /// password.
     #[staticmethod]
-    #[pyo3(signature = (url, schema = "inboxlog", durability = "sync", *, record_limit = None))]
+    #[pyo3(signature = (
+        url, schema = "inboxlog", durability = "sync", *, record_limit = None,
+        max_connections = None
+    ))]
     fn postgres(
         py: Python<'_>,
         url: &str,
         schema: &str,
         durability: &str,
         record_limit: Option<u64>,
+        max_connections: Option<u32>,
     ) -> PyResult<PyStore> {
         let options = PgOptions {
             schema: schema.to_owned(),
             durability: Durability::parse(durability).py()?,
             record_limit: record_limit.unwrap_or(PgStore::DEFAULT_RECORD_LIMIT),
-            max_connections: PgStore::DEFAULT_MAX_CONNECTIONS,
+            max_connections: max_connections.unwrap_or(PgStore::DEFAULT_MAX_CONNECTIONS),
         };
         let store = py.detach(|| PgStore::connect(url, options)).py()?;
         let label = format!(

@@ -101,3 +101,58 @@ def test_the_cli_opens_its_store_through_store_open(
     assert "s1" in capsys.readouterr().out
     assert main(["list", str(tmp_path), "--schema", "x"]) == 1
     assert "invalid_input: a schema is an option of PostgreSQL" in capsys.readouterr().err
+
+
+def test_a_connection_bound_is_an_option_of_postgresql_stores_only(tmp_path: Path) -> None:
+    needle = "a connection bound is an option of PostgreSQL stores only"
+    for where in ("memory:", tmp_path / "logs"):
+        with pytest.raises(inboxlog.InvalidInputError, match=needle):
+            inboxlog.Store.open(where, max_connections=4)
+        with pytest.raises(inboxlog.InvalidInputError, match=needle):
+            asyncio.run(inboxlog.aio.Store.open(where, max_connections=4))
+    assert not (tmp_path / "logs").exists()
+    with pytest.raises(OverflowError):
+        inboxlog.Store.open(PG_URL, max_connections=-1)
+    with pytest.raises(OverflowError):
+        inboxlog.Store.postgres(PG_URL, max_connections=1 << 32)
+    with pytest.raises(TypeError):
+        inboxlog.Store.postgres(PG_URL, max_connections="8")  # type: ignore[arg-type]
+
+
+def test_every_postgresql_constructor_takes_a_connection_bound() -> None:
+    schema = f"py_bound_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    try:
+        first = inboxlog.Store.postgres(PG_URL, schema=schema, max_connections=2)
+    except inboxlog.UnavailableError as e:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
+
+    async def through_aio() -> list[str]:
+        by_url = await inboxlog.aio.Store.open(PG_URL, schema=schema, max_connections=3)
+        await (await by_url.create("c")).close()
+        direct = await inboxlog.aio.Store.postgres(PG_URL, schema, max_connections=4)
+        await (await direct.create("d")).close()
+        return [h["id"] for h in await direct.list()]
+
+    try:
+        first.create("a").close()
+        second = inboxlog.Store.open(PG_URL, "none", schema=schema, max_connections=2)
+        second.create("b").close()
+        assert asyncio.run(through_aio()) == ["a", "b", "c", "d"]
+    finally:
+        del first
+        sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_a_connection_bound_below_two_is_refused() -> None:
+    # One connection holds the handle's ownership lock; appends need another.
+    schema = f"py_bound_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    try:
+        for bound in (0, 1):
+            with pytest.raises(inboxlog.InvalidInputError, match="at least 2"):
+                inboxlog.Store.postgres(PG_URL, schema=schema, max_connections=bound)
+            with pytest.raises(inboxlog.InvalidInputError, match="at least 2"):
+                inboxlog.Store.open(PG_URL, schema=schema, max_connections=bound)
+    finally:
+        sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
