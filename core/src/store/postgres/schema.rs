@@ -253,8 +253,12 @@ impl Sql {
                  FROM unnest($1::text[], $2::bigint[]) AS r(id, epoch)
                  WHERE s.id = r.id AND s.epoch = r.epoch AND s.owner = $4"
             ),
+            // A close: asynchronous commit, as losing it in a crash of the server loses
+            // nothing (the home connection, and with it the owner, dies too).
             release: format!(
-                "UPDATE {s}.sessions SET owner = NULL WHERE id = $1 AND epoch = $2"
+                "UPDATE {s}.sessions SET owner = NULL
+                 WHERE id = $1 AND epoch = $2
+                   AND set_config('synchronous_commit', 'off', true) IS NOT NULL"
             ),
             // A new owner id and its lock (held by the home connection for its life).
             home: format!(
