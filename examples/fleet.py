@@ -26,9 +26,9 @@ from pathlib import Path
 
 import inboxlog
 
-URL = (
-    sys.argv[1] if len(sys.argv) > 1 and "://" in sys.argv[1] else None
-) or os.environ.get("INBOXLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+URL = (sys.argv[1] if len(sys.argv) > 1 and "://" in sys.argv[1] else None) or os.environ.get(
+    "INBOXLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"
+)
 SCHEMA = "inboxlog_fleet"
 SESSIONS = [f"job-{i:02}" for i in range(20)]
 PROMPTS = 3
@@ -48,9 +48,7 @@ def requeue_interrupted(s: inboxlog.Session) -> list[str]:
     turn = events[start:]
     answered = {e["data"]["answers"] for e in turn if e["type"] == "assistant/message"}
     lost = [
-        e["data"]
-        for e in turn
-        if e["type"] == "user/message" and e["data"]["id"] not in answered
+        e["data"] for e in turn if e["type"] == "user/message" and e["data"]["id"] not in answered
     ]
     for message in reversed(lost):
         s.inbox.prepend("next-turn", message)
@@ -72,9 +70,7 @@ def worker(name: str, stop: Path) -> None:
             with s:
                 if s.open_report["repairedTurn"] is not None:
                     lost = requeue_interrupted(s)
-                    print(
-                        f"{name}: resumed {id}, its turn was interrupted; re-queued {lost}"
-                    )
+                    print(f"{name}: resumed {id}, its turn was interrupted; re-queued {lost}")
                 s.inbox.receive()
                 while s.inbox.next_turn:
                     s.open_turn()
@@ -123,16 +119,9 @@ def follow(st: inboxlog.Store, done: threading.Event) -> None:
                 if e["type"] == "assistant/message":
                     print(f"  live {f.session} #{e['seq']:<3} {e['data']['text']}")
                 elif e["type"] == "agent/inbox/spliced" and "post" in e["data"]:
-                    print(
-                        f"  live {f.session} #{e['seq']:<3} took in {e['data']['post']}"
-                    )
-                elif (
-                    e["type"] == "turn/end"
-                    and e["data"]["reason"]["kind"] != "completed"
-                ):
-                    print(
-                        f"  live {f.session} #{e['seq']:<3} turn {e['data']['reason']}"
-                    )
+                    print(f"  live {f.session} #{e['seq']:<3} took in {e['data']['post']}")
+                elif e["type"] == "turn/end" and e["data"]["reason"]["kind"] != "completed":
+                    print(f"  live {f.session} #{e['seq']:<3} turn {e['data']['reason']}")
                 e = f.next(timeout=0)
 
 
@@ -140,9 +129,7 @@ def answers(st: inboxlog.Store) -> Counter[str]:
     counts: Counter[str] = Counter()
     for id in SESSIONS:
         _, events = st.inspect(id)
-        counts.update(
-            e["data"]["answers"] for e in events if e["type"] == "assistant/message"
-        )
+        counts.update(e["data"]["answers"] for e in events if e["type"] == "assistant/message")
     return counts
 
 
@@ -211,9 +198,7 @@ def main() -> int:
     if twice or missing or not killed:
         print(f"FAILED: twice {twice}, missing {missing}")
         return 1
-    print(
-        f"every prompt answered exactly once; psql: SELECT line FROM {SCHEMA}.events ..."
-    )
+    print(f"every prompt answered exactly once; psql: SELECT line FROM {SCHEMA}.events ...")
     return 0
 
 

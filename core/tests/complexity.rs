@@ -8,7 +8,7 @@
 //! `c·log2(n)` bound and the growth bound between n = 1,000 and n = 100,000.
 
 use inboxlog::store::MemoryStore;
-use inboxlog::{Decision, Event, Message, Session, SessionMeta, Target};
+use inboxlog::{Decision, Event, Inbox, Message, Session, SessionMeta, Target};
 
 /// Average tree nodes visited per call, for each measured operation.
 #[derive(Clone, Copy, Debug)]
@@ -63,7 +63,7 @@ fn session_with(store: &MemoryStore, n: usize) -> Session {
 }
 
 fn work(s: &Session) -> u64 {
-    s.with_inbox(|i| i.work()).unwrap()
+    s.with_inbox(Inbox::work).unwrap()
 }
 
 /// Runs `call` [`CALLS`] times; returns the average and the largest work of one call.

@@ -10,7 +10,9 @@ use std::sync::{Arc, Barrier};
 
 use inboxlog::store::postgres::{PgOptions, PgStore, SCHEMA_VERSION};
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, OpenOptions, Store};
-use inboxlog::{Decision, Envelope, ErrorKind, Message, Session, SessionMeta, StepOutcome, Target};
+use inboxlog::{
+    Decision, Envelope, ErrorKind, Event, Message, Session, SessionMeta, StepOutcome, Target,
+};
 use pg_common::{Schema, url};
 
 fn msg(id: &str) -> Message {
@@ -58,7 +60,7 @@ fn a_log_is_one_select_of_the_lines_the_jsonl_store_writes() {
     let lines = schema.lines("s");
     assert_eq!(
         lines,
-        events.iter().map(|e| e.to_json()).collect::<Vec<_>>(),
+        events.iter().map(Event::to_json).collect::<Vec<_>>(),
         "each row is the event's compact JSON line"
     );
     assert!(lines[1].contains(r#"{"z":1,"a":[12345678901234567890,1.5e300],"m":{"b":null"#));
@@ -89,7 +91,7 @@ fn a_log_is_one_select_of_the_lines_the_jsonl_store_writes() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(types, events.iter().map(|e| e.ty()).collect::<Vec<_>>());
+    assert_eq!(types, events.iter().map(Event::ty).collect::<Vec<_>>());
     let header: String = c
         .query_one(
             &format!(
@@ -198,7 +200,7 @@ fn a_second_open_is_locked_and_a_takeover_fences_the_first_writer() {
     );
     assert_eq!(err.session(), Some("s"));
     let before = schema.snapshot("s");
-    let second = Session::open_with(&store, "s", OpenOptions::takeover(true)).unwrap();
+    let second = Session::open_with(&store, "s", &OpenOptions::takeover(true)).unwrap();
     assert_eq!(schema.snapshot("s"), before, "a takeover writes no event");
     second.append("host/b", "{}", Envelope::default()).unwrap();
     let err = refused(
@@ -237,19 +239,19 @@ fn takeover_is_refused_by_stores_whose_locks_die_with_their_owner() {
             .close()
             .unwrap();
         let err = refused(
-            Session::open_with(store, "s", OpenOptions::takeover(true)),
+            Session::open_with(store, "s", &OpenOptions::takeover(true)),
             ErrorKind::InvalidInput,
             &["takeover is for stores whose owner may be alive on another machine"],
         );
         assert_eq!(err.session(), Some("s"));
         // Without takeover the same call opens.
-        Session::open_with(store, "s", OpenOptions::default()).unwrap();
+        Session::open_with(store, "s", &OpenOptions::default()).unwrap();
     }
     let Some((_schema, pg)) = pg_common::store(Durability::Sync) else {
         return;
     };
     refused(
-        Session::open_with(&pg, "nobody", OpenOptions::takeover(true)),
+        Session::open_with(&pg, "nobody", &OpenOptions::takeover(true)),
         ErrorKind::NotFound,
         &["no session \"nobody\""],
     );

@@ -155,7 +155,7 @@ fn soak(store: &PgStore) {
                 continue;
             }
             let takeover = rng.below(25) == 0;
-            match Session::open_with(store, &id, OpenOptions::takeover(takeover)) {
+            match Session::open_with(store, &id, &OpenOptions::takeover(takeover)) {
                 Ok(session) => {
                     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
                     let sink = seen.clone();
@@ -225,7 +225,7 @@ fn step(rng: &mut Rng, o: &mut Open, n: u64) -> inboxlog::Result<bool> {
             let p = s.propose_step()?;
             o.phase = match s.decide(Decision::Enter(p.messages))? {
                 Decided::Step { .. } => Phase::InStep,
-                _ => Phase::Idle,
+                Decided::TurnEnded { .. } => Phase::Idle,
             };
         }
         (Phase::InStep, 3) => {
@@ -373,7 +373,7 @@ fn a_second_process_is_locked_at_once_and_a_takeover_fences_a_stopped_owner() {
     let err = Session::open(&store, "s").err().unwrap();
     assert_eq!(err.kind(), ErrorKind::Locked, "{err}");
     let started = Instant::now();
-    let new = Session::open_with(&store, "s", OpenOptions::takeover(true)).unwrap();
+    let new = Session::open_with(&store, "s", &OpenOptions::takeover(true)).unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(1),
         "{:?}",

@@ -279,7 +279,7 @@ fn an_owner_whose_connection_dies_between_take_ins_delivers_each_post_once() {
     );
     drop(s);
     let other = schema.store(Durability::Sync);
-    let s = Session::open_with(&other, "s", OpenOptions::takeover(true)).unwrap();
+    let s = Session::open_with(&other, "s", &OpenOptions::takeover(true)).unwrap();
     let taken = taken_in(&s.events(0).unwrap());
     let ids: Vec<&str> = taken.iter().map(|(m, _)| m.as_str()).collect();
     assert_eq!(ids, acked.iter().map(String::as_str).collect::<Vec<_>>());
@@ -348,14 +348,14 @@ fn a_follower_keeps_a_projection_equal_to_the_inbox() {
             5 => inbox.prepend(target, msg(&format!("m{i}"))).unwrap(),
             6 | 7 => {
                 let at = (next() % (len as u64 + 1)) as f64;
-                inbox.splice(target, at, 1.0, Vec::new()).map(drop).unwrap()
+                inbox.splice(target, at, 1.0, Vec::new()).map(drop).unwrap();
             }
             8 => {
                 let at = (next() % (len as u64 + 1)) as f64;
                 inbox
                     .splice(target, at, 2.0, vec![msg(&format!("r{i}"))])
                     .map(drop)
-                    .unwrap()
+                    .unwrap();
             }
             _ => s
                 .append("x/noise", "{}", Envelope::default())
@@ -444,7 +444,7 @@ fn a_fenced_owner_leaves_the_posts_pending() {
     assert_eq!(err.kind(), ErrorKind::Fenced, "{err}");
     assert_eq!(pending_rows(&schema), 1);
     drop(s);
-    let s = Session::open_with(&store, "s", OpenOptions::takeover(true)).unwrap();
+    let s = Session::open_with(&store, "s", &OpenOptions::takeover(true)).unwrap();
     assert_eq!(taken_in(&s.events(0).unwrap()).len(), 1);
     assert_eq!(pending_rows(&schema), 0);
 }
