@@ -30,7 +30,7 @@ def msg(content: str, role: str = "user") -> Message:
     return {"id": f"m{counter}", "role": role, "content": content}
 
 
-# -- plugins: pre-step middleware (ARCHITECTURE.md#pre-step-composer) -------------------------------------------
+# -- plugins: pre-step middleware (ARCHITECTURE.md#pre-step-composer) ---------------------------
 
 
 def guard(proposal: Proposal, next: Callable[[], Decision]) -> Decision:
@@ -61,9 +61,7 @@ PLUGINS = [guard, add_context]
 
 def fake_model(messages: list[Message]) -> tuple[str, StepOutcome]:
     """Returns (reply, outcome) for one model call."""
-    text = " ".join(
-        str(m.get("content", "")) for m in messages if m.get("role") == "user"
-    )
+    text = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
     if "weather" in text and "tool" not in text:
         return "calling tool get_weather(Paris)", "continue"
     if "Celsius" in text:
@@ -95,9 +93,7 @@ def run_turn(
         decided = s.decide(decision)
         if decided["kind"] == "turn-end":
             return decided
-        reply, outcome = fake_model(
-            decision["messages"] if decision["kind"] == "enter" else []
-        )
+        reply, outcome = fake_model(decision["messages"] if decision["kind"] == "enter" else [])
         s.append("assistant/message", {"text": reply})
         show(f"    model: {reply} ({outcome})")
         if during_step is not None:
@@ -115,19 +111,13 @@ def child(root: str) -> None:
     """Runs a turn in a child process and stops mid-step, waiting to be killed."""
     store = inboxlog.Store(root)
     s = store.open(SESSION)
-    s.inbox.append(
-        "next-turn", {"id": "c1", "role": "user", "content": "summarize the log"}
-    )
-    s.inbox.append(
-        "next-turn", {"id": "c2", "role": "user", "content": "then say goodbye"}
-    )
+    s.inbox.append("next-turn", {"id": "c1", "role": "user", "content": "summarize the log"})
+    s.inbox.append("next-turn", {"id": "c2", "role": "user", "content": "then say goodbye"})
     s.open_turn()
     proposal = s.propose_step()
     s.decide(inboxlog.pre_step(proposal, PLUGINS))
     s.append("assistant/chunk", {"text": "Summar"})
-    s.inbox.append(
-        "next-step", {"id": "c3", "role": "user", "content": "keep it short"}
-    )
+    s.inbox.append("next-step", {"id": "c3", "role": "user", "content": "keep it short"})
     print(
         f"turn {proposal['turn']} step 1 open with c1; c2 waits in next-turn, c3 in next-step",
         flush=True,
@@ -138,17 +128,11 @@ def child(root: str) -> None:
 def main(root: str) -> None:
     shutil.rmtree(root, ignore_errors=True)
     store = inboxlog.Store(root, durability="sync")
-    show(
-        f"inboxlog {inboxlog.__version__}: agent loop over {root}/ (JSONL, durability=sync)"
-    )
+    show(f"inboxlog {inboxlog.__version__}: agent loop over {root}/ (JSONL, durability=sync)")
 
     with store.create(SESSION, cwd=os.getcwd()) as s:
         notices: list[str] = []
-        s.on_inbox(
-            lambda n: notices.append(
-                f"{n['type'].rsplit('/', 1)[1]} {n['message']['id']}"
-            )
-        )
+        s.on_inbox(lambda n: notices.append(f"{n['type'].rsplit('/', 1)[1]} {n['message']['id']}"))
 
         show("1. a user prompt, steering mid-turn")
         s.inbox.append("next-turn", msg("what is the weather?"))
@@ -157,9 +141,7 @@ def main(root: str) -> None:
             if step == 1:
                 m = msg("use Celsius")
                 s.inbox.append("next-step", m)
-                show(
-                    f"    steering arrives mid-step: {m['id']}:{m['content']!r} -> next-step"
-                )
+                show(f"    steering arrives mid-step: {m['id']}:{m['content']!r} -> next-step")
 
         ended = run_turn(s, steer)
         show(f"  turn {ended['turn']} ended: {ended['reason']['kind']}")
@@ -179,7 +161,7 @@ def main(root: str) -> None:
         show(f"  turn {turn} step 1: claimed {names(proposal['messages'])} -> enter")
         since = (s.last_seq or 0) + 1
         s.cancel({"kind": "user"})
-        written = [e for e in s.events(since)]
+        written = list(s.events(since))
         canceled = [e["data"] for e in written if e["type"] == "agent/inbox/spliced"]
         show(
             f"  user cancels: {waiting['id']} canceled (outcome {canceled[0]['outcome']!r}), "
@@ -205,12 +187,9 @@ def main(root: str) -> None:
     with store.open(SESSION) as s:
         report = s.open_report
         tail = [
-            f"{e['type']} {e['data'].get('reason', {}).get('kind', '')}"
-            for e in s.events()[-2:]
+            f"{e['type']} {e['data'].get('reason', {}).get('kind', '')}" for e in s.events()[-2:]
         ]
-        show(
-            f"  repaired turn {report['repairedTurn']}: {' + '.join(t.strip() for t in tail)}"
-        )
+        show(f"  repaired turn {report['repairedTurn']}: {' + '.join(t.strip() for t in tail)}")
         show(f"  inbox replayed: next-turn [{names(s.inbox.next_turn)}]")
         show(f"                  next-step [{names(s.inbox.next_step)}]")
         while s.inbox.has_pending:

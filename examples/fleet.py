@@ -47,9 +47,7 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "url",
         nargs="?",
-        default=os.environ.get(
-            "INBOXLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"
-        ),
+        default=os.environ.get("INBOXLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"),
     )
     parser.add_argument("--sessions", type=int, default=20, metavar="N")
     parser.add_argument("--prompts", type=int, default=3, metavar="K")
@@ -69,9 +67,7 @@ def session_ids(n: int) -> list[str]:
 
 
 def store(args: argparse.Namespace) -> inboxlog.Store:
-    return inboxlog.Store.postgres(
-        args.url, schema=args.schema, max_connections=MAX_CONNECTIONS
-    )
+    return inboxlog.Store.postgres(args.url, schema=args.schema, max_connections=MAX_CONNECTIONS)
 
 
 def requeue_lost(s: inboxlog.Session) -> list[str]:
@@ -79,9 +75,7 @@ def requeue_lost(s: inboxlog.Session) -> list[str]:
     ones an interrupted turn had claimed, entered into a step or not), in their order,
     at the head of the inbox."""
     events = s.events()
-    answered = {
-        e["data"]["answers"] for e in events if e["type"] == "assistant/message"
-    }
+    answered = {e["data"]["answers"] for e in events if e["type"] == "assistant/message"}
     waiting = {m["id"] for m in [*s.inbox.next_turn, *s.inbox.next_step]}
     taken = {
         m["id"]: m
@@ -211,25 +205,16 @@ def follow(st: inboxlog.Store, watched: list[str], done: threading.Event) -> Non
                 if e["type"] == "assistant/message":
                     print(f"  live {f.session} #{e['seq']:<3} {e['data']['text']}")
                 elif e["type"] == "agent/inbox/spliced" and "post" in e["data"]:
-                    print(
-                        f"  live {f.session} #{e['seq']:<3} took in {e['data']['post']}"
-                    )
-                elif (
-                    e["type"] == "turn/end"
-                    and e["data"]["reason"]["kind"] != "completed"
-                ):
-                    print(
-                        f"  live {f.session} #{e['seq']:<3} turn {e['data']['reason']}"
-                    )
+                    print(f"  live {f.session} #{e['seq']:<3} took in {e['data']['post']}")
+                elif e["type"] == "turn/end" and e["data"]["reason"]["kind"] != "completed":
+                    print(f"  live {f.session} #{e['seq']:<3} turn {e['data']['reason']}")
                 e = f.next(timeout=0)
 
 
 def answers(st: inboxlog.Store, id: str) -> Counter[str]:
     """How often each prompt of session `id` was answered."""
     _, events = st.inspect(id)
-    return Counter(
-        e["data"]["answers"] for e in events if e["type"] == "assistant/message"
-    )
+    return Counter(e["data"]["answers"] for e in events if e["type"] == "assistant/message")
 
 
 def wait_answered(
@@ -246,8 +231,7 @@ def wait_answered(
 
     def working() -> bool:
         return all(
-            child.poll() is None
-            or (name == "w0" and child.returncode == -signal.SIGKILL)
+            child.poll() is None or (name == "w0" and child.returncode == -signal.SIGKILL)
             for name, child in workers.items()
         )
 
@@ -336,10 +320,7 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
-    print(
-        "every prompt answered exactly once; "
-        f"psql: SELECT line FROM {args.schema}.events ..."
-    )
+    print(f"every prompt answered exactly once; psql: SELECT line FROM {args.schema}.events ...")
     return 0
 
 

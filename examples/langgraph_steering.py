@@ -65,9 +65,7 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self
 
-    def _generate(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
-    ) -> ChatResult:
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         self.calls += 1
         print(
             f"{self.name_}model call {self.calls} sees: {describe(messages)}",
@@ -94,9 +92,7 @@ def weather(city: str) -> str:
     # A user types while the tool runs: a web server posts it to the session.
     root = os.environ["TRIP_STORE"]
     subprocess.run([sys.executable, "-c", POSTER, root], check=True)
-    print(
-        "steering posted from another process while the tool runs: s1 'Answer in Fahrenheit.'"
-    )
+    print("steering posted from another process while the tool runs: s1 'Answer in Fahrenheit.'")
     return f"sunny, 22 C in {city}"
 
 
@@ -134,9 +130,7 @@ def run_worker_1(root: Path) -> None:
     with subprocess.Popen(args, env=env) as worker:
         while not ready.exists():
             if worker.poll() is not None:
-                raise SystemExit(
-                    f"worker 1 exited early with status {worker.returncode}"
-                )
+                raise SystemExit(f"worker 1 exited early with status {worker.returncode}")
             time.sleep(0.05)
         worker.send_signal(signal.SIGKILL)
         worker.wait()
@@ -152,9 +146,7 @@ def worker_2(root: Path) -> None:
     with InboxlogSaver(store) as saver:
         turn_1 = turn_ends(saver.session("trip").events())
         print(f"worker 2 resumes: turn 1 ended {turn_1[0]['kind']}")
-        model = ScriptedChatModel(
-            replies=[AIMessage(content="It is 72 F and sunny in Paris.")]
-        )
+        model = ScriptedChatModel(replies=[AIMessage(content="It is 72 F and sunny in Paris.")])
         model.name_ = "worker 2: "
         final = agent_on(saver, model).invoke({"messages": []}, THREAD)
         print(f"answer: {final['messages'][-1].content}")
@@ -171,14 +163,11 @@ def print_log(store: inboxlog.Store) -> None:
     summaries: dict[str, Callable[[Any], str]] = {
         "user/message": lambda d: f"{d['id']}: {d.get('content')!r}",
         "langchain/messages": lambda d: describe_dicts(d["messages"]),
-        "langgraph/checkpoint": lambda d: (
-            f"checkpoint, new values of {sorted(d['values'])}"
-        ),
+        "langgraph/checkpoint": lambda d: f"checkpoint, new values of {sorted(d['values'])}",
         "langgraph/writes": lambda d: f"writes of task {d['task'][:8]}",
         "agent/inbox/spliced": lambda d: (
             f"{d['target']}: -{d.get('removedCount', 0)} "
-            f"+{[m['id'][:8] for m in d['inserted']]}"
-            + (" (posted)" if d.get("post") else "")
+            f"+{[m['id'][:8] for m in d['inserted']]}" + (" (posted)" if d.get("post") else "")
         ),
     }
     for e in events:
@@ -196,11 +185,7 @@ def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--worker-1":
         worker_1(sys.argv[2], sys.argv[3])
         return
-    root = (
-        Path(sys.argv[1])
-        if len(sys.argv) > 1
-        else Path(tempfile.mkdtemp()) / "sessions"
-    )
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "sessions"
     root.mkdir(parents=True, exist_ok=True)
     run_worker_1(root)
     worker_2(root)

@@ -75,9 +75,7 @@ class ScriptedModel(Model):
         self.calls += 1
         items = [input] if isinstance(input, str) else input
         print(f"model call {self.calls} sees: {', '.join(describe(i) for i in items)}")
-        return ModelResponse(
-            output=self.replies.pop(0), usage=Usage(), response_id=None
-        )
+        return ModelResponse(output=self.replies.pop(0), usage=Usage(), response_id=None)
 
     def stream_response(
         self,
@@ -146,9 +144,7 @@ async def weather(city: str) -> str:
     return f"sunny, 22 C in {city}"
 
 
-async def guard(
-    proposal: Proposal, next: Callable[[], Awaitable[Decision]]
-) -> Decision:
+async def guard(proposal: Proposal, next: Callable[[], Awaitable[Decision]]) -> Decision:
     """A pre-step plugin: refuses input that asks for something forbidden."""
     if any("rm -rf" in str(m.get("content", "")) for m in proposal["messages"]):
         return {"kind": "reject"}
@@ -160,9 +156,7 @@ async def steer(session: InboxlogSession) -> None:
     await tool_running.wait()
     message = {"id": "s1", "role": "user", "content": "Answer in Fahrenheit."}
     session.session.inbox.append("next-step", message)
-    print(
-        f"steering arrives while the tool runs: s1 {message['content']!r} -> next-step"
-    )
+    print(f"steering arrives while the tool runs: s1 {message['content']!r} -> next-step")
     steered.set()
 
 
@@ -173,15 +167,11 @@ async def main(root: Path) -> None:
         tool_call("weather", '{"city": "Paris"}'),
         answer("It is 72 F and sunny in Paris."),
     )
-    agent = Agent(
-        name="forecaster", instructions="Be brief.", model=model, tools=[weather]
-    )
+    agent = Agent(name="forecaster", instructions="Be brief.", model=model, tools=[weather])
 
     with InboxlogSession(store, "weather") as session:
         steering = asyncio.create_task(steer(session))
-        result = await run(
-            agent, "What is the weather in Paris?", session=session, plugins=[guard]
-        )
+        result = await run(agent, "What is the weather in Paris?", session=session, plugins=[guard])
         await steering
         print(f"answer: {result.final_output}")
 
@@ -200,23 +190,13 @@ async def main(root: Path) -> None:
             elif event["type"] == "turn/end":
                 print(f"turn {data['turn']} ended: {data['reason']['kind']}")
         history = await session.get_items()
-        print(
-            f"history: {len(history)} items: {', '.join(describe(i) for i in history)}"
-        )
+        print(f"history: {len(history)} items: {', '.join(describe(i) for i in history)}")
         end = inboxlog.fold_consumed_work(events)["end"]
         assert end is not None
-        print(
-            f"fold_consumed_work: the last turn that accounted for work is {end['data']}"
-        )
-    print(
-        f"the log: {root / 'weather.jsonl'} (python -m inboxlog inspect {root} weather)"
-    )
+        print(f"fold_consumed_work: the last turn that accounted for work is {end['data']}")
+    print(f"the log: {root / 'weather.jsonl'} (python -m inboxlog inspect {root} weather)")
 
 
 if __name__ == "__main__":
-    root = (
-        Path(sys.argv[1])
-        if len(sys.argv) > 1
-        else Path(tempfile.mkdtemp()) / "sessions"
-    )
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "sessions"
     asyncio.run(main(root))

@@ -19,9 +19,9 @@ import time
 
 import inboxlog
 
-URL = (
-    sys.argv[1] if len(sys.argv) > 1 and "://" in sys.argv[1] else None
-) or os.environ.get("INBOXLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+URL = (sys.argv[1] if len(sys.argv) > 1 and "://" in sys.argv[1] else None) or os.environ.get(
+    "INBOXLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"
+)
 SCHEMA = "inboxlog_demo"
 SESSION = "support-42"
 
@@ -35,12 +35,8 @@ def worker(role: str) -> None:
     session, waits to be stopped and continued, then tries to write."""
     s = store().open(SESSION)
     if role == "a":
-        s.inbox.append(
-            "next-turn", {"id": "p1", "role": "user", "content": "refund order 7"}
-        )
-        s.inbox.append(
-            "next-turn", {"id": "p2", "role": "user", "content": "and order 9"}
-        )
+        s.inbox.append("next-turn", {"id": "p1", "role": "user", "content": "refund order 7"})
+        s.inbox.append("next-turn", {"id": "p2", "role": "user", "content": "and order 9"})
         s.open_turn()
         proposal = s.propose_step()
         s.decide({"kind": "enter", "messages": proposal["messages"]})
@@ -111,9 +107,7 @@ def main() -> None:
         b.wait()
         s.append("assistant/chunk", {"text": "Refunded order 7"})
         print(f"the log has {s.last_seq + 1} events; psql shows it with:")
-        print(
-            f"  SELECT line FROM {SCHEMA}.events WHERE session = '{SESSION}' ORDER BY seq;"
-        )
+        print(f"  SELECT line FROM {SCHEMA}.events WHERE session = '{SESSION}' ORDER BY seq;")
 
 
 if __name__ == "__main__":

@@ -51,9 +51,7 @@ class Script:
         self.replies = list(replies)
         self.requests = 0
 
-    async def __call__(
-        self, messages: list[ModelMessage], info: AgentInfo
-    ) -> ModelResponse:
+    async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.requests += 1
         print(f"request {self.requests} sees: {describe(messages[-1])}")
         return self.replies.pop(0)
@@ -112,21 +110,17 @@ async def worker(root: str, ready: str) -> None:
     async def block(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if len(messages) < 7:  # the first request of the turn: call the tool
             return ModelResponse(parts=[ToolCallPart("weather", {"city": "Rome"})])
-        Path(ready).write_text("calling")
+        await asyncio.to_thread(Path(ready).write_text, "calling")
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
-    agent = forecaster(
-        FunctionModel(block), inboxlog.Store(root), Path(root), steer=False
-    )
+    agent = forecaster(FunctionModel(block), inboxlog.Store(root), Path(root), steer=False)
     await agent.run("And in Rome?", conversation_id="chat")
 
 
 def kill_a_worker(root: Path) -> None:
     ready = root / "worker-ready"
-    with subprocess.Popen(
-        [sys.executable, __file__, "--worker", str(root), str(ready)]
-    ) as proc:
+    with subprocess.Popen([sys.executable, __file__, "--worker", str(root), str(ready)]) as proc:
         deadline = time.monotonic() + 120
         while not ready.exists():
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -186,8 +180,6 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--worker"]:
         asyncio.run(worker(sys.argv[2], sys.argv[3]))
     else:
-        target = (
-            Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "s"
-        )
+        target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "s"
         os.makedirs(target, exist_ok=True)
         asyncio.run(main(target))

@@ -103,9 +103,7 @@ def selftest() -> int:
     """Doctored copies the check must refuse, and the real pair it must pass."""
     header = HEADER.read_text()
     hpp = HPP.read_text()
-    extra = (
-        "int inboxlog_session_frobnicate(struct inboxlog_session *s, char **error);\n"
-    )
+    extra = "int inboxlog_session_frobnicate(struct inboxlog_session *s, char **error);\n"
     doctored = {
         "a header with an extra function": (
             header.replace(
@@ -128,13 +126,10 @@ def selftest() -> int:
         ),
         "an exception that is called after all": (
             header,
-            hpp
-            + "\ninline void release(inboxlog_store *s) { inboxlog_store_free(s); }\n",
+            hpp + "\ninline void release(inboxlog_store *s) { inboxlog_store_free(s); }\n",
         ),
         "an exception the header no longer declares": (
-            header.replace(
-                "void inboxlog_follower_free(", "void inboxlog_follower_release(", 1
-            ),
+            header.replace("void inboxlog_follower_free(", "void inboxlog_follower_release(", 1),
             hpp,
         ),
     }
@@ -152,9 +147,7 @@ def selftest() -> int:
             hpath.write_text(h)
             ppath.write_text(p)
             if not problems(h, p):
-                print(
-                    f"hpp coverage selftest: {what} passed the check", file=sys.stderr
-                )
+                print(f"hpp coverage selftest: {what} passed the check", file=sys.stderr)
                 failed = 1
             else:
                 print(f"hpp coverage selftest: {what} is refused: {problems(h, p)[0]}")

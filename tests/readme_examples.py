@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
         # Every Python example, in order, each in a namespace of its own.
         for n, example in enumerate(blocks(Path(argv[1]).read_text(), "python"), 1):
             # Running the README's own examples is the point of this command.
-            exec(  # noqa: S102
+            exec(
                 compile(example, f"README.md (python example {n})", "exec"),
                 {"__name__": "__main__"},
             )

@@ -23,7 +23,8 @@ use criterion::{
 };
 use inboxlog::store::MemoryStore;
 use inboxlog::{
-    Decision, Event, Message, Session, SessionMeta, StepOutcome, Target, fold_consumed_work,
+    Decision, Envelope, Event, Inbox, Message, Session, SessionMeta, StepOutcome, Target,
+    fold_consumed_work,
 };
 
 /// Most calls timed in one stretch (their messages are built beforehand).
@@ -159,9 +160,9 @@ fn protocol_cycles(c: &mut Criterion) {
 /// A closed log of exactly `MILLION` splice events: appends and removals by id, with
 /// about 1,000 messages pending throughout.
 fn splice_log(store: &MemoryStore, id: &str) {
+    const PENDING: usize = 1_000;
     let s = Session::create(store, id, SessionMeta::default()).unwrap();
     let inbox = s.inbox();
-    const PENDING: usize = 1_000;
     for i in 0..PENDING {
         inbox
             .append(Target::NextTurn, msg(&format!("m{i}")))
@@ -194,7 +195,7 @@ fn replay(c: &mut Criterion) {
     group.bench_function("open 1M splice events", |b| {
         b.iter(|| {
             let s = Session::open(&store, "replay").unwrap();
-            black_box(s.with_inbox(|i| i.has_pending()).unwrap());
+            black_box(s.with_inbox(Inbox::has_pending).unwrap());
         });
     });
     group.finish();
@@ -217,7 +218,7 @@ fn turn_events() -> Vec<Event> {
         i += 1;
     }
     while (s.last_seq().unwrap().unwrap() as usize) + 1 < MILLION {
-        s.append("host/tick", "{}", Default::default()).unwrap();
+        s.append("host/tick", "{}", Envelope::default()).unwrap();
     }
     let events = s.events(0).unwrap();
     assert_eq!(events.len(), MILLION);
@@ -233,7 +234,7 @@ fn fold(c: &mut Criterion) {
     group.bench_function("1M events", |b| {
         b.iter(|| {
             let out = fold_consumed_work(black_box(&events));
-            black_box(out.end.map(|e| e.seq()));
+            black_box(out.end.map(Event::seq));
         });
     });
     group.finish();

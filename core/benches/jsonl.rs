@@ -240,7 +240,7 @@ fn report_peak(name: &str, file_bytes: u64, f: impl FnOnce() -> u64) {
             peak as f64 / 1024.0,
             peak.saturating_sub(before) as f64 / 1024.0,
             before as f64 / 1024.0,
-            file_bytes as f64 / (1 << 20) as f64
+            file_bytes as f64 / f64::from(1 << 20)
         );
     }
 }
@@ -265,11 +265,11 @@ fn open_1m(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(12));
     group.throughput(Throughput::Elements(EVENTS));
     group.bench_function("bare_serde_envelope_parse", |b| {
-        b.iter(|| bare_parse(&path))
+        b.iter(|| bare_parse(&path));
     });
     group.bench_function("jsonl_store_open", |b| b.iter(|| store_open(&store, "big")));
     group.bench_function("session_open_replay_once", |b| {
-        b.iter(|| session_open(&store, "big"))
+        b.iter(|| session_open(&store, "big"));
     });
     group.finish();
 }
@@ -296,22 +296,22 @@ fn open_splices(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(12));
     group.throughput(Throughput::Elements(EVENTS));
     group.bench_function("bare_serde_envelope_parse", |b| {
-        b.iter(|| bare_parse(&path))
+        b.iter(|| bare_parse(&path));
     });
     group.bench_function("jsonl_store_open", |b| {
-        b.iter(|| store_open(&store, "splices"))
+        b.iter(|| store_open(&store, "splices"));
     });
     group.bench_function("session_open_replay_once", |b| {
-        b.iter(|| session_open(&store, "splices"))
+        b.iter(|| session_open(&store, "splices"));
     });
     group.finish();
 }
 
 fn batched(c: &mut Criterion) {
+    const BATCH: u64 = 1000;
     let dir = bench_dir();
     let store = JsonlStore::open(dir.path(), Durability::Batched).unwrap();
     let s = Session::create(&store, "b", SessionMeta::default()).unwrap();
-    const BATCH: u64 = 1000;
     let mut group = c.benchmark_group("batched");
     group
         .sample_size(20)
@@ -324,7 +324,7 @@ fn batched(c: &mut Criterion) {
                     .unwrap();
             }
             s.flush().unwrap();
-        })
+        });
     });
     group.finish();
 }
@@ -354,7 +354,7 @@ fn sync_acks(c: &mut Criterion) {
         b.iter(|| {
             s.append("assistant/message", DATA, Envelope::default())
                 .unwrap()
-        })
+        });
     });
     group.bench_function("sqlite_wal_full_insert", |b| {
         b.iter(|| {
@@ -363,7 +363,7 @@ fn sync_acks(c: &mut Criterion) {
                 .execute(rusqlite::params![seq, 1_700_000_000_000u64 + seq, DATA])
                 .unwrap();
             seq += 1;
-        })
+        });
     });
     group.finish();
 }
@@ -393,13 +393,13 @@ fn append_none(c: &mut Criterion) {
         b.iter(|| {
             black_box(raw.seek(SeekFrom::End(0)).unwrap());
             raw.write_all(line.as_bytes()).unwrap();
-        })
+        });
     });
     group.bench_function("session_append_text", |b| {
         b.iter(|| {
             s.append("assistant/message", SMALL, Envelope::default())
                 .unwrap()
-        })
+        });
     });
     group.bench_function("session_append_json", |b| {
         b.iter(|| {
@@ -412,7 +412,7 @@ fn append_none(c: &mut Criterion) {
             data.end();
             s.append_json("assistant/message", data.finish(), Envelope::default())
                 .unwrap()
-        })
+        });
     });
     group.finish();
 }

@@ -68,7 +68,7 @@ fn sync_appends(c: &mut Criterion) {
         b.iter(|| {
             s.append("assistant/chunk", DATA, Envelope::default())
                 .unwrap()
-        })
+        });
     });
     let mut client = sql();
     client
@@ -90,12 +90,16 @@ fn sync_appends(c: &mut Criterion) {
             client
                 .execute(&insert, &[&"bare", &seq, &"assistant/chunk", &line])
                 .unwrap()
-        })
+        });
     });
     group.finish();
 }
 
 fn batched(c: &mut Criterion) {
+    const PER_FLUSH: u64 = 1000;
+    // 64 sessions, 8 per thread; each thread appends round-robin over its sessions, then
+    // flushes them: acks/s over all threads.
+    const PER_SESSION: u64 = 50;
     fresh();
     let store = Arc::new(store(Durability::Batched));
     let s = Session::create(&*store, "batched", SessionMeta::default()).unwrap();
@@ -103,7 +107,6 @@ fn batched(c: &mut Criterion) {
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(5));
-    const PER_FLUSH: u64 = 1000;
     group.throughput(Throughput::Elements(PER_FLUSH));
     group.bench_function("durable_events_one_session", |b| {
         b.iter(|| {
@@ -112,11 +115,8 @@ fn batched(c: &mut Criterion) {
                     .unwrap();
             }
             s.flush().unwrap();
-        })
+        });
     });
-    // 64 sessions, 8 per thread; each thread appends round-robin over its sessions, then
-    // flushes them: acks/s over all threads.
-    const PER_SESSION: u64 = 50;
     let sessions: Vec<Vec<Session>> = (0..8)
         .map(|t| {
             (0..8)
@@ -153,7 +153,7 @@ fn batched(c: &mut Criterion) {
                 }
             }
             started.elapsed()
-        })
+        });
     });
     group.finish();
 }
@@ -221,10 +221,10 @@ fn open_1m(c: &mut Criterion) {
         .sample_size(10)
         .measurement_time(Duration::from_secs(8));
     group.bench_function("postgres_session_open", |b| {
-        b.iter(|| Session::open(&store, "big").unwrap().close().unwrap())
+        b.iter(|| Session::open(&store, "big").unwrap().close().unwrap());
     });
     group.bench_function("jsonl_session_open", |b| {
-        b.iter(|| Session::open(&jsonl, "big").unwrap().close().unwrap())
+        b.iter(|| Session::open(&jsonl, "big").unwrap().close().unwrap());
     });
     group.finish();
     drop(store);

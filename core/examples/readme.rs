@@ -1,6 +1,6 @@
 //! The Rust example of README.md: one prompt through one turn on a JSONL store.
 use inboxlog::store::{Durability, JsonlStore};
-use inboxlog::{Decided, Decision, Message, Session, SessionMeta, StepOutcome, Target};
+use inboxlog::{Decided, Decision, Envelope, Message, Session, SessionMeta, StepOutcome, Target};
 
 fn main() -> inboxlog::Result<()> {
     let root = std::env::temp_dir().join(format!("inboxlog-readme-{}", std::process::id()));
@@ -13,7 +13,8 @@ fn main() -> inboxlog::Result<()> {
     let proposal = session.propose_step()?; // claims m1: a durable pure deletion
     let entered = session.decide(Decision::Enter(proposal.messages))?;
     assert_eq!(entered, Decided::Step { turn, step: 1 });
-    session.append("assistant/message", r#"{"text":"hi!"}"#, Default::default())?;
+    let reply = r#"{"text":"hi!"}"#;
+    session.append("assistant/message", reply, Envelope::default())?;
     if !session.end_step(StepOutcome::Completed)? {
         session.close_turn()?;
     }

@@ -184,6 +184,7 @@ impl Error {
 
     /// The same error naming session `id` (only when it names none yet: the innermost
     /// context is the most precise).
+    #[must_use]
     pub fn with_session(mut self, id: &str) -> Self {
         let at = self.at();
         if at.session.is_none() {
@@ -193,6 +194,7 @@ impl Error {
     }
 
     /// The same error naming file `path` (only when it names none yet).
+    #[must_use]
     pub fn with_path(mut self, path: &Path) -> Self {
         let at = self.at();
         if at.path.is_none() {
@@ -202,6 +204,7 @@ impl Error {
     }
 
     /// The same error placed on line `line`, at byte `offset`, of a stored log.
+    #[must_use]
     pub fn with_line(mut self, line: u64, offset: u64) -> Self {
         let at = self.at();
         at.line = Some(line);
@@ -210,12 +213,14 @@ impl Error {
     }
 
     /// The same error naming the event at `seq`.
+    #[must_use]
     pub fn with_seq(mut self, seq: u64) -> Self {
         self.at().seq = Some(seq);
         self
     }
 
     /// The same error with `context` put in front of the message.
+    #[must_use]
     pub fn context(mut self, context: impl fmt::Display) -> Self {
         self.message = format!("{context}: {}", self.message);
         self
@@ -223,6 +228,7 @@ impl Error {
 
     /// The same error with another kind (e.g. a validation failure found while loading
     /// becomes `corrupt`).
+    #[must_use]
     pub fn with_kind(mut self, kind: ErrorKind) -> Self {
         self.kind = kind;
         self

@@ -129,7 +129,7 @@ impl Header {
                 "not an inboxlog log: header has no \"format\":\"inboxlog\"",
             ));
         }
-        match head.version.as_ref().and_then(|v| v.as_u64()) {
+        match head.version.as_ref().and_then(serde_json::Value::as_u64) {
             Some(FORMAT_VERSION) => {}
             Some(v) if v > FORMAT_VERSION => {
                 return Err(Error::new(

@@ -46,7 +46,7 @@ impl Eq for Key {}
 
 impl std::hash::Hash for Key {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.id().hash(state)
+        self.0.id().hash(state);
     }
 }
 

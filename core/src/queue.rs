@@ -6,6 +6,7 @@
 //! holding its subtree size) gives O(log n) expected insert/remove at any position, and
 //! parent pointers give an element's position from its stable handle in O(log n).
 
+use std::cmp::Ordering;
 #[cfg(feature = "testing")]
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -97,13 +98,13 @@ impl<T> Queue<T> {
             self.tick();
             let n = &self.nodes[x as usize];
             let ls = self.size(n.left) as usize;
-            if pos < ls {
-                x = n.left;
-            } else if pos == ls {
-                return n.value.as_ref();
-            } else {
-                pos -= ls + 1;
-                x = n.right;
+            match pos.cmp(&ls) {
+                Ordering::Less => x = n.left,
+                Ordering::Equal => return n.value.as_ref(),
+                Ordering::Greater => {
+                    pos -= ls + 1;
+                    x = n.right;
+                }
             }
         }
         None

@@ -274,7 +274,7 @@ mod tests {
         assert_eq!(normalize(3, -10.0, -2.0), (0, 0));
         assert_eq!(normalize(3, 1e300, 1e300), (3, 0));
         assert_eq!(normalize(0, -0.0, 1.0), (0, 0));
-        assert_eq!(normalize(5, 9007199254740993.0, 1.0), (5, 0));
+        assert_eq!(normalize(5, 9_007_199_254_740_993.0, 1.0), (5, 0));
     }
 
     #[test]

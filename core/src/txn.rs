@@ -540,7 +540,7 @@ mod tests {
                 txn.cancel(CancelCause::User, true, &extra)
             })
             .unwrap();
-        let data: Vec<&str> = writer.written[from..].iter().map(|e| e.data()).collect();
+        let data: Vec<&str> = writer.written[from..].iter().map(Event::data).collect();
         assert_eq!(
             data,
             [

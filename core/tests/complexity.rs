@@ -62,7 +62,7 @@ fn session_with(store: &MemoryStore, n: usize) -> Session {
 }
 
 fn work(s: &Session) -> u64 {
-    s.with_inbox(|i| i.work()).unwrap()
+    s.with_inbox(inboxlog::Inbox::work).unwrap()
 }
 
 /// Runs `call` [`CALLS`] times; returns the average and the largest work of one call.

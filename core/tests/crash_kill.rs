@@ -264,7 +264,7 @@ fn verify(root: &Path, acked: &BTreeMap<u64, String>, what: &str) {
     let after = s.events(0).unwrap();
     assert_eq!(
         after.len(),
-        stored.len() + open.map_or(0, |_| 1 + step_open as usize),
+        stored.len() + open.map_or(0, |_| 1 + usize::from(step_open)),
         "{what}"
     );
     for (a, b) in stored.iter().zip(&after) {
@@ -363,6 +363,7 @@ fn base_seed() -> u64 {
 
 #[test]
 fn crash_every_acknowledged_event_survives_kills_and_failpoints() {
+    use Death::*;
     if std::env::var(ROLE).is_ok() {
         return;
     }
@@ -380,7 +381,6 @@ fn crash_every_acknowledged_event_survives_kills_and_failpoints() {
         .unwrap(),
     );
 
-    use Death::*;
     let faults = [
         PowerCut,
         BeforeTailRepair,
@@ -424,7 +424,7 @@ fn crash_every_acknowledged_event_survives_kills_and_failpoints() {
             Some(6) => {}
             _ => panic!("{what}: child ended with {status}:\n{stderr}"),
         }
-        for line in rx.iter() {
+        for line in &rx {
             if let Some(json) = line.strip_prefix("ack ") {
                 let seq = Event::from_json(json).unwrap().seq();
                 if let Some(old) = acked.insert(seq, json.to_owned()) {

@@ -20,6 +20,7 @@ const DOCS: &[&str] = &[
     "README.md",
     "core/FORMAT.md",
     "docs/ARCHITECTURE.md",
+    "docs/CONTRIBUTING.md",
     "docs/benchmarks.md",
 ];
 

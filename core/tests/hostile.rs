@@ -29,9 +29,8 @@ fn fixture(name: &str) -> PathBuf {
 fn refused(source: &Path, limits: ImportLimits, line: u64) -> inboxlog::Error {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonlStore::open(dir.path(), Durability::None).unwrap();
-    let err = match import_reference_with(source, &store, None, limits) {
-        Ok(_) => panic!("{} was imported", source.display()),
-        Err(e) => e,
+    let Err(err) = import_reference_with(source, &store, None, limits) else {
+        panic!("{} was imported", source.display());
     };
     assert_eq!(err.line(), Some(line), "{err}");
     assert_eq!(err.path(), Some(source), "{err}");

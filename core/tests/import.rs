@@ -8,7 +8,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
-use inboxlog::{ErrorKind, Event, Session, Target, import_reference, reference_session_id};
+use inboxlog::{
+    ErrorKind, Event, Message, Session, Target, import_reference, reference_session_id,
+};
 
 /// The error of an import expected to fail.
 fn refusal(result: inboxlog::Result<Session>) -> inboxlog::Error {
@@ -264,7 +266,7 @@ fn a_fork_keeps_its_seed_and_replays_after_it() {
     );
     // Replayed from seedLength: the parent's p2 is not pending in the child.
     let pending = session.inbox().next_turn().unwrap();
-    let ids: Vec<&str> = pending.iter().map(|m| m.id()).collect();
+    let ids: Vec<&str> = pending.iter().map(Message::id).collect();
     assert_eq!(ids, ["c2"]);
     assert_eq!(session.open_turn().unwrap(), 3);
 }

@@ -724,7 +724,12 @@ fn a_log_whose_reserved_events_carry_extras_opens_and_round_trips_byte_for_byte(
     assert_eq!(s.open_report().repaired_turn, None);
     assert_eq!(bytes(&path), log.as_bytes(), "opening rewrote nothing");
     let stored: Vec<String> = log.lines().skip(1).map(str::to_owned).collect();
-    let read: Vec<String> = s.events(0).unwrap().iter().map(|e| e.to_json()).collect();
+    let read: Vec<String> = s
+        .events(0)
+        .unwrap()
+        .iter()
+        .map(inboxlog::Event::to_json)
+        .collect();
     assert_eq!(read, stored);
     assert_eq!(s.open_turn().unwrap(), 2, "turn numbers continue");
 }

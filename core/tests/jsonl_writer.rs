@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use inboxlog::store::fault::{Action, Errno, FaultPlan, Point};
 use inboxlog::store::{Durability, JsonlStore, OpenOptions, Store};
-use inboxlog::{Decision, Envelope, ErrorKind, Header, Session, SessionMeta, StepOutcome, Target};
+use inboxlog::{
+    Decision, Envelope, ErrorKind, Event, Header, Session, SessionMeta, StepOutcome, Target,
+};
 use jsonl_common::*;
 
 fn faulty(durability: Durability, plan: &FaultPlan) -> (tempfile::TempDir, JsonlStore) {
@@ -165,11 +167,11 @@ fn read_since_returns_the_suffix_across_the_seek_index() {
     assert_eq!(all.len(), 3001);
     let check = |w: &dyn inboxlog::store::LogWriter| {
         for since in [0, 1, 1023, 1024, 1025, 2047, 2048, 2049, 3000, 3001, 9999] {
-            let got: Vec<String> = w.read(since).unwrap().iter().map(|e| e.to_json()).collect();
+            let got: Vec<String> = w.read(since).unwrap().iter().map(Event::to_json).collect();
             let want: Vec<String> = all
                 .iter()
                 .skip(since as usize)
-                .map(|e| e.to_json())
+                .map(Event::to_json)
                 .collect();
             assert_eq!(got, want, "since {since}");
         }

@@ -259,7 +259,7 @@ fn js_delete(x: f64, start: usize, len: usize) -> usize {
 }
 
 impl Model {
-    fn emit(&mut self, ty: &str, data: String, surface: &str, fold: Fold) {
+    fn emit(&mut self, ty: &str, data: &str, surface: &str, fold: Fold) {
         let seq = self.log.len();
         self.log.push(MEvent {
             canon: format!("{seq} {ty} {data} {surface}"),
@@ -292,7 +292,7 @@ impl Model {
         t: Target,
         start: f64,
         delete: f64,
-        inserted: Vec<Message>,
+        inserted: &[Message],
         claim_turn: Option<u64>,
     ) -> Result<Vec<Message>, ErrorKind> {
         let len = self.lists[ix(t)].len();
@@ -302,7 +302,9 @@ impl Model {
             return Ok(Vec::new());
         }
         let mut after = self.lists.clone();
-        let removed: Vec<Message> = after[ix(t)].splice(s..s + d, inserted.clone()).collect();
+        let removed: Vec<Message> = after[ix(t)]
+            .splice(s..s + d, inserted.iter().cloned())
+            .collect();
         if Self::first_duplicate(&after).is_some() {
             return Err(ErrorKind::DuplicateMessage);
         }
@@ -311,7 +313,7 @@ impl Model {
         if d > 0 {
             data.push_str(&format!(r#","removedCount":{d}"#));
         }
-        data.push_str(&format!(r#","inserted":[{}]"#, jsons(&inserted).join(",")));
+        data.push_str(&format!(r#","inserted":[{}]"#, jsons(inserted).join(",")));
         if canceled {
             data.push_str(r#","outcome":"canceled""#);
         }
@@ -321,14 +323,14 @@ impl Model {
             canceled,
             inserted_none: inserted.is_empty(),
         };
-        self.emit("agent/inbox/spliced", data, "", fold);
+        self.emit("agent/inbox/spliced", &data, "", fold);
         self.lists = after;
         match claim_turn {
             None => {
                 for m in &removed {
                     self.notice("discarded", m, None);
                 }
-                for m in &inserted {
+                for m in inserted {
                     self.notice("inserted", m, None);
                 }
             }
@@ -352,7 +354,7 @@ impl Model {
             })
     }
 
-    fn by_id(&mut self, id: &str, inserted: Vec<Message>) -> Result<Ret, ErrorKind> {
+    fn by_id(&mut self, id: &str, inserted: &[Message]) -> Result<Ret, ErrorKind> {
         match self.find(id) {
             None => Ok(Ret::Bool(false)),
             Some((t, p)) => self
@@ -363,7 +365,7 @@ impl Model {
 
     fn clear(&mut self) {
         for t in [Target::NextStep, Target::NextTurn] {
-            self.mutate(t, 0.0, f64::INFINITY, Vec::new(), None)
+            self.mutate(t, 0.0, f64::INFINITY, &[], None)
                 .expect("a pure deletion never fails");
         }
     }
@@ -374,7 +376,7 @@ impl Model {
         } else {
             Fold::Other
         };
-        self.emit(ty, format!(r#"{{"turn":{turn},"step":{step}}}"#), "", fold);
+        self.emit(ty, &format!(r#"{{"turn":{turn},"step":{step}}}"#), "", fold);
     }
 
     fn end_turn(&mut self, reason: &str) -> Ret {
@@ -382,7 +384,7 @@ impl Model {
         let completed = reason == COMPLETED;
         self.emit(
             "turn/end",
-            format!(r#"{{"turn":{turn},"reason":{reason}}}"#),
+            &format!(r#"{{"turn":{turn},"reason":{reason}}}"#),
             "",
             Fold::TurnEnd { completed },
         );
@@ -420,18 +422,24 @@ impl Model {
         let protocol = Err(ErrorKind::Protocol);
         match op {
             Op::Splice(t, s, d, ms) => self
-                .mutate(*t, *s, *d, ms.iter().map(|&p| msg(p)).collect(), None)
+                .mutate(
+                    *t,
+                    *s,
+                    *d,
+                    &ms.iter().map(|&p| msg(p)).collect::<Vec<_>>(),
+                    None,
+                )
                 .map(|r| Ret::Removed(jsons(&r))),
             Op::Append(t, m) => {
                 let len = self.lists[ix(*t)].len() as f64;
-                self.mutate(*t, len, 0.0, vec![msg(*m)], None)
+                self.mutate(*t, len, 0.0, &[msg(*m)], None)
                     .map(|_| Ret::Unit)
             }
             Op::Prepend(t, m) => self
-                .mutate(*t, 0.0, 0.0, vec![msg(*m)], None)
+                .mutate(*t, 0.0, 0.0, &[msg(*m)], None)
                 .map(|_| Ret::Unit),
-            Op::Replace(i, m) => self.by_id(&id_of(*i), vec![msg(*m)]),
-            Op::Remove(i) => self.by_id(&id_of(*i), Vec::new()),
+            Op::Replace(i, m) => self.by_id(&id_of(*i), &[msg(*m)]),
+            Op::Remove(i) => self.by_id(&id_of(*i), &[]),
             Op::Clear => {
                 self.clear();
                 Ok(Ret::Unit)
@@ -444,7 +452,7 @@ impl Model {
                 let turn = self.last_turn;
                 self.emit(
                     "turn/start",
-                    format!(r#"{{"turn":{turn}}}"#),
+                    &format!(r#"{{"turn":{turn}}}"#),
                     "",
                     Fold::TurnStart,
                 );
@@ -467,9 +475,9 @@ impl Model {
                 let (turn, step) = (t.turn, t.steps + 1);
                 t.stage = Stage::Proposed(step);
                 let mut batch =
-                    self.mutate(Target::NextStep, 0.0, f64::INFINITY, vec![], Some(turn))?;
+                    self.mutate(Target::NextStep, 0.0, f64::INFINITY, &[], Some(turn))?;
                 if first {
-                    batch.extend(self.mutate(Target::NextTurn, 0.0, 1.0, vec![], Some(turn))?);
+                    batch.extend(self.mutate(Target::NextTurn, 0.0, 1.0, &[], Some(turn))?);
                 }
                 self.claimed = batch.clone();
                 Ok(Ret::Proposal(turn, step, jsons(&batch)))
@@ -522,12 +530,7 @@ impl Model {
                 t.stage = Stage::InStep(step);
                 self.step_event("step/start", turn, step);
                 for m in &messages {
-                    self.emit(
-                        "user/message",
-                        m.json().to_owned(),
-                        "\"append\"",
-                        Fold::Other,
-                    );
+                    self.emit("user/message", m.json(), "\"append\"", Fold::Other);
                 }
                 Ok(Ret::Decided(format!("step {turn} {step}")))
             }
@@ -778,7 +781,7 @@ fn check_sequence_on(store: &dyn Store, id: &str, ops: &[Op]) -> Result<(), Test
     // The queue projection over the whole log (ARCHITECTURE.md#queue-projection) lands on the same lists.
     let projection = QueueProjection::replay(&events, 0, None).unwrap();
     let baseline = projection.baseline();
-    prop_assert_eq!(baseline.seq, events.last().map(|e| e.seq()));
+    prop_assert_eq!(baseline.seq, events.last().map(Event::seq));
     prop_assert_eq!(jsons(&baseline.next_turn), jsons(&model.lists[0]));
     prop_assert_eq!(jsons(&baseline.next_step), jsons(&model.lists[1]));
 

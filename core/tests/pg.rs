@@ -42,7 +42,10 @@ fn a_log_is_one_select_of_the_lines_the_jsonl_store_writes() {
     let lines = schema.lines("s");
     assert_eq!(
         lines,
-        events.iter().map(|e| e.to_json()).collect::<Vec<_>>(),
+        events
+            .iter()
+            .map(inboxlog::Event::to_json)
+            .collect::<Vec<_>>(),
         "each row is the event's compact JSON line"
     );
     assert!(lines[1].contains(r#"{"z":1,"a":[12345678901234567890,1.5e300],"m":{"b":null"#));
@@ -73,7 +76,10 @@ fn a_log_is_one_select_of_the_lines_the_jsonl_store_writes() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(types, events.iter().map(|e| e.ty()).collect::<Vec<_>>());
+    assert_eq!(
+        types,
+        events.iter().map(inboxlog::Event::ty).collect::<Vec<_>>()
+    );
     let header: String = c
         .query_one(
             &format!(

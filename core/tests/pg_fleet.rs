@@ -93,7 +93,7 @@ fn soak(store: &PgStore) {
                 continue;
             }
             let takeover = rng.below(25) == 0;
-            match Session::open_with(store, &id, OpenOptions::takeover(takeover)) {
+            match Session::open_with(store, &id, &OpenOptions::takeover(takeover)) {
                 Ok(session) => {
                     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
                     let sink = seen.clone();
@@ -163,7 +163,7 @@ fn step(rng: &mut Rng, o: &mut Open, n: u64) -> inboxlog::Result<bool> {
             let p = s.propose_step()?;
             o.phase = match s.decide(Decision::Enter(p.messages))? {
                 Decided::Step { .. } => Phase::InStep,
-                _ => Phase::Idle,
+                Decided::TurnEnded { .. } => Phase::Idle,
             };
         }
         (Phase::InStep, 3) => {

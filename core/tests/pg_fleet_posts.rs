@@ -142,7 +142,7 @@ fn an_owner_whose_connection_dies_between_take_ins_delivers_each_post_once() {
     );
     drop(s);
     let other = schema.store(Durability::Sync);
-    let s = Session::open_with(&other, "s", OpenOptions::takeover(true)).unwrap();
+    let s = Session::open_with(&other, "s", &OpenOptions::takeover(true)).unwrap();
     let taken = taken_in(&s.events(0).unwrap());
     let ids: Vec<&str> = taken.iter().map(|(m, _)| m.as_str()).collect();
     assert_eq!(ids, acked.iter().map(String::as_str).collect::<Vec<_>>());

@@ -141,7 +141,9 @@ fn writers_sharing_commits_are_fenced_each_on_its_own() {
     halfway.wait();
     let other = schema.store(Durability::Sync);
     let taken: Vec<Session> = (0..8)
-        .map(|i| Session::open_with(&other, &format!("w{i}"), OpenOptions::takeover(true)).unwrap())
+        .map(|i| {
+            Session::open_with(&other, &format!("w{i}"), &OpenOptions::takeover(true)).unwrap()
+        })
         .collect();
     halfway.wait();
     let outcomes: Vec<(usize, bool)> = writers.into_iter().map(|w| w.join().unwrap()).collect();
@@ -223,7 +225,7 @@ fn a_lost_ownership_connection_fences_or_reacquires_never_two_writers() {
     for i in 0..50 {
         let id = format!("h{i}");
         let (_, events) = Session::inspect(&other, &id).unwrap();
-        let types: Vec<&str> = events.iter().map(|e| e.ty()).collect();
+        let types: Vec<&str> = events.iter().map(inboxlog::Event::ty).collect();
         let expected: &[&str] = if taken.contains(&i) {
             &["host/before", "host/new-owner"]
         } else {

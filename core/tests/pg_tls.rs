@@ -12,6 +12,7 @@ mod pg_common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -108,7 +109,6 @@ impl Cluster {
         if let Some((cert, key)) = tls {
             std::fs::write(path.join("server.crt"), cert).unwrap();
             std::fs::write(path.join("server.key"), key).unwrap();
-            use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(
                 path.join("server.key"),
                 std::fs::Permissions::from_mode(0o600),
@@ -282,9 +282,8 @@ fn ssl_of_store(client: &mut postgres::Client, url: &str, query: &str) -> bool {
 /// never the password.
 #[track_caller]
 fn refused(url: &str, query: &str, needles: &[&str]) {
-    let err = match PgStore::connect(&with(url, query), PgOptions::default()) {
-        Ok(_) => panic!("{query}: connected, expected a refusal"),
-        Err(err) => err,
+    let Err(err) = PgStore::connect(&with(url, query), PgOptions::default()) else {
+        panic!("{query}: connected, expected a refusal");
     };
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{query}: {err}");
     let text = format!("{err} {err:?}");

@@ -111,7 +111,7 @@ fn a_takeover_between_staging_and_flush_fences_and_writes_nothing_staged() {
             .unwrap();
     }
     let other = schema.store(Durability::Sync);
-    let t = Session::open_with(&other, "s", OpenOptions::takeover(true)).unwrap();
+    let t = Session::open_with(&other, "s", &OpenOptions::takeover(true)).unwrap();
     let err = s.flush().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Fenced, "{err}");
     assert!(err.to_string().contains("taken over"), "{err}");
@@ -168,7 +168,7 @@ fn a_fence_met_by_the_flusher_thread_is_reported_at_the_next_call() {
     let committed = schema.lines("s");
     s.append("host/n", "0", Envelope::default()).unwrap();
     let other = schema.store(Durability::Sync);
-    let _t = Session::open_with(&other, "s", OpenOptions::takeover(true)).unwrap();
+    let _t = Session::open_with(&other, "s", &OpenOptions::takeover(true)).unwrap();
     // The window passes with the host idle: the thread's write is fenced, dropped whole.
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(schema.lines("s"), committed);

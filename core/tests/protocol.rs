@@ -5,8 +5,8 @@
 
 use inboxlog::store::MemoryStore;
 use inboxlog::{
-    CancelCause, Decided, Decision, ErrorKind, Extra, Message, Proposal, Session, SessionMeta,
-    StepOutcome, Target, TurnEndReason, TurnError,
+    CancelCause, Decided, Decision, ErrorKind, Event, Extra, Message, Proposal, Session,
+    SessionMeta, StepOutcome, Target, TurnEndReason, TurnError,
 };
 
 fn m(id: &str) -> Message {
@@ -527,10 +527,10 @@ fn protocol_calls_carry_host_extras_after_the_library_keys() {
         ]
     );
     // The log with extras reopens to the same events, byte for byte.
-    let before: Vec<String> = s.events(0).unwrap().iter().map(|e| e.to_json()).collect();
+    let before: Vec<String> = s.events(0).unwrap().iter().map(Event::to_json).collect();
     drop(s);
     let s = Session::open(&store, "p").unwrap();
-    let after: Vec<String> = s.events(0).unwrap().iter().map(|e| e.to_json()).collect();
+    let after: Vec<String> = s.events(0).unwrap().iter().map(Event::to_json).collect();
     assert_eq!(before, after);
     assert_eq!(s.open_turn().unwrap(), 5);
 }

@@ -11,6 +11,8 @@ use inboxlog::{
 /// them were unexported; `#![deny(unnameable_types)]` in the crate keeps it so).
 #[test]
 fn session_return_types_can_be_named() {
+    // The store's open result is public and nameable too.
+    fn _named(_: Opened) {}
     let store = MemoryStore::new();
     let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
     let inbox: InboxOps<'_> = s.inbox();
@@ -28,8 +30,6 @@ fn session_return_types_can_be_named() {
         .unwrap()
         .baseline();
     assert_eq!(baseline.next_turn.len(), 1);
-    // The store's open result is public and nameable too.
-    fn _named(_: Opened) {}
 }
 
 #[test]

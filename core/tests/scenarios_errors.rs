@@ -9,7 +9,8 @@ use std::sync::{Arc, Weak};
 
 use inboxlog::store::{MemoryStore, Store};
 use inboxlog::{
-    Decision, ErrorKind, Event, Message, QueueProjection, Session, SessionMeta, Target, TurnError,
+    Decision, Envelope, ErrorKind, Event, Message, QueueProjection, Session, SessionMeta, Target,
+    TurnError,
 };
 use scenarios_common::*;
 
@@ -133,29 +134,29 @@ fn error_invalid_input() {
         "session/end-seed",
     ] {
         let err = s
-            .append(ty, r#"{"turn":1}"#, Default::default())
+            .append(ty, r#"{"turn":1}"#, Envelope::default())
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{ty}");
         assert!(err.to_string().contains(ty), "{err}");
     }
     for data in ["NaN", "[1e400]", "{", ""] {
-        let err = s.append("host/x", data, Default::default()).unwrap_err();
+        let err = s.append("host/x", data, Envelope::default()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{data}");
     }
     for data in [r#""text""#, "[1]", "null"] {
         let err = s
-            .append("user/message", data, Default::default())
+            .append("user/message", data, Envelope::default())
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{data}");
         assert!(err.to_string().contains("must be a JSON object"), "{err}");
     }
-    let err = s.append("", "{}", Default::default()).unwrap_err();
+    let err = s.append("", "{}", Envelope::default()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert_eq!(next_seq(&s), 0);
     // Runtime context without an id is a valid user/message (ARCHITECTURE.md#reserved-events); it is not an
     // inbox message, so nothing is pending.
     let e = s
-        .append("user/message", r#"{"text":"no id"}"#, Default::default())
+        .append("user/message", r#"{"text":"no id"}"#, Envelope::default())
         .unwrap();
     assert_eq!(e.data(), r#"{"text":"no id"}"#);
     assert!(!s.inbox().has_pending().unwrap());
@@ -164,7 +165,7 @@ fn error_invalid_input() {
         .append(
             "user/message",
             r#"{"id":"u","n":12345678901234567890}"#,
-            Default::default(),
+            Envelope::default(),
         )
         .unwrap();
     assert_eq!(e.data(), r#"{"id":"u","n":12345678901234567890}"#);
@@ -178,10 +179,10 @@ fn error_too_large_nesting() {
     let store = MemoryStore::new();
     let s = session(&store, "s");
     let ok = format!("{}{}", "[".repeat(512), "]".repeat(512));
-    s.append("host/deep", &ok, Default::default()).unwrap();
+    s.append("host/deep", &ok, Envelope::default()).unwrap();
     let deep = format!("{}{}", "[".repeat(513), "]".repeat(513));
     let err = s
-        .append("host/deep", &deep, Default::default())
+        .append("host/deep", &deep, Envelope::default())
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::TooLarge);
     assert!(err.to_string().contains("512"), "{err}");
@@ -192,7 +193,7 @@ fn error_too_large_nesting() {
     );
     // No stack overflow on absurd input.
     let err = s
-        .append("host/deep", &"[".repeat(1_000_000), Default::default())
+        .append("host/deep", &"[".repeat(1_000_000), Envelope::default())
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::TooLarge);
     assert_eq!(next_seq(&s), 1);
@@ -210,7 +211,7 @@ fn error_closed() {
     assert_eq!(s.open_turn().unwrap_err().kind(), ErrorKind::Closed);
     assert_eq!(s.events(0).unwrap_err().kind(), ErrorKind::Closed);
     assert_eq!(
-        s.append("host/x", "{}", Default::default())
+        s.append("host/x", "{}", Envelope::default())
             .unwrap_err()
             .kind(),
         ErrorKind::Closed
@@ -231,7 +232,7 @@ fn error_reentrant_mutation_from_an_observer_writes_nothing() {
         let s = weak.upgrade().expect("alive");
         for attempt in [
             s.inbox().append(Target::NextStep, m("sneaky")),
-            s.append("host/x", "{}", Default::default()).map(drop),
+            s.append("host/x", "{}", Envelope::default()).map(drop),
             s.open_turn().map(drop),
             s.inbox().clear(),
             s.receive().map(drop),

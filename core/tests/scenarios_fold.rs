@@ -4,7 +4,7 @@ mod scenarios_common;
 
 use inboxlog::ToJson as _;
 use inboxlog::store::MemoryStore;
-use inboxlog::{Decision, StepOutcome, Target, fold_consumed_work};
+use inboxlog::{Decision, Event, StepOutcome, Target, fold_consumed_work};
 use scenarios_common::*;
 
 /// Folds the events and returns `(seq of end, droppedUnrun)`.
@@ -12,7 +12,7 @@ fn fold(list: &[(String, String)]) -> (Option<u64>, bool) {
     let borrowed: Vec<(&str, &str)> = list.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     let events = log(&borrowed);
     let out = fold_consumed_work(&events);
-    (out.end.map(|e| e.seq()), out.dropped_unrun)
+    (out.end.map(Event::seq), out.dropped_unrun)
 }
 
 #[test]
@@ -151,6 +151,6 @@ fn fold_over_a_live_session_log() {
     s.inbox().remove("b").unwrap();
     let events = s.events(0).unwrap();
     let out = fold_consumed_work(&events);
-    assert_eq!(out.end.map(|e| e.seq()), Some(6));
+    assert_eq!(out.end.map(Event::seq), Some(6));
     assert!(out.dropped_unrun);
 }

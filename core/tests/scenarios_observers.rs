@@ -5,7 +5,7 @@ mod scenarios_common;
 use std::sync::{Arc, Mutex};
 
 use inboxlog::store::MemoryStore;
-use inboxlog::{CancelCause, Decision, InboxNotice, Session, Target};
+use inboxlog::{CancelCause, Decision, Envelope, InboxNotice, Session, Target};
 use scenarios_common::*;
 
 #[test]
@@ -215,7 +215,7 @@ fn observers_see_commit_order_across_threads_before_each_call_returns() {
                     // Each call's publication happens before the call returns.
                     if i % 2 == 0 {
                         let seq = s
-                            .append("host/x", &format!(r#"{{"t":{t}}}"#), Default::default())
+                            .append("host/x", &format!(r#"{{"t":{t}}}"#), Envelope::default())
                             .unwrap()
                             .seq();
                         assert!(seqs.lock().unwrap().contains(&seq), "seq {seq}");

@@ -11,7 +11,7 @@ mod pg_common;
 use std::path::Path;
 
 use inboxlog::store::{Durability, JsonlStore, MemoryStore, Store};
-use inboxlog::{Error, ErrorKind, Event, Header, Session, SessionMeta};
+use inboxlog::{Error, ErrorKind, Event, Header, OpenReport, Session, SessionMeta};
 
 const HEADER: &str = r#"{"format":"inboxlog","version":1,"id":"s","createdAt":0}"#;
 const SPLICED: &str = "agent/inbox/spliced";
@@ -80,7 +80,7 @@ fn agree(store: &dyn Store, before: impl Fn() -> Vec<u8>) -> Result<(u64, Option
             let opened = session.open_report();
             assert_eq!(report.torn_bytes, opened.torn_bytes);
             assert_eq!(report.open_turn, opened.repaired_turn);
-            assert_eq!(report.needs_repair(), opened != &Default::default());
+            assert_eq!(report.needs_repair(), opened != &OpenReport::default());
             assert_eq!(
                 (report.next_turn, report.next_step),
                 (
@@ -127,7 +127,9 @@ fn memory(events: &[String]) -> Option<Result<(u64, Option<u64>), Error>> {
     let inspect = || {
         let (h, e) = store.inspect("s").unwrap();
         let mut text = h.to_json();
-        e.iter().for_each(|e| text.push_str(&e.to_json()));
+        for e in &e {
+            text.push_str(&e.to_json());
+        }
         text.into_bytes()
     };
     Some(agree(&store, inspect))

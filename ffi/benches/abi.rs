@@ -9,7 +9,11 @@ use std::ptr::{null, null_mut};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use inboxlog::*;
+use inboxlog::{
+    inboxlog_inbox_append, inboxlog_inbox_splice, inboxlog_session, inboxlog_session_create,
+    inboxlog_session_free, inboxlog_store, inboxlog_store_free, inboxlog_store_new_memory,
+    inboxlog_string_free,
+};
 use inboxlog_core::store::MemoryStore;
 use inboxlog_core::{Message, Session, SessionMeta, Target};
 
@@ -112,7 +116,7 @@ fn splice(c: &mut Criterion) {
             // SAFETY: a live handle, released once.
             unsafe { inboxlog_session_free(s) };
             elapsed
-        })
+        });
     });
 
     let rust_store = MemoryStore::new();
@@ -133,7 +137,7 @@ fn splice(c: &mut Criterion) {
                 criterion::black_box(removed);
             }
             start.elapsed()
-        })
+        });
     });
 
     let message = Message::from_json(MESSAGE).unwrap();
@@ -153,7 +157,7 @@ fn splice(c: &mut Criterion) {
                 criterion::black_box(removed);
             }
             start.elapsed()
-        })
+        });
     });
     group.finish();
     // SAFETY: a live handle, released once.

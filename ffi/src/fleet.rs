@@ -3,7 +3,7 @@
 //! store and session handles, nothing else of the C objects.
 
 use std::ffi::{c_char, c_int};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use inboxlog_core::{Follower, Message, Target, wire};
@@ -78,7 +78,7 @@ pub struct inboxlog_follower {
 
 impl inboxlog_follower {
     fn lock(&self) -> MutexGuard<'_, Follower> {
-        self.follower.lock().unwrap_or_else(|p| p.into_inner())
+        self.follower.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -167,5 +167,5 @@ pub unsafe extern "C" fn inboxlog_follower_free(follower: *mut inboxlog_follower
             // SAFETY: a live handle made by `Box::into_raw`, released exactly once.
             drop(unsafe { Box::from_raw(follower) });
         }
-    })
+    });
 }

@@ -100,8 +100,8 @@ impl Input<'_> {
     }
 }
 
-fn ptr(s: &Option<CString>) -> *const c_char {
-    s.as_ref().map_or(null(), |s| s.as_ptr())
+fn ptr(s: Option<&CString>) -> *const c_char {
+    s.map_or(null(), |s| s.as_ptr())
 }
 
 /// Takes a library string (checking it is JSON) and frees it.
@@ -245,7 +245,7 @@ pub fn call_sequence(data: &[u8]) {
                         session,
                         a.as_ptr(),
                         b.as_ptr(),
-                        ptr(&c),
+                        ptr(c.as_ref()),
                         &mut out,
                         &mut error,
                     ),
@@ -253,7 +253,7 @@ pub fn call_sequence(data: &[u8]) {
                 ),
                 5 => (
                     "open_turn",
-                    inboxlog_session_open_turn(session, ptr(&c), &mut number, &mut error),
+                    inboxlog_session_open_turn(session, ptr(c.as_ref()), &mut number, &mut error),
                     true,
                 ),
                 6 => (
@@ -263,27 +263,45 @@ pub fn call_sequence(data: &[u8]) {
                 ),
                 7 => (
                     "decide",
-                    inboxlog_session_decide(session, a.as_ptr(), ptr(&c), &mut out, &mut error),
+                    inboxlog_session_decide(
+                        session,
+                        a.as_ptr(),
+                        ptr(c.as_ref()),
+                        &mut out,
+                        &mut error,
+                    ),
                     true,
                 ),
                 8 => (
                     "end_step",
-                    inboxlog_session_end_step(session, a.as_ptr(), ptr(&c), &mut flag, &mut error),
+                    inboxlog_session_end_step(
+                        session,
+                        a.as_ptr(),
+                        ptr(c.as_ref()),
+                        &mut flag,
+                        &mut error,
+                    ),
                     true,
                 ),
                 9 => (
                     "close_turn",
-                    inboxlog_session_close_turn(session, ptr(&c), &mut out, &mut error),
+                    inboxlog_session_close_turn(session, ptr(c.as_ref()), &mut out, &mut error),
                     true,
                 ),
                 10 => (
                     "cancel",
-                    inboxlog_session_cancel(session, ptr(&c), start > 0.0, null(), &mut error),
+                    inboxlog_session_cancel(
+                        session,
+                        ptr(c.as_ref()),
+                        start > 0.0,
+                        null(),
+                        &mut error,
+                    ),
                     true,
                 ),
                 11 => (
                     "fail",
-                    inboxlog_session_fail(session, a.as_ptr(), ptr(&c), &mut error),
+                    inboxlog_session_fail(session, a.as_ptr(), ptr(c.as_ref()), &mut error),
                     true,
                 ),
                 12 => (

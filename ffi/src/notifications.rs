@@ -2,7 +2,7 @@
 //! failures of the session's observers: the last section of the header.
 
 use std::ffi::{c_char, c_int};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use inboxlog_core::wire::{self, ToJson};
 
@@ -10,7 +10,7 @@ use crate::session::{inboxlog_session, session_string, with_session};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // The queue is only pushed to and taken whole: a panic cannot leave it half-changed.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Starts collecting notifications for inboxlog_session_poll: every event committed

@@ -3,7 +3,7 @@
 //! handle (for a session's baseline), nothing else of the C objects.
 
 use std::ffi::{c_char, c_int};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use inboxlog_core::wire::{FromJson, ToJson};
 use inboxlog_core::{Baseline, Event, QueueProjection, fold_consumed_work};
@@ -26,7 +26,7 @@ impl inboxlog_projection {
     fn lock(&self) -> MutexGuard<'_, QueueProjection> {
         // `apply` validates before it changes anything, so a panic cannot leave a
         // half-applied projection behind.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn inboxlog_projection_free(projection: *mut inboxlog_proj
             // SAFETY: a live handle made by `Box::into_raw`, released exactly once.
             drop(unsafe { Box::from_raw(projection) });
         }
-    })
+    });
 }
 
 /// Applies the next event (event_json, one event object, seq after the projection's):

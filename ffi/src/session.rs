@@ -261,7 +261,7 @@ pub unsafe extern "C" fn inboxlog_session_open_ex(
         let out = unsafe { Out::new(out, "out") }?;
         give(
             out,
-            Session::open_with(&*store.store, id, OpenOptions::takeover(takeover))?,
+            Session::open_with(&*store.store, id, &OpenOptions::takeover(takeover))?,
         );
         Ok(())
     })
@@ -342,7 +342,7 @@ pub unsafe extern "C" fn inboxlog_session_free(session: *mut inboxlog_session) {
             let handle = unsafe { Box::from_raw(session) };
             let _ = handle.session.close();
         }
-    })
+    });
 }
 
 /// The session id.
@@ -433,9 +433,10 @@ pub unsafe extern "C" fn inboxlog_session_append(
         let ty = unsafe { str_arg(r#type, "type") }?;
         let data = unsafe { json_arg(data_json, "data_json") }?;
         let envelope_text = unsafe { opt_json_arg(envelope_json, "envelope_json") }?;
-        let out = match out_event_json.is_null() {
-            true => None,
-            false => Some(unsafe { Out::new(out_event_json, "out_event_json") }?),
+        let out = if out_event_json.is_null() {
+            None
+        } else {
+            Some(unsafe { Out::new(out_event_json, "out_event_json") }?)
         };
         let envelope = match &envelope_text {
             None => Envelope::default(),

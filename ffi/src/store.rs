@@ -164,7 +164,7 @@ pub unsafe extern "C" fn inboxlog_store_free(store: *mut inboxlog_store) {
             // SAFETY: a live handle made by `Box::into_raw`, released exactly once.
             drop(unsafe { Box::from_raw(store) });
         }
-    })
+    });
 }
 
 /// Lists the headers of every stored session, sorted by id, as a JSON array of header

@@ -34,7 +34,7 @@ pub unsafe extern "C" fn inboxlog_string_free(s: *mut c_char) {
             // (the caller's contract above).
             drop(unsafe { CString::from_raw(s) });
         }
-    })
+    });
 }
 
 /// A borrowed, NUL-terminated, strictly UTF-8 string argument.

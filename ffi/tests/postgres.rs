@@ -142,7 +142,7 @@ fn options_urls_and_unreachable_servers_are_refused_with_their_status() {
         (r#"{"maxConnections":-1}"#, 10, "expected u32"),
         (r#"{"maxConnections":4294967296}"#, 10, "expected u32"),
         (r#"{"schema":"#, 102, "not valid JSON"),
-        (r#"[]"#, 10, "an object"),
+        (r"[]", 10, "an object"),
     ];
     for (options, code, needle) in bad_options {
         expect_fail(pg_store(&url(), Some(options)).map(drop), code, needle);
@@ -258,7 +258,7 @@ fn one_constructor_opens_every_store() {
             10,
             "unknown field `colour`",
         ),
-        ("memory:", r#"[]"#, 10, "store options must be an object"),
+        ("memory:", r"[]", 10, "store options must be an object"),
         ("memory:", r#"{"durability":"#, 102, "not valid JSON"),
     ];
     for (url, options, code, needle) in refused {

@@ -47,7 +47,7 @@ def best_of(wheel: Callable[[], None], pure: Callable[[], None]) -> tuple[float,
     """The fastest of `REPEATS` runs of each, in seconds, the two taking turns."""
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(REPEATS):
-        for side, run in zip(times, (wheel, pure)):
+        for side, run in zip(times, (wheel, pure), strict=True):
             gc.collect()
             start = time.perf_counter()
             run()
@@ -156,7 +156,8 @@ def main() -> None:
         )
     print("(µs per call for append, per event for events())")
     print(
-        f"inside every append: a call into the wheel {call:.3f} µs, the returned dicts {dicts:.3f} µs"
+        f"inside every append: a call into the wheel {call:.3f} µs, "
+        f"the returned dicts {dicts:.3f} µs"
     )
 
 

@@ -67,7 +67,10 @@ _EXAMPLES = {
     "repair": "example:\n  inboxlog repair sessions/ s1",
     "delete": "example:\n  inboxlog delete sessions/ s1",
     "import": "example:\n  inboxlog import sessions/ run.jsonl.zstd --id s9",
-    "tail": "examples:\n  inboxlog tail sessions/ s1 --since 100\n  inboxlog tail -f --json sessions/ s1",
+    "tail": (
+        "examples:\n  inboxlog tail sessions/ s1 --since 100\n"
+        "  inboxlog tail -f --json sessions/ s1"
+    ),
     "fold": "example:\n  inboxlog fold sessions/ s1 --json",
     "post": (
         "examples:\n"

@@ -1,4 +1,5 @@
-"""The pre-step composer (ARCHITECTURE.md#pre-step-composer): plugins as middleware around one decision."""
+"""The pre-step composer (ARCHITECTURE.md#pre-step-composer): plugins as middleware around one
+decision."""
 
 from __future__ import annotations
 

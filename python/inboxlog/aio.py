@@ -255,7 +255,8 @@ class Follower:
         """The seq of the next event to come: where a new follower resumes."""
         return self._since if self._follower is None else self._follower.next_seq
 
-    async def next(self, timeout: float | None = None) -> Event | None:
+    # The blocking Follower.next with its `timeout`, awaited: one signature for both.
+    async def next(self, timeout: float | None = None) -> Event | None:  # noqa: ASYNC109
         """The next event, waiting at most ``timeout`` seconds (forever when ``None``);
         ``None`` when none came in time."""
         follower = await self._open()

@@ -89,6 +89,10 @@ fn set_kind(ty: &Bound<'_, PyType>, kind: ErrorKind) -> PyResult<()> {
 /// The Python exception for a core error: the fields of the C error JSON
 /// (`inboxlog::wire::ErrorFields`), the message as its text and the others as
 /// attributes.
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "a conversion, passed as `map_err(raise)`: it takes the error as `From` would"
+)]
 pub(crate) fn raise(e: inboxlog::Error) -> PyErr {
     let fields = ErrorFields::of(&e);
     let message = fields.message.to_owned();

@@ -1,7 +1,7 @@
 //! Fleet features (ARCHITECTURE.md#posting) for Python: `Store.post`, `Store.follow` and the
 //! `Follower` iterator it returns.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
@@ -71,7 +71,7 @@ fn closed(session: &str) -> PyErr {
 
 impl PyFollower {
     fn lock(&self) -> MutexGuard<'_, Option<Follower>> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// One wait of at most `wait`, GIL released.

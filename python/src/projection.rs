@@ -1,6 +1,6 @@
 //! Projections that read a log: the consumed-work fold and the queue projection (ARCHITECTURE.md#consumed-work-fold).
 
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -32,7 +32,7 @@ pub(crate) struct PyQueueProjection {
 
 impl PyQueueProjection {
     fn with<R>(&self, f: impl FnOnce(&mut QueueProjection) -> R) -> R {
-        f(&mut self.inner.lock().unwrap_or_else(|p| p.into_inner()))
+        f(&mut self.inner.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 

@@ -7,7 +7,7 @@
 //! dicts afterwards, with the lock released, so no core lock is held while Python
 //! runs. Iteration reads `CHUNK` messages per lock.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pyo3::exceptions::{PyIndexError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -43,7 +43,7 @@ impl Queue {
     }
 
     fn len(&self, py: Python<'_>) -> PyResult<usize> {
-        self.read(py, |inbox, t| inbox.len(t))
+        self.read(py, Inbox::len)
     }
 
     /// The messages from position `from` up to `to` (exclusive) that exist now.
@@ -449,7 +449,7 @@ impl PyQueueViewIterator {
     }
 
     fn cursor(&self) -> MutexGuard<'_, Cursor> {
-        self.cursor.lock().unwrap_or_else(|p| p.into_inner())
+        self.cursor.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The chunk that follows position `at`, the next one last; empty at the end. A

@@ -82,7 +82,7 @@ fn callable(f: &Bound<'_, PyAny>, what: &str) -> PyResult<Py<PyAny>> {
 /// warnings are errors, as an unraisable exception): the committed call stays committed.
 /// Returns the failure's description, which the core keeps for
 /// `take_observer_failures`.
-fn report(py: Python<'_>, callback: &Bound<'_, PyAny>, what: &str, err: PyErr) -> String {
+fn report(py: Python<'_>, callback: &Bound<'_, PyAny>, what: &str, err: &PyErr) -> String {
     let name = callback
         .getattr("__qualname__")
         .and_then(|n| n.extract::<String>())
@@ -293,7 +293,7 @@ impl PySession {
                 let called = values::event(py, event).and_then(|e| f.call1((e,)));
                 called
                     .map(drop)
-                    .map_err(|err| report(py, f, "on_event", err))
+                    .map_err(|err| report(py, f, "on_event", &err))
             })
         });
         Ok(callback)
@@ -309,7 +309,7 @@ impl PySession {
                 let called = values::notice(py, notice).and_then(|n| f.call1((n,)));
                 called
                     .map(drop)
-                    .map_err(|err| report(py, f, "on_inbox", err))
+                    .map_err(|err| report(py, f, "on_inbox", &err))
             })
         });
         Ok(callback)

@@ -43,7 +43,7 @@ impl PyStore {
     fn open_session(&self, py: Python<'_>, id: &str, takeover: bool) -> PyResult<PySession> {
         let store = &*self.inner;
         let session = py
-            .detach(|| Session::open_with(store, id, OpenOptions::takeover(takeover)))
+            .detach(|| Session::open_with(store, id, &OpenOptions::takeover(takeover)))
             .py()?;
         self.session(py, session)
     }
@@ -83,6 +83,10 @@ impl PyStoreOpen {
         url_or_path, durability = "sync", *, schema = None, record_limit = None,
         max_connections = None
     ))]
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "PyO3 converts a path argument (str or os.PathLike) to an owned PathBuf only"
+    )]
     fn __call__(
         &self,
         py: Python<'_>,

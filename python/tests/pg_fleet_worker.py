@@ -19,6 +19,7 @@ Every append is a ``note`` event with data ``{"w": name, "n": round}``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -58,10 +59,9 @@ def main(params: dict[str, Any]) -> int:
                 return
             with lock:
                 dropped = held.pop(id)
-            try:
+            # A fenced writer may fail to close; what it reported stands.
+            with contextlib.suppress(inboxlog.InboxlogError):
                 dropped.close()
-            except inboxlog.InboxlogError:
-                pass  # a fenced writer may fail to close; what it reported stands
 
         n = 0
         while not stop.exists():

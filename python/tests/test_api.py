@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -432,12 +433,12 @@ def test_keywords_have_one_spelling(store: inboxlog.Store, call: str, keyword: s
     value: Any = [0] if keyword == "sourceEventSeqs" else ("x" if "Preset" in keyword else 1)
     with store.create("p") as p:
         p.append("note", {})
+        calls: dict[str, Callable[[], object]] = {
+            "create": lambda: store.create("c", **{keyword: value}),
+            "fork": lambda: store.fork("p", "c", **{keyword: value}),
+            "append": lambda: p.append("tool/result", {}, **{keyword: value}),
+        }
         with pytest.raises(TypeError, match=keyword):
-            if call == "create":
-                store.create("c", **{keyword: value})
-            elif call == "fork":
-                store.fork("p", "c", **{keyword: value})
-            else:
-                p.append("tool/result", {}, **{keyword: value})
+            calls[call]()
         assert [e["type"] for e in p.events()] == ["note"]
     assert [h["id"] for h in store.list()] == ["p"]

@@ -1,4 +1,5 @@
-"""Every ARCHITECTURE.md#errors error class, raised from Python with the core's message unchanged."""
+"""Every ARCHITECTURE.md#errors error class, raised from Python with the core's message
+unchanged."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ def test_depth_and_lone_surrogates_follow_one_rule(tmp_path: Path) -> None:
     source = tmp_path / "deep.jsonl"
     deep = "[" * 513 + "]" * 513
     source.write_text(HEADER + f'{{"type":"x","seq":0,"time":0,"data":{deep}}}\n')
-    with pytest.raises(inboxlog.TooLargeError, match="line 2: .*deeper than 512 levels") as err:
+    with pytest.raises(inboxlog.TooLargeError, match=r"line 2: .*deeper than 512 levels") as err:
         inboxlog.import_reference(source, inboxlog.Store.memory())
     assert err.value.line == 2
     lone = tmp_path / "lone.jsonl"

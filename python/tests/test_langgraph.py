@@ -508,7 +508,7 @@ def test_a_run_without_a_thread_id_is_refused(store: inboxlog.Store) -> None:
 
 
 def test_the_constructor_refuses_what_is_not_a_store_saver_or_session() -> None:
-    with pytest.raises(TypeError, match="expected an inboxlog.Store, InboxlogSaver or"):
+    with pytest.raises(TypeError, match=re.escape("expected an inboxlog.Store, InboxlogSaver or")):
         InboxlogMiddleware("logs")  # type: ignore[arg-type]
 
 
@@ -812,7 +812,7 @@ def test_the_readme_section_runs_as_written(
     monkeypatch.setattr(langchain.chat_models, "init_chat_model", lambda *a, **k: model)
     monkeypatch.chdir(tmp_path)
     code = compile(readme_section(), "README.md (langgraph section)", "exec")
-    exec(code, {"__name__": "__main__"})  # noqa: S102
+    exec(code, {"__name__": "__main__"})
     assert shape(model.inputs[0]) == [("human", "What's the weather in Paris?")]
     _, events = inboxlog.Store(tmp_path / "sessions").inspect("chat-1")
     assert turn_ends(events) == [{"kind": "completed"}]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import operator
 import os
+import re
 import uuid
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
@@ -225,7 +226,7 @@ def test_a_thread_that_does_not_exist_reads_as_nothing_and_deletes_as_a_no_op(
 
 
 def test_the_constructor_refuses_what_is_not_a_store() -> None:
-    with pytest.raises(TypeError, match="expected an inboxlog.Store, got str"):
+    with pytest.raises(TypeError, match=re.escape("expected an inboxlog.Store, got str")):
         InboxlogSaver("logs")  # type: ignore[arg-type]
 
 

@@ -299,7 +299,8 @@ async def test_input_entered_earlier_in_a_run_stays_in_place_for_later_model_cal
         return call_weather("Rome", "call_2")
 
     model = ScriptedModel(call_weather("Paris"), second_call, say("Both sunny."))
-    # Queued before the run: step 1 claims it with the run's input (next-step first, ARCHITECTURE.md#inbox-mutations).
+    # Queued before the run: step 1 claims it with the run's input (next-step first,
+    # ARCHITECTURE.md#inbox-mutations).
     chat.session.inbox.append("next-step", {"id": "s0", "content": "Also Rome."})
     await run(agent_with(model), "Weather in Paris?", session=chat)
 
@@ -881,7 +882,9 @@ async def test_an_adopted_session_is_left_open(store: inboxlog.Store) -> None:
 def test_constructor_refusals(store: inboxlog.Store) -> None:
     with pytest.raises(TypeError, match="session_id is missing"):
         InboxlogSession(store)
-    with pytest.raises(TypeError, match="expected an inboxlog.Store or inboxlog.Session"):
+    with pytest.raises(
+        TypeError, match=re.escape("expected an inboxlog.Store or inboxlog.Session")
+    ):
         InboxlogSession("logs", "s")  # type: ignore[arg-type]
     with store.create("x") as log, pytest.raises(ValueError, match='session_id "y" differs'):
         InboxlogSession(log, "y")
@@ -995,7 +998,7 @@ def test_the_readme_section_runs_as_written(
     monkeypatch.setattr(MultiProvider, "get_model", lambda self, name: model)
     monkeypatch.chdir(tmp_path)
     code = compile(readme_section(), "README.md (openai-agents section)", "exec")
-    exec(code, {"__name__": "__main__"})  # noqa: S102
+    exec(code, {"__name__": "__main__"})
     assert model.inputs[0] == [user("What's the weather in Paris?")]
     _, events = inboxlog.Store(tmp_path / "sessions").inspect("chat-1")
     assert turn_ends_of(events) == [{"kind": "completed"}]

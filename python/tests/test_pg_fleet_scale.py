@@ -14,6 +14,7 @@ are for counted work, and a wait that sees nothing new for `HANG` seconds fails.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -514,10 +515,8 @@ def test_a_killed_ownership_connection_fences_or_reacquires_every_session(
         assert time.monotonic() < deadline, f"the owner did not finish 3 rounds in {HANG} s"
         for id in owner.ids:
             if id not in won:
-                try:
+                with contextlib.suppress(inboxlog.LockedError):
                     won[id] = other.open(id)
-                except inboxlog.LockedError:
-                    pass
     owner.rounds_after(rounds, 3)
     assert not owner.errors(), owner.errors()
     assert owner.reported("fenced") == set(won), "fenced exactly where the other store won"

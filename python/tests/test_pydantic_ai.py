@@ -775,7 +775,9 @@ async def test_an_adopted_session_is_left_open(store: inboxlog.Store) -> None:
 
 
 def test_constructor_refusals() -> None:
-    with pytest.raises(TypeError, match="expected an inboxlog.Store or inboxlog.Session"):
+    with pytest.raises(
+        TypeError, match=re.escape("expected an inboxlog.Store or inboxlog.Session")
+    ):
         InboxlogCapability("logs")  # type: ignore[arg-type]
 
 
@@ -901,7 +903,7 @@ def test_the_readme_section_runs_as_written(
     monkeypatch.setattr(pydantic_ai.models, "infer_model", lambda *a, **kw: script.model)
     monkeypatch.chdir(tmp_path)
     code = compile(readme_section(), "README.md (pydantic-ai section)", "exec")
-    exec(code, {"__name__": "__main__"})  # noqa: S102
+    exec(code, {"__name__": "__main__"})
     assert script.prompts(0) == ["What's the weather in Paris?"]
     events = inboxlog.Store(tmp_path / "sessions").inspect("chat-1")[1]
     assert turn_ends(events) == [{"kind": "completed"}]

@@ -60,7 +60,7 @@ def test_equals_a_list_of_equal_dicts_both_ways(session: inboxlog.Session) -> No
     assert view != [*expected(2), m("m2", n=3)]
     # Equal as dicts, not as text: 1.0 == 1.
     assert view == [m("m0", n=0.0), m("m1", n=1), m("m2", n=2)]
-    assert session.inbox.next_step == [] and [] == session.inbox.next_step
+    assert session.inbox.next_step == [] and [] == session.inbox.next_step  # noqa: SIM300 - both sides
     # Never a tuple, as a list is not.
     assert view != tuple(expected(3))
     assert (view == tuple(expected(3))) is False
@@ -203,14 +203,14 @@ def test_one_iterator_shared_by_threads_gives_each_item_once(
     def consume(k: int) -> None:
         try:
             seen[k].extend(x["id"] for x in it)
-        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+        except BaseException as e:  # reported by the main thread
             errors.append(e)
 
     def write() -> None:  # keeps the session lock busy meanwhile
         try:
             for i in range(200):
                 session.inbox.append("next-step", m(f"w{i}"))
-        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+        except BaseException as e:  # reported by the main thread
             errors.append(e)
 
     threads = [threading.Thread(target=consume, args=(k,)) for k in range(4)]

@@ -1,4 +1,5 @@
-"""The reference scenarios of ARCHITECTURE.md#inbox–ARCHITECTURE.md#consumed-work-fold, restated in Python on both stores."""
+"""The reference scenarios of ARCHITECTURE.md#inbox to ARCHITECTURE.md#consumed-work-fold,
+restated in Python on both stores."""
 
 from __future__ import annotations
 

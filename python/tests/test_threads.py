@@ -24,7 +24,7 @@ def test_concurrent_mutations_serialize(session: inboxlog.Session) -> None:
                     assert session.inbox.remove(f"t{k}-{i}")
                 session.append("tick", {"k": k, "i": i})
                 session.inbox.has_pending  # noqa: B018 - a read under load
-        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+        except BaseException as e:  # reported by the main thread
             errors.append(e)
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]

@@ -46,7 +46,7 @@ def assert_same(got: Any, want: Any) -> None:
             assert_same(got[key], want[key])
     elif isinstance(want, list):
         assert len(got) == len(want)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             assert_same(g, w)
     elif isinstance(want, float):
         assert got == want and math.copysign(1, got) == math.copysign(1, want)
@@ -82,7 +82,7 @@ def test_reads_like_json_loads(
     # spaced; twenty events at most, so the loader's key cache serves some reads.
     separators = (", ", ": ") if spaced else (",", ":")
     texts = [json.dumps(v, ensure_ascii=ascii_only, separators=separators) for v in values]
-    for got, text in zip(read_back(tmp_path, texts), texts):
+    for got, text in zip(read_back(tmp_path, texts), texts, strict=True):
         assert_same(got, json.loads(text))
 
 
@@ -99,7 +99,7 @@ def test_reads_escapes_numbers_and_repeated_keys_like_json_loads(tmp_path: Path)
         r'{"' + "k" * 33 + r'":{"' + "k" * 33 + r'":[]}}',
         r'[{"id":1,"role":"user"},{"id":2,"role":"user"}]',
     ]
-    for got, text in zip(read_back(tmp_path, texts), texts):
+    for got, text in zip(read_back(tmp_path, texts), texts, strict=True):
         assert_same(got, json.loads(text))
 
 

@@ -13,16 +13,13 @@ import os
 import shutil
 import subprocess
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-VERSION: str = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"][
-    "version"
-]
+VERSION: str = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"]["version"]
 MAJOR = VERSION.split(".")[0]
 SONAME = f"libinboxlog.so.{MAJOR}"
 WARN = ["-Wall", "-Wextra", "-Wpedantic", "-Werror"]
@@ -30,22 +27,14 @@ WARN = ["-Wall", "-Wextra", "-Wpedantic", "-Werror"]
 
 def run(cmd: list[str], env: dict[str, str] | None = None) -> str:
     """Runs cmd; its stdout, or a failure that shows both streams."""
-    done = subprocess.run(
-        cmd, env=env, capture_output=True, text=True, check=False, timeout=600
-    )
-    assert done.returncode == 0, (
-        f"{cmd}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    )
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=600)
+    assert done.returncode == 0, f"{cmd}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return str(done.stdout)
 
 
 def make_env() -> dict[str, str]:
     """This environment without an outer make's flags."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")
-    }
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
 
 
 def make(*args: str) -> subprocess.CompletedProcess[str]:
@@ -66,20 +55,12 @@ def install(prefix: Path, *more: str) -> None:
 
 def files_under(root: Path) -> set[str]:
     """Every file and link under root, relative to it."""
-    return {
-        str(p.relative_to(root))
-        for p in root.rglob("*")
-        if p.is_symlink() or not p.is_dir()
-    }
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_symlink() or not p.is_dir()}
 
 
 def needed(binary: Path) -> list[str]:
     out = run(["readelf", "-d", str(binary)])
-    return [
-        line.split("[", 1)[1].rstrip("]")
-        for line in out.splitlines()
-        if "(NEEDED)" in line
-    ]
+    return [line.split("[", 1)[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
 
 
 def pkg_config(prefix: Path, *args: str) -> list[str]:
@@ -95,10 +76,10 @@ def check_turn_output(out: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def prefix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("prefix")
     install(root)
-    yield root
+    return root
 
 
 def test_install_puts_exactly_the_library_headers_and_package_files(
@@ -134,16 +115,12 @@ def test_the_shared_library_has_its_soname_and_no_debug_info(prefix: Path) -> No
     assert f"Library soname: [{SONAME}]" in run(["readelf", "-d", str(real)])
     sections = run(["readelf", "-S", "-W", str(real)])
     assert ".debug_info" not in sections
-    assert ".debug_info" not in run(
-        ["readelf", "-S", "-W", str(prefix / "lib" / "libinboxlog.a")]
-    )
+    assert ".debug_info" not in run(["readelf", "-S", "-W", str(prefix / "lib" / "libinboxlog.a")])
 
 
 def test_the_library_exports_the_functions_of_the_abi_baseline(prefix: Path) -> None:
     out = run(["nm", "-D", "--defined-only", str(prefix / "lib" / SONAME)])
-    exported = {
-        line.split()[2] for line in out.splitlines() if line.split()[1].isupper()
-    }
+    exported = {line.split()[2] for line in out.splitlines() if line.split()[1].isupper()}
     baseline = {
         line.split("(")[0].rsplit(" ", 1)[-1].lstrip("*")
         for line in (ROOT / "include" / "inboxlog.abi").read_text().splitlines()
@@ -162,35 +139,46 @@ def test_pkg_config_describes_the_install(prefix: Path) -> None:
     assert {"-lpthread", "-ldl", "-lm"} <= set(static[2:])
 
 
-def test_a_c11_host_built_with_pkg_config_runs_a_turn_shared(
-    prefix: Path, tmp_path: Path
-) -> None:
+def test_a_c11_host_built_with_pkg_config_runs_a_turn_shared(prefix: Path, tmp_path: Path) -> None:
     app = tmp_path / "app"
     libdir = pkg_config(prefix, "--variable=libdir")[0]
     run(
-        ["cc", "-std=c11", *WARN, f'-DINBOXLOG_EXPECTED_VERSION="{VERSION}"']
-        + pkg_config(prefix, "--cflags")
-        + [str(HERE / "turn.c"), "-o", str(app)]
-        + pkg_config(prefix, "--libs")
-        + [f"-Wl,-rpath,{libdir}"]
+        [
+            "cc",
+            "-std=c11",
+            *WARN,
+            f'-DINBOXLOG_EXPECTED_VERSION="{VERSION}"',
+            *pkg_config(prefix, "--cflags"),
+            str(HERE / "turn.c"),
+            "-o",
+            str(app),
+            *pkg_config(prefix, "--libs"),
+            f"-Wl,-rpath,{libdir}",
+        ]
     )
     assert needed(app).count(SONAME) == 1
     check_turn_output(run([str(app)]))
 
 
-def test_a_c11_host_built_with_pkg_config_runs_a_turn_static(
-    prefix: Path, tmp_path: Path
-) -> None:
+def test_a_c11_host_built_with_pkg_config_runs_a_turn_static(prefix: Path, tmp_path: Path) -> None:
     app = tmp_path / "app"
-    private = [
-        f for f in pkg_config(prefix, "--static", "--libs-only-l") if f != "-linboxlog"
-    ]
+    private = [f for f in pkg_config(prefix, "--static", "--libs-only-l") if f != "-linboxlog"]
     run(
-        ["cc", "-std=c11", *WARN, f'-DINBOXLOG_EXPECTED_VERSION="{VERSION}"']
-        + pkg_config(prefix, "--cflags")
-        + [str(HERE / "turn.c"), "-o", str(app)]
-        + pkg_config(prefix, "--libs-only-L")
-        + ["-Wl,-Bstatic", "-linboxlog", "-Wl,-Bdynamic", *private]
+        [
+            "cc",
+            "-std=c11",
+            *WARN,
+            f'-DINBOXLOG_EXPECTED_VERSION="{VERSION}"',
+            *pkg_config(prefix, "--cflags"),
+            str(HERE / "turn.c"),
+            "-o",
+            str(app),
+            *pkg_config(prefix, "--libs-only-L"),
+            "-Wl,-Bstatic",
+            "-linboxlog",
+            "-Wl,-Bdynamic",
+            *private,
+        ]
     )
     assert not [n for n in needed(app) if "inboxlog" in n]
     check_turn_output(run([str(app)]))
@@ -298,6 +286,4 @@ def test_install_refuses_a_library_without_its_soname(tmp_path: Path) -> None:
 
 def test_the_tools_are_here() -> None:
     for tool in ("cmake", "pkg-config", "readelf", "nm", "cc"):
-        assert shutil.which(tool), (
-            f"{tool} is missing (make dist-tools-apt installs it)"
-        )
+        assert shutil.which(tool), f"{tool} is missing (make dist-tools-apt installs it)"

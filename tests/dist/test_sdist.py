@@ -21,9 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-VERSION: str = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"][
-    "version"
-]
+VERSION: str = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"]["version"]
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -31,9 +29,7 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
         cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=3600
     )
-    assert done.returncode == 0, (
-        f"{cmd}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    )
+    assert done.returncode == 0, f"{cmd}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
 
@@ -52,9 +48,7 @@ def cargo_target() -> Path:
 @pytest.fixture(scope="module")
 def sdist() -> Path:
     found = sorted((ROOT / "dist").glob(f"inboxlog-{VERSION}.tar.gz"))
-    assert len(found) == 1, (
-        f"want the sdist of {VERSION} in dist/ (make sdist): {found}"
-    )
+    assert len(found) == 1, f"want the sdist of {VERSION} in dist/ (make sdist): {found}"
     return found[0]
 
 
@@ -82,18 +76,12 @@ def test_the_sdist_carries_both_crates_and_the_package(sdist: Path) -> None:
         assert "/target/" not in n and "/.venv/" not in n and "__pycache__" not in n, n
 
 
-def test_pip_wheel_builds_the_package_from_the_sdist_alone(
-    sdist: Path, tmp_path: Path
-) -> None:
+def test_pip_wheel_builds_the_package_from_the_sdist_alone(sdist: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     copy = work / sdist.name
     copy.write_bytes(sdist.read_bytes())
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")
-    }
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     env["PATH"] = f"{VENV_BIN}:{env['PATH']}"
     env["CARGO_TARGET_DIR"] = str(cargo_target())
     env["MATURIN_PEP517_ARGS"] = "--profile dev"

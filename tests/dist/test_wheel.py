@@ -22,32 +22,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-VERSION: str = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"][
-    "version"
-]
+VERSION: str = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"]["version"]
 VENV_BIN = Path(sys.executable).parent
 # The pytest suite's sample: the public API, errors and scenarios, on every store.
 SAMPLE = ["conftest.py", "test_api.py", "test_errors.py", "test_scenarios.py"]
 
 
-def run(
-    cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
-) -> str:
+def run(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
         cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=1200
     )
-    assert done.returncode == 0, (
-        f"{cmd}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    )
+    assert done.returncode == 0, f"{cmd}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
 
 @pytest.fixture(scope="module")
 def wheel() -> Path:
     found = sorted((ROOT / "dist").glob(f"inboxlog-{VERSION}-*.whl"))
-    assert len(found) == 1, (
-        f"want one wheel of {VERSION} in dist/ (make wheel): {found}"
-    )
+    assert len(found) == 1, f"want one wheel of {VERSION} in dist/ (make wheel): {found}"
     return found[0]
 
 
@@ -86,11 +78,11 @@ def test_the_wheel_holds_the_package_its_stubs_and_licenses_only(wheel: Path) ->
     leftovers = [
         n
         for n in names
-        if re.search(
-            r"(^|/)(tests?|bench|target|src|__pycache__)/|\.pyc$|\.rs$|Cargo\.", n
+        if re.search(r"(^|/)(tests?|bench|target|src|__pycache__)/|\.pyc$|\.rs$|Cargo\.", n)
+        or (
+            (n.startswith("inboxlog/") and not n.startswith("inboxlog/integrations/"))
+            and n.count("/") > 1
         )
-        or (n.startswith("inboxlog/") and not n.startswith("inboxlog/integrations/"))
-        and n.count("/") > 1
     ]
     assert leftovers == []
     for n in names:
@@ -112,9 +104,7 @@ def test_the_metadata_describes_the_project(wheel: Path) -> None:
     assert "Typing :: Typed" in classifiers
     assert "Programming Language :: Python :: 3.11" in classifiers
     assert "openai-agents" in (meta.get_all("Provides-Extra") or [])
-    assert (
-        "inboxlog=inboxlog.__main__:main" in entry_points.replace(" ", "").splitlines()
-    )
+    assert "inboxlog=inboxlog.__main__:main" in entry_points.replace(" ", "").splitlines()
 
 
 def test_the_extension_is_stripped(wheel: Path, tmp_path: Path) -> None:
@@ -125,9 +115,7 @@ def test_the_extension_is_stripped(wheel: Path, tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def fresh(
-    wheel: Path, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Path, dict[str, str]]:
+def fresh(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A fresh venv holding the wheel, and an environment whose PATH has that venv and
     the system's directories only: no cargo, no rustc."""
     root = tmp_path_factory.mktemp("fresh")
@@ -167,9 +155,7 @@ def test_the_wheel_imports_without_a_rust_toolchain(
     assert version == VERSION
 
 
-def test_the_console_script_runs(
-    fresh: tuple[Path, dict[str, str]], tmp_path: Path
-) -> None:
+def test_the_console_script_runs(fresh: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     venv, env = fresh
     assert shutil.which("inboxlog", path=env["PATH"]) == str(venv / "bin" / "inboxlog")
     store = tmp_path / "sessions"
@@ -213,9 +199,7 @@ def test_a_sample_of_the_pytest_suite_passes(
     tests.mkdir(parents=True)
     for name in SAMPLE:
         shutil.copy(ROOT / "python" / "tests" / name, tests / name)
-    shutil.copy(
-        ROOT / "Cargo.toml", tmp_path / "Cargo.toml"
-    )  # test_api reads the version
+    shutil.copy(ROOT / "Cargo.toml", tmp_path / "Cargo.toml")  # test_api reads the version
     out = run(
         [
             "python",

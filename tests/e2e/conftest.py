@@ -17,9 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = Path(
     os.environ.get("INBOXLOG_LIB")
-    or Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
-    / "debug"
-    / "libinboxlog.so"
+    or Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "debug" / "libinboxlog.so"
 )
 
 OK = 0
@@ -59,9 +57,7 @@ class C:
 
     def __init__(self) -> None:
         if not LIBRARY.exists():
-            pytest.fail(
-                f"{LIBRARY} is missing: run `cargo build -p inboxlog-ffi` first"
-            )
+            pytest.fail(f"{LIBRARY} is missing: run `cargo build -p inboxlog-ffi` first")
         lib = ctypes.CDLL(str(LIBRARY))
         for name, args in PROTOTYPES.items():
             fn = getattr(lib, name)

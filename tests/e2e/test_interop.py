@@ -17,15 +17,11 @@ LOCKED = 3
 OK = 0
 
 
-def test_c_repairs_and_continues_a_log_python_left_mid_turn(
-    c: C, tmp_path: Path
-) -> None:
+def test_c_repairs_and_continues_a_log_python_left_mid_turn(c: C, tmp_path: Path) -> None:
     store = inboxlog.Store(tmp_path, durability="sync")
     s = store.create("shared")
     for i in range(3):
-        s.inbox.append(
-            "next-turn", {"id": f"m{i}", "text": f"task {i}", "n": 2**60 + i}
-        )
+        s.inbox.append("next-turn", {"id": f"m{i}", "text": f"task {i}", "n": 2**60 + i})
     s.open_turn()
     p = s.propose_step()
     s.decide({"kind": "enter", "messages": p["messages"]})
@@ -49,10 +45,7 @@ def test_c_repairs_and_continues_a_log_python_left_mid_turn(
             {"id": "m1", "text": "task 1", "n": 2**60 + 1},
             {"id": "m2", "text": "task 2", "n": 2**60 + 2},
         ]
-        assert (
-            c.call("inboxlog_inbox_append", cs, b"next-step", b'{"id":"from-c"}')[0]
-            == OK
-        )
+        assert c.call("inboxlog_inbox_append", cs, b"next-step", b'{"id":"from-c"}')[0] == OK
         assert c.call("inboxlog_session_close", cs)[0] == OK
         c.lib.inboxlog_session_free(cs)
     finally:
@@ -75,12 +68,7 @@ def test_python_reads_a_session_c_created(c: C, tmp_path: Path) -> None:
     cstore = c.handle("inboxlog_store_open_jsonl", str(tmp_path).encode(), b"none")
     try:
         cs = c.handle("inboxlog_session_create", cstore, b"from-c", b'{"cwd":"/w"}')
-        assert (
-            c.call(
-                "inboxlog_inbox_append", cs, b"next-turn", b'{"id":"a","z":1,"y":2}'
-            )[0]
-            == OK
-        )
+        assert c.call("inboxlog_inbox_append", cs, b"next-turn", b'{"id":"a","z":1,"y":2}')[0] == OK
         assert c.call("inboxlog_session_close", cs)[0] == OK
         c.lib.inboxlog_session_free(cs)
     finally:

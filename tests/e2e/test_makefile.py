@@ -71,9 +71,7 @@ def test_c_hosts_link_the_library_cargo_built(cargo_target_dir: str | None) -> N
     lib = libdir(cargo_target_dir)
     out = dry_run("c-hosts", cargo_target_dir)
     links = [
-        shlex.split(line)
-        for line in out.splitlines()
-        if line.startswith(("cc ", "c++ ", "g++ "))
+        shlex.split(line) for line in out.splitlines() if line.startswith(("cc ", "c++ ", "g++ "))
     ]
     # One program per host file, found by name (a new host needs no Makefile edit),
     # plus errors.c linked a second time to the static library.

@@ -139,9 +139,7 @@ def test_both_faces_print_identical_json(c: C, stores: tuple[Path, Path]) -> Non
         py.open_turn()
         assert cs.text("inboxlog_session_propose_step") == compact(py.propose_step())
         reject = {"kind": "reject"}
-        assert cs.text("inboxlog_session_decide", b(reject), None) == compact(
-            py.decide(reject)
-        )
+        assert cs.text("inboxlog_session_decide", b(reject), None) == compact(py.decide(reject))
         failure = {"message": "boom", "code": "E1", "detail": {"retry": 2**60}}
         py.open_turn()
         py.fail(failure)

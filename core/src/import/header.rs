@@ -57,7 +57,7 @@ pub(crate) fn parse(text: &str, id: Option<&str>) -> Result<Header> {
             "not a reference harness log: the header has no \"type\":\"session\"",
         ));
     }
-    match head.version.as_ref().and_then(|v| v.as_u64()) {
+    match head.version.as_ref().and_then(serde_json::Value::as_u64) {
         Some(REFERENCE_VERSION) => {}
         Some(v) => {
             return Err(Error::new(

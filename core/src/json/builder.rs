@@ -287,7 +287,8 @@ fn first_escape(bytes: &[u8], from: usize) -> Option<usize> {
         // Below 0x20 (for bytes under 0x80: high bits are masked off separately), or
         // equal to `"` or `\`.
         let low = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-        let hit = low | zeros(word ^ (ONES * b'"' as u64)) | zeros(word ^ (ONES * b'\\' as u64));
+        let hit =
+            low | zeros(word ^ (ONES * u64::from(b'"'))) | zeros(word ^ (ONES * u64::from(b'\\')));
         if hit != 0 {
             break;
         }

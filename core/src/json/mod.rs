@@ -246,7 +246,7 @@ fn scan(text: &str, max_depth: usize) -> std::result::Result<Cow<'_, str>, JsonE
 /// Refuses a number token that a double cannot hold (`1e400` would become Infinity).
 fn check_finite(token: &str, at: usize) -> std::result::Result<(), JsonError> {
     let risky = token.len() > 300 || token.bytes().any(|b| b == b'e' || b == b'E');
-    if risky && token.parse::<f64>().is_ok_and(|v| v.is_infinite()) {
+    if risky && token.parse::<f64>().is_ok_and(f64::is_infinite) {
         return Err(JsonError::new(
             JsonErrorKind::NonFinite,
             format!("number {token} at byte {at} is not finite"),

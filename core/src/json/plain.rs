@@ -120,9 +120,8 @@ fn number_end(b: &[u8], start: usize) -> Option<usize> {
         i = end;
     }
     match b.get(i) {
-        Some(b'e' | b'E') => None,
-        // A digit after a leading zero (`01`) is not JSON.
-        Some(b'0'..=b'9') => None,
+        // An exponent is not plain; a digit after a leading zero (`01`) is not JSON.
+        Some(b'e' | b'E' | b'0'..=b'9') => None,
         _ if i - start > MAX_NUMBER => None,
         _ => Some(i),
     }
@@ -144,6 +143,10 @@ pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
         let rest = b.get(i..)?;
         let run = memchr::memchr2(b'"', b'\\', rest)?;
         // No short circuit: the compiler checks the run many bytes at a time.
+        #[expect(
+            clippy::needless_bitwise_bool,
+            reason = "`|` keeps the loop branch-free"
+        )]
         let controls = rest[..run].iter().fold(false, |seen, &c| seen | (c < 0x20));
         if controls {
             return None;

@@ -2,6 +2,7 @@
 //! returns, each operation one durable transaction.
 
 use crate::error::Result;
+use crate::inbox::Inbox;
 use crate::message::Message;
 use crate::splice::Target;
 use crate::txn::Effect;
@@ -70,7 +71,7 @@ impl InboxOps<'_> {
         self.by_id(id, Vec::new())
     }
 
-    fn by_id(&self, id: &str, inserted: Vec<Message>) -> Result<bool> {
+    fn by_id(self, id: &str, inserted: Vec<Message>) -> Result<bool> {
         self.session.transact(|txn| {
             let Some((target, pos)) = txn.inbox().find(id) else {
                 return Ok(false);
@@ -84,6 +85,10 @@ impl InboxOps<'_> {
     }
 
     /// Cancels everything pending: `next-step` first, then `next-turn`.
+    #[expect(
+        clippy::redundant_closure_for_method_calls,
+        reason = "`Txn::clear` is for one lifetime of `Txn`; `transact` wants one for any"
+    )]
     pub fn clear(&self) -> Result<()> {
         self.session.transact(|txn| txn.clear())
     }
@@ -100,6 +105,6 @@ impl InboxOps<'_> {
 
     /// Whether either list holds a message.
     pub fn has_pending(&self) -> Result<bool> {
-        self.session.with_inbox(|i| i.has_pending())
+        self.session.with_inbox(Inbox::has_pending)
     }
 }

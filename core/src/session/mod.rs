@@ -12,7 +12,7 @@ mod intake;
 mod open;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorKind, Result, invalid};
@@ -107,7 +107,7 @@ static SERIALS: AtomicU64 = AtomicU64::new(1);
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // State is only changed after a successful write and in steps that cannot panic
     // halfway, so a mutex poisoned by a panicking observer-free caller is consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// [`lock`] if no other thread holds `m` now, else `None`.

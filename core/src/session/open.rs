@@ -85,7 +85,7 @@ impl Session {
                 "seed ends inside turn {open}; seed only whole turns"
             )));
         }
-        if !seed.is_empty() && seed.last().map(|e| e.ty()) != Some(END_SEED) {
+        if !seed.is_empty() && seed.last().map(Event::ty) != Some(END_SEED) {
             let end = Event::reserved(
                 END_SEED,
                 log.next_seq,
@@ -160,15 +160,15 @@ impl Session {
     /// the previous writer left open as `interrupted` (ARCHITECTURE.md#opening-a-stored-log), then takes posted
     /// messages in (ARCHITECTURE.md#posting).
     pub fn open(store: &dyn Store, id: &str) -> Result<Session> {
-        Session::open_with(store, id, OpenOptions::default())
+        Session::open_with(store, id, &OpenOptions::default())
     }
 
     /// [`Session::open`] with options: `takeover` takes the session from a live but
     /// stuck owner (PostgreSQL store, ARCHITECTURE.md#postgresql); other stores refuse it.
-    pub fn open_with(store: &dyn Store, id: &str, options: OpenOptions) -> Result<Session> {
+    pub fn open_with(store: &dyn Store, id: &str, options: &OpenOptions) -> Result<Session> {
         validate_session_id(id)?;
         let mut rebuilt = Rebuilt::default();
-        let opened = store.open(id, &options, &mut |header, event| {
+        let opened = store.open(id, options, &mut |header, event| {
             rebuilt.visit(header, event)
         })?;
         let Rebuilt { log, inbox, posts } = rebuilt;
@@ -228,7 +228,7 @@ impl Session {
         )?;
         header.parent_session = Some(parent_header.id.clone());
         header.seed_length = Some(events.len() as u64);
-        if events.last().map(|e| e.ty()) != Some(END_SEED) {
+        if events.last().map(Event::ty) != Some(END_SEED) {
             let (seq, time) = events
                 .last()
                 .map_or((0, header.created_at), |e| (e.seq() + 1, e.time()));

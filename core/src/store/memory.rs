@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::{Backoff, Feed, LogWriter, Mailbox, OpenOptions, Opened, Posted, Store, Verified};
@@ -37,7 +37,7 @@ pub struct MemoryStore {
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic in another thread cannot leave a log half-appended (appends extend
     // a Vec in one step), so a poisoned mutex is still consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl MemoryStore {

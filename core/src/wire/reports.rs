@@ -161,7 +161,7 @@ mod tests {
                 r#"{"seq":0,"next_turn":[],"next_step":[{"x":1}]}"#,
                 "baseline next_step[0]: message",
             ),
-            (r#"[0,[],[]]"#, "baseline must be"),
+            (r"[0,[],[]]", "baseline must be"),
             (r#"{"seq":0,"#, "baseline must be"),
         ] {
             let err = Baseline::from_json(bad).unwrap_err();

@@ -25,9 +25,8 @@ pub fn msg(id: &str) -> Message {
 /// the error.
 #[track_caller]
 pub fn assert_err<T>(result: Result<T>, kind: ErrorKind, needles: &[&str]) -> Error {
-    let err = match result {
-        Ok(_) => panic!("expected a {kind} error, got Ok"),
-        Err(err) => err,
+    let Err(err) = result else {
+        panic!("expected a {kind} error, got Ok")
     };
     assert_eq!(err.kind(), kind, "{err}");
     for needle in needles {

@@ -170,14 +170,14 @@ fn a_follower_elsewhere_keeps_a_projection_equal_to_the_inbox() {
                 5 => inbox.prepend(target, msg(&format!("m{i}"))).unwrap(),
                 6 | 7 => {
                     let at = rng.below(len + 1) as f64;
-                    inbox.splice(target, at, 1.0, Vec::new()).map(drop).unwrap()
+                    inbox.splice(target, at, 1.0, Vec::new()).map(drop).unwrap();
                 }
                 8 => {
                     let at = rng.below(len + 1) as f64;
                     inbox
                         .splice(target, at, 2.0, vec![msg(&format!("r{i}"))])
                         .map(drop)
-                        .unwrap()
+                        .unwrap();
                 }
                 _ if rng.below(20) == 0 => inbox.clear().unwrap(),
                 _ => s

@@ -154,7 +154,10 @@ fn a_seeded_session_replays_its_inbox_from_seed_length_when_it_opens() {
         let without = Session::open(store, "without").unwrap();
         let pending = without.inbox().next_turn().unwrap();
         assert_eq!(
-            pending.iter().map(|m| m.id()).collect::<Vec<_>>(),
+            pending
+                .iter()
+                .map(inboxlog::Message::id)
+                .collect::<Vec<_>>(),
             ["a"],
             "{name}"
         );

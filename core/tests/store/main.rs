@@ -147,7 +147,7 @@ pub fn ids(store: &dyn Store) -> Vec<String> {
 /// The events of `id` as stored, each as its JSON line.
 pub fn lines(store: &dyn Store, id: &str) -> Vec<String> {
     let (_, events) = Session::inspect(store, id).unwrap();
-    events.iter().map(|e| e.to_json()).collect()
+    events.iter().map(inboxlog::Event::to_json).collect()
 }
 
 #[test]

@@ -72,7 +72,7 @@ fn takeover_fences_the_live_owner_where_the_store_has_it_and_is_refused_elsewher
         if !b.takeover {
             let refusal = "takeover is for stores whose owner may be alive on another machine";
             let err = assert_err(
-                Session::open_with(store, "s", takeover.clone()),
+                Session::open_with(store, "s", &takeover),
                 ErrorKind::InvalidInput,
                 &["cannot open session \"s\" with takeover", refusal],
             );
@@ -81,11 +81,11 @@ fn takeover_fences_the_live_owner_where_the_store_has_it_and_is_refused_elsewher
             first.append("host/b", "{}", Envelope::default()).unwrap();
             first.close().unwrap();
             assert_err(
-                Session::open_with(store, "s", takeover),
+                Session::open_with(store, "s", &takeover),
                 ErrorKind::InvalidInput,
                 &[refusal],
             );
-            let s = Session::open_with(store, "s", OpenOptions::default()).unwrap();
+            let s = Session::open_with(store, "s", &OpenOptions::default()).unwrap();
             assert_eq!(s.last_seq().unwrap(), Some(1), "{name}");
             return;
         }
@@ -97,7 +97,7 @@ fn takeover_fences_the_live_owner_where_the_store_has_it_and_is_refused_elsewher
         let before = lines(store, "s");
         let other = b.connect();
         let started = Instant::now();
-        let second = Session::open_with(&*other, "s", takeover.clone()).unwrap();
+        let second = Session::open_with(&*other, "s", &takeover).unwrap();
         assert!(started.elapsed() < Duration::from_secs(1), "{name}");
         assert_eq!(
             lines(store, "s"),
@@ -135,7 +135,7 @@ fn takeover_fences_the_live_owner_where_the_store_has_it_and_is_refused_elsewher
         assert_eq!(third.receive().unwrap(), 0, "{name}: taken in once");
         // A takeover finds no session that does not exist.
         assert_err(
-            Session::open_with(store, "nobody", takeover),
+            Session::open_with(store, "nobody", &takeover),
             ErrorKind::NotFound,
             &["no session \"nobody\""],
         );

@@ -103,7 +103,7 @@ fn a_stopped_owner_process_is_taken_over_and_fenced_where_the_store_has_takeover
         holder.signal("-STOP");
         assert_err(Session::open(store, "s"), ErrorKind::Locked, &[]);
         let started = Instant::now();
-        let new = Session::open_with(store, "s", OpenOptions::takeover(true)).unwrap();
+        let new = Session::open_with(store, "s", &OpenOptions::takeover(true)).unwrap();
         assert!(
             started.elapsed() < Duration::from_secs(1),
             "{name}: {:?}",

@@ -280,9 +280,10 @@ async def run(
     ``input`` (a str, or a list of SDK input items) enters the turn through the inbox,
     behind the ``next-turn`` input that was pending (which the first step claims with
     it); ``None`` runs on what the inbox holds, or, when it is empty, continues from the
-    stored history (e.g. after a crash). ``plugins`` are pre-step listeners (ARCHITECTURE.md#pre-step-composer, plain
-    or ``async``) asked at every model call. ``run_config`` is the SDK's (its own
-    ``call_model_input_filter`` runs after the step's input was added);
+    stored history (e.g. after a crash). ``plugins`` are pre-step listeners
+    (ARCHITECTURE.md#pre-step-composer, plain or ``async``) asked at every model call.
+    ``run_config`` is the SDK's (its own ``call_model_input_filter`` runs after the
+    step's input was added);
     ``runner_kwargs`` go to ``Runner.run`` (``context``, ``max_turns``, ``hooks``, …).
 
     Input that reaches ``next-step`` after the last model call is not left behind: the

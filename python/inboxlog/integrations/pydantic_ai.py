@@ -486,7 +486,7 @@ class _Run:
         a hook rewrote what was already recorded."""
         self.live = messages
         done = self.recorded
-        if len(messages) >= len(done) and all(a is b for a, b in zip(messages, done)):
+        if len(messages) >= len(done) and all(a is b for a, b in zip(messages, done, strict=False)):
             added = messages[len(done) :]
             if not added:
                 return

@@ -347,10 +347,10 @@ mod tests {
         // Every prefix and every starting byte of tricky texts, read as each token.
         let texts = [
             r#""\ud83d\ude00\u""#,
-            r#"-12.5e+3"#,
+            r"-12.5e+3",
             r#""é\"\\\u00"#,
             "\"\u{10348}\\",
-            r#"18446744073709551616.0e"#,
+            r"18446744073709551616.0e",
         ];
         for text in texts {
             for end in (0..=text.len()).filter(|&e| text.is_char_boundary(e)) {

@@ -137,6 +137,7 @@ impl FaultPlan {
     }
 
     /// Fires `action` on the `nth` (1-based) hit of `point`.
+    #[must_use]
     pub fn on(self, point: Point, nth: u64, action: Action) -> FaultPlan {
         self.lock().rules.push(Rule {
             point,
@@ -148,6 +149,7 @@ impl FaultPlan {
     }
 
     /// Fires `action` on every hit of `point` from the `nth` (1-based) on.
+    #[must_use]
     pub fn from(self, point: Point, nth: u64, action: Action) -> FaultPlan {
         self.lock().rules.push(Rule {
             point,
@@ -161,6 +163,7 @@ impl FaultPlan {
     /// Runs `hook` with the file's path after a log file was opened (or created) and
     /// before the store takes its lock, in create, open and delete: the test stands in
     /// for another process acting in that window.
+    #[must_use]
     pub fn before_lock(self, hook: impl Fn(&Path) + Send + Sync + 'static) -> FaultPlan {
         self.lock().before_lock = Some(Arc::new(hook));
         self

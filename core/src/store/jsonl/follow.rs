@@ -91,10 +91,7 @@ impl JsonlFeed {
             let Some(line) = lines.next().map_err(|e| read_error(&self.path, e))? else {
                 break;
             };
-            if !self.started {
-                header(line.checked(), &self.path, &self.id, self.limit)?;
-                self.started = true;
-            } else {
+            if self.started {
                 let e = event(
                     line.number,
                     line.offset,
@@ -107,6 +104,9 @@ impl JsonlFeed {
                 if e.seq() >= from {
                     out.push(e);
                 }
+            } else {
+                header(line.checked(), &self.path, &self.id, self.limit)?;
+                self.started = true;
             }
             self.lines = line.number;
             self.offset = lines.end();

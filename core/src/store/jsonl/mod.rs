@@ -115,12 +115,14 @@ impl JsonlStore {
 
     /// The same store with another record limit in bytes (one event line, without its
     /// `\n`); larger records are refused on append and reported on open.
+    #[must_use]
     pub fn with_record_limit(mut self, bytes: u64) -> JsonlStore {
         self.limit = usize::try_from(bytes).unwrap_or(usize::MAX).max(1);
         self
     }
 
     /// The same store with another group-commit window for the `batched` mode.
+    #[must_use]
     pub fn with_batch_window(mut self, window: Duration) -> JsonlStore {
         self.flusher = Flusher::new(window);
         self
@@ -130,6 +132,7 @@ impl JsonlStore {
     /// going through `plan`.
     #[cfg(feature = "testing")]
     #[doc(hidden)]
+    #[must_use]
     pub fn with_faults(mut self, plan: FaultPlan) -> JsonlStore {
         self.faults = Some(plan);
         self
@@ -628,7 +631,7 @@ impl Store for JsonlStore {
                 Ok(header) => headers.push(header),
                 // A create in progress holds the lock until its header and seed are
                 // written: not a session yet. Unlocked, it is a create that never finished.
-                Err(_) if matches!(file.try_lock(), Err(TryLockError::WouldBlock)) => continue,
+                Err(_) if matches!(file.try_lock(), Err(TryLockError::WouldBlock)) => {}
                 Err(torn) => return Err(incomplete_header(&path, torn)),
             }
         }

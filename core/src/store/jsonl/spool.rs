@@ -225,12 +225,9 @@ impl Spool {
             message,
             error: error.context(format_args!("post file {}", path.display())),
         };
-        let text = match std::str::from_utf8(&bytes) {
-            Ok(t) => t,
-            Err(_) => {
-                let lossy = json::quote(&String::from_utf8_lossy(&bytes));
-                return Ok(Some((unreadable(lossy, invalid("not UTF-8")), None)));
-            }
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            let lossy = json::quote(&String::from_utf8_lossy(&bytes));
+            return Ok(Some((unreadable(lossy, invalid("not UTF-8")), None)));
         };
         let wire: Wire<'_> = match json::from_str(text) {
             Ok(w) => w,

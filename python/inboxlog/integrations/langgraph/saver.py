@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Self, TypeVar
@@ -287,10 +288,8 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         """Deletes the thread's session for good (``store.delete``); a thread that does
         not exist is no error. Refused with ``LockedError`` while another writer holds it."""
         self.release(thread_id)
-        try:
+        with contextlib.suppress(inboxlog.NotFoundError):
             self.store.delete(thread_id)
-        except inboxlog.NotFoundError:
-            pass
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copies every checkpoint and write of one thread onto another, as one append
@@ -491,10 +490,8 @@ class _Thread:
 def _close(log: inboxlog.Session) -> None:
     """Closes a held session; one taken over by another writer has nothing left to
     release."""
-    try:
+    with contextlib.suppress(inboxlog.FencedError):
         log.close()
-    except inboxlog.FencedError:
-        pass
 
 
 async def _call(fn: Callable[..., _T], *args: Any) -> _T:
