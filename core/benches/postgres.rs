@@ -1,6 +1,11 @@
 //! Benchmarks of the PostgreSQL store (ARCHITECTURE.md#postgresql) against the server at
-//! `INBOXLOG_TEST_PG` (default `postgresql://postgres@127.0.0.1:5432/test`), in a
-//! schema of their own that is dropped at the end:
+//! `INBOXLOG_TEST_PG` (default `postgresql://postgres@127.0.0.1:5432/test`), in
+//! schemas of their own that are dropped at the end:
+//! - `fleet` (`pg_fleet/`, a printed table rather than criterion): acks/s of 1, 8, 32
+//!   and 64 writers on distinct sessions of one store in `sync` and `batched` mode
+//!   beside bare `INSERT`+commit clients, one connection per writer; the backends each
+//!   side held; commit-to-follower latency at 64 writers; opening 1,000 sessions on
+//!   one handle;
 //! - `pg_sync`: acknowledged appends/s on one session in `sync` mode, beside a bare
 //!   one-row `INSERT` (autocommit, prepared) loop with the same client and payload;
 //! - `pg_batched`: durable events/s on one session in `batched` mode (appends, then the
@@ -8,7 +13,12 @@
 //! - `open_1m`: `Session::open` of a 1,000,000-event session (a small inbox history,
 //!   host events otherwise) on PostgreSQL and on the JSONL store.
 //!
-//! Run: `cargo bench -p inboxlog --bench postgres`.
+//! Run: `cargo bench -p inboxlog --bench postgres` (all), `-- fleet` (the table only),
+//! `-- pg_sync` (one criterion group). `INBOXLOG_BENCH_QUICK=1` makes a smoke run of the
+//! table (1 s per side) and skips the criterion groups; `pg_fleet/mod.rs` lists the
+//! table's other settings.
+
+mod pg_fleet;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -16,7 +26,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput};
 use inboxlog::store::{Durability, JsonlStore, PgOptions, PgStore};
 use inboxlog::{Envelope, Session, SessionMeta};
 
@@ -231,5 +241,49 @@ fn open_1m(c: &mut Criterion) {
     fresh();
 }
 
-criterion_group!(benches, sync_appends, batched, open_1m);
-criterion_main!(benches);
+/// One criterion group: its setup and benchmarks.
+type Group = fn(&mut Criterion);
+
+/// Whether this is a smoke run: `INBOXLOG_BENCH_QUICK` set (not to 0) or `--quick` given.
+fn quick() -> bool {
+    std::env::var("INBOXLOG_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
+        || std::env::args().any(|a| a == "--quick")
+}
+
+/// Whether the group `name` runs under the command line's filter (its first argument
+/// that is not an option; every group when there is none).
+fn wanted(filter: Option<&str>, name: &str) -> bool {
+    filter.is_none_or(|f| name.contains(f) || f.starts_with(name))
+}
+
+fn main() {
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let filter = filter.as_deref();
+    if wanted(filter, "fleet") {
+        pg_fleet::run();
+    }
+    if quick() {
+        println!(
+            "INBOXLOG_BENCH_QUICK: the criterion groups (pg_sync, pg_batched, open_1m) are skipped"
+        );
+        return;
+    }
+    let mut c = Criterion::default().configure_from_args();
+    let groups: [(&str, Group); 3] = [
+        ("pg_sync", sync_appends),
+        ("pg_batched", batched),
+        ("open_1m", open_1m),
+    ];
+    let mut ran = false;
+    for (name, group) in groups {
+        if wanted(filter, name) {
+            group(&mut c);
+            ran = true;
+        }
+    }
+    if ran {
+        // The groups' schema, left by the last group run.
+        fresh();
+    }
+    c.final_summary();
+}
