@@ -28,6 +28,7 @@ slots to others. ``--quick``: one round of 1 s per side (a smoke run).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import threading
@@ -90,10 +91,9 @@ class Backends:
 
     def _watch(self) -> None:
         while not self.stopped.is_set():
-            try:
+            # A missed sample; the next one may work.
+            with contextlib.suppress(psycopg.Error):
                 self.sample()
-            except psycopg.Error:
-                pass  # a missed sample; the next one may work
             self.stopped.wait(POLL)
 
     def close(self) -> None:
@@ -161,7 +161,7 @@ def race(
         barrier.wait()
         try:
             results[i] = work(stop)
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=body, args=(i, w)) for i, w in enumerate(workers)]
@@ -413,7 +413,7 @@ def lag(bench: Bench, wapp: str, fapp: str, n: int) -> Lag:
                     event = f.next(0.1)
                     if event is not None:
                         seen[i].append((event["seq"], time.perf_counter()))
-            except BaseException as e:  # noqa: BLE001 - reported below
+            except BaseException as e:
                 errors.append(e)
 
         def writer(i: int) -> Callable[[threading.Event], list[tuple[int, float]]]:
@@ -447,7 +447,7 @@ def lag(bench: Bench, wapp: str, fapp: str, n: int) -> Lag:
             raise errors[0]
         lat: list[float] = []
         acked = early = missed = 0
-        for mine, got in zip(acks, seen):
+        for mine, got in zip(acks, seen, strict=False):
             at = dict(got)
             for seq, t_ack in mine:
                 acked += 1

@@ -71,7 +71,9 @@ impl Backends {
     }
 
     fn client(&self) -> MutexGuard<'_, postgres::Client> {
-        self.client.lock().unwrap_or_else(|e| e.into_inner())
+        self.client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Reads the bench's backends per name now, records the peaks, and returns the
@@ -92,7 +94,10 @@ impl Backends {
             .map_err(|e| format!("cannot count the bench's backends: {e}"))?;
         let mut total = 0;
         let mut free = None;
-        let mut peaks = self.peaks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut peaks = self
+            .peaks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for row in rows {
             let (name, n, slots): (String, i64, i64) = (row.get(0), row.get(1), row.get(2));
             total += n;
@@ -155,7 +160,10 @@ impl Backends {
     /// The most backends seen at once with `application_name` `name`.
     pub fn peak(&self, name: &str) -> i64 {
         let _ = self.sample();
-        let peaks = self.peaks.lock().unwrap_or_else(|e| e.into_inner());
+        let peaks = self
+            .peaks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         peaks.get(name).copied().unwrap_or(0)
     }
 }
