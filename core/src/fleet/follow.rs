@@ -117,7 +117,7 @@ impl Iterator for Follower {
         loop {
             match self.next_timeout(Duration::from_secs(3600)) {
                 Ok(Some(e)) => return Some(Ok(e)),
-                Ok(None) => continue,
+                Ok(None) => {}
                 Err(e) => return Some(Err(e)),
             }
         }

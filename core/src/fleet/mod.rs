@@ -1,5 +1,3 @@
-// Pending: fixed with the ownership redesign.
-#![allow(clippy::items_after_statements, clippy::needless_continue)]
 //! Fleet features (ARCHITECTURE.md#posting), written against the store traits only: posting input to
 //! a session from any process ([`post`]: what the owner does with posts when it takes
 //! them in) and following a session from elsewhere ([`Follower`]).

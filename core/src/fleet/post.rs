@@ -24,19 +24,19 @@ use crate::txn::{Ledger, Txn};
 
 /// The post id an `agent/inbox/spliced` or `agent/inbox/rejected` event carries.
 pub(crate) fn post_id(event: &Event) -> Option<String> {
+    // Most splices are not posts: skip the parse unless the key may be there.
+    static KEY: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"\"post\":"));
+    #[derive(Deserialize)]
+    struct Carried {
+        post: Option<String>,
+    }
     let ty = event.ty();
     if ty != INBOX_SPLICED && ty != INBOX_REJECTED {
         return None;
     }
     let data = event.data();
-    // Most splices are not posts: skip the parse unless the key may be there.
-    static KEY: LazyLock<memchr::memmem::Finder<'static>> =
-        LazyLock::new(|| memchr::memmem::Finder::new(b"\"post\":"));
     KEY.find(data.as_bytes())?;
-    #[derive(Deserialize)]
-    struct Carried {
-        post: Option<String>,
-    }
     json::from_str::<Carried>(data).ok()?.post
 }
 

@@ -12,7 +12,7 @@ use super::writer::Shared as Writer;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A list and a flag; a panic cannot leave them half-changed.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[derive(Default)]
@@ -81,12 +81,17 @@ impl Shared {
                     let now = Instant::now();
                     let first = due.writers.iter().map(|(at, _)| *at).min();
                     match first {
-                        None => due = self.wake.wait(due).unwrap_or_else(|p| p.into_inner()),
+                        None => {
+                            due = self
+                                .wake
+                                .wait(due)
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        }
                         Some(at) if at > now => {
                             due = self
                                 .wake
                                 .wait_timeout(due, at - now)
-                                .unwrap_or_else(|p| p.into_inner())
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
                                 .0;
                         }
                         Some(_) => break,

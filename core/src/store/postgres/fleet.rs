@@ -64,7 +64,7 @@ pub(super) fn post(inner: &Inner, id: &str, target: Target, message: &Message) -
     }
     let doing = format!("cannot post to session {}", json::quote(id));
     let row = inner.with_client(id, |client, inner| {
-        let fail = |e: postgres::Error| match e.code().map(|c| c.code()) {
+        let fail = |e: postgres::Error| match e.code().map(postgres::error::SqlState::code) {
             // The session was deleted between the check and the insert.
             Some("23503") => inner.not_found(id),
             _ => inner.connector.fail(&doing, &e, Stmt::Write),

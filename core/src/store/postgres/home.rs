@@ -34,7 +34,7 @@ const MOST_PAUSE: Duration = Duration::from_secs(1);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Plain maps and fields; a panic cannot leave them half-changed.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Wake-ups for the followers of one handle, by session.
@@ -111,7 +111,7 @@ impl Signals {
             map = self
                 .rung
                 .wait_timeout(map, left)
-                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
     }
@@ -211,7 +211,7 @@ impl Home {
             st = shared
                 .changed
                 .wait_timeout(st, left)
-                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
     }

@@ -1,10 +1,3 @@
-// Pending: fixed with the ownership redesign.
-#![allow(
-    clippy::match_same_arms,
-    clippy::needless_pass_by_value,
-    clippy::redundant_closure_for_method_calls,
-    clippy::return_self_not_must_use
-)]
 //! The PostgreSQL store (ARCHITECTURE.md#postgresql): one database shared by a fleet of workers, any of
 //! which can open any session, exactly one writing it at a time.
 //!
@@ -150,7 +143,9 @@ pub(super) struct Inner {
 impl Inner {
     fn writers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Weak<Shared>>> {
         // A plain map; a panic elsewhere cannot leave it half-changed.
-        self.writers.lock().unwrap_or_else(|p| p.into_inner())
+        self.writers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Records `writer` as the live writer of `id` in this store.
@@ -260,24 +255,29 @@ impl PgStore {
     /// the login, `format_unsupported` for tables of another version. No message shows
     /// the password.
     pub fn connect(url: &str, options: PgOptions) -> Result<PgStore> {
+        let PgOptions {
+            schema: name,
+            durability,
+            record_limit,
+            max_connections,
+        } = options;
         let url = PgUrl::parse(url)?;
-        validate_schema(&options.schema)?;
-        if options.max_connections < 2 {
+        validate_schema(&name)?;
+        if max_connections < 2 {
             return Err(crate::error::invalid(format!(
                 "max_connections must be at least 2 (one holds the store's ownership, the \
-                 others read and write), got {}",
-                options.max_connections
+                 others read and write), got {max_connections}"
             )));
         }
-        let connector = Arc::new(Connector::new(url, options.durability)?);
-        let sql = Arc::new(Sql::new(&options.schema));
+        let connector = Arc::new(Connector::new(url, durability)?);
+        let sql = Arc::new(Sql::new(&name));
         let mut client = connector.connect()?;
         schema::ensure(&mut client, &sql, &connector)?;
-        let data = options.max_connections as usize - 1;
+        let data = max_connections as usize - 1;
         let pool = Arc::new(Pool::new(Arc::clone(&connector), Arc::clone(&sql), data));
         pool.adopt(client);
         let signals = Arc::new(Signals::default());
-        let salt = owner::salt(&options.schema);
+        let salt = owner::salt(&name);
         let inner = Inner {
             flusher: Flusher::default(),
             notifier: Notifier::new(Arc::clone(&pool), Arc::clone(&sql), Arc::clone(&signals)),
@@ -292,10 +292,8 @@ impl PgStore {
             connector,
             sql,
             salt,
-            durability: options.durability,
-            limit: usize::try_from(options.record_limit)
-                .unwrap_or(usize::MAX)
-                .max(1),
+            durability,
+            limit: usize::try_from(record_limit).unwrap_or(usize::MAX).max(1),
             window_us: AtomicU64::new(PgStore::DEFAULT_BATCH_WINDOW.as_micros() as u64),
             writers: Mutex::new(HashMap::new()),
         };
@@ -316,6 +314,7 @@ impl PgStore {
     /// The store, whose `batched`/`none` writers opened from now on wait `window` for
     /// company before they write staged appends (default
     /// [`PgStore::DEFAULT_BATCH_WINDOW`]).
+    #[must_use]
     pub fn with_batch_window(self, window: Duration) -> PgStore {
         let us = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
         self.inner.window_us.store(us, Ordering::Relaxed);

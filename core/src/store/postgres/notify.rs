@@ -17,7 +17,7 @@ use super::schema::Sql;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A set and a flag; a panic cannot leave them half-changed.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[derive(Default)]
@@ -92,7 +92,10 @@ impl Shared {
             let ids: Vec<String> = {
                 let mut pending = lock(&self.pending);
                 while pending.ids.is_empty() && !pending.stop {
-                    pending = self.wake.wait(pending).unwrap_or_else(|p| p.into_inner());
+                    pending = self
+                        .wake
+                        .wait(pending)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                 }
                 if pending.stop {
                     return;

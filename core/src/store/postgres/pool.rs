@@ -86,7 +86,10 @@ impl Waiter {
     fn wait(&self) -> Slot {
         let mut slot = lock(&self.slot);
         while matches!(*slot, Slot::Waiting) {
-            slot = self.ready.wait(slot).unwrap_or_else(|p| p.into_inner());
+            slot = self
+                .ready
+                .wait(slot)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         std::mem::replace(&mut *slot, Slot::Waiting)
     }
@@ -94,7 +97,7 @@ impl Waiter {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section here is a few field updates; a panic cannot leave one half-done.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 struct Queue {

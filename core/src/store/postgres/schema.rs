@@ -341,7 +341,14 @@ pub(super) fn ensure(client: &mut Client, sql: &Sql, connector: &Connector) -> R
     let found = match client.query_opt(sql.version.as_str(), &[]) {
         Ok(row) => Some(row.map(|r| r.get::<_, i32>(0))),
         // No schema or no table yet (42P01 undefined table, 3F000 undefined schema).
-        Err(e) if matches!(e.code().map(|c| c.code()), Some("42P01" | "3F000")) => None,
+        Err(e)
+            if matches!(
+                e.code().map(postgres::error::SqlState::code),
+                Some("42P01" | "3F000")
+            ) =>
+        {
+            None
+        }
         Err(e) => return Err(connector.fail(what(sql), &e, Stmt::Read)),
     };
     let version = match found {

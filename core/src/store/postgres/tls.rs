@@ -53,9 +53,8 @@ impl Check {
     pub fn of(url: &PgUrl) -> Option<Check> {
         Some(match url.sslmode {
             SslMode::Disable => return None,
-            SslMode::Prefer => Check::Signatures,
             SslMode::Require if url.sslrootcert.is_some() => Check::Chain,
-            SslMode::Require => Check::Signatures,
+            SslMode::Prefer | SslMode::Require => Check::Signatures,
             SslMode::VerifyCa => Check::Chain,
             SslMode::VerifyFull => Check::Full,
         })

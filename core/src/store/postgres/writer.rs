@@ -81,7 +81,7 @@ pub(super) struct PgWriter {
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Only whole requests run under it; a panic between them leaves nothing half-done.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl PgWriter {
