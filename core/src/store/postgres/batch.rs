@@ -85,7 +85,7 @@ impl Shared {
                             due = self
                                 .wake
                                 .wait(due)
-                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
                         }
                         Some(at) if at > now => {
                             due = self
