@@ -3,6 +3,7 @@
 //! the oldest has waited the batch window (`writer.rs`), every writer due at the same
 //! moment in one group (one statement, one commit).
 
+use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -102,7 +103,14 @@ impl Shared {
                     .into_iter()
                     .partition(|(at, _)| *at <= now);
                 due.writers = later;
-                ready.into_iter().filter_map(|(_, w)| w.upgrade()).collect()
+                // A writer may be listed more than once (due again before its turn came):
+                // each is settled once, its lock taken once.
+                let mut seen = HashSet::with_capacity(ready.len());
+                ready
+                    .into_iter()
+                    .filter_map(|(_, w)| w.upgrade())
+                    .filter(|w| seen.insert(Arc::as_ptr(w)))
+                    .collect()
             };
             if let Some(first) = ready.first() {
                 let inner: Arc<Inner> = first.inner();
