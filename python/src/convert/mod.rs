@@ -3,9 +3,8 @@
 //!
 //! `dump` walks Python objects into compact text (and, for `Session.append`, into the
 //! plain copy that reading that text back gives); `load` builds Python objects from the
-//! text the core hands back, in one pass, reading its tokens with a `cursor`.
+//! text the core hands back, in one pass over the tokens of the core's JSON reader.
 
-mod cursor;
 mod dump;
 mod load;
 

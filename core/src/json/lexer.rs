@@ -1,7 +1,6 @@
-//! JSON text read token by token: the lexical half of `load`, kept free of Python so
-//! that what it makes of any text, malformed text included, is tested in plain Rust.
+//! JSON text read lexeme by lexeme: the lexical half of [`super::Reader`].
 //!
-//! A [`Cursor`] only moves over bytes it has seen, so it never passes the end; every
+//! A [`Lexer`] only moves over bytes it has seen, so it never passes the end; every
 //! slice it takes starts and ends next to an ASCII byte (a quote, a backslash, a
 //! digit), so it lies on character boundaries, and is taken with `get` all the same:
 //! no input makes it panic.
@@ -10,9 +9,10 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Unexpected(pub(super) usize);
 
-/// A number token, as `json.loads` reads it.
+/// A number as read, without loss: integers exact at any size, other numbers rounded
+/// to the nearest double (as Python's `json.loads` and JavaScript read them).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) enum Number<'t> {
+pub enum Number<'t> {
     /// An integer that fits an i64.
     Int(i64),
     /// A positive integer above `i64::MAX` that fits a u64.
@@ -23,15 +23,30 @@ pub(super) enum Number<'t> {
     Float(f64),
 }
 
+/// A string as read: borrowed from the text when it holds no escape, else decoded into
+/// the lexer's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Str<'t> {
+    /// The text between the quotes, as it stands.
+    Text(&'t str),
+    /// Decoded into the buffer given to [`Lexer::string`].
+    Unescaped,
+}
+
 /// A position in a JSON text.
-pub(super) struct Cursor<'t> {
+pub(super) struct Lexer<'t> {
     text: &'t str,
     pos: usize,
 }
 
-impl<'t> Cursor<'t> {
-    pub(super) fn new(text: &'t str) -> Cursor<'t> {
-        Cursor { text, pos: 0 }
+impl<'t> Lexer<'t> {
+    pub(super) fn new(text: &'t str) -> Lexer<'t> {
+        Lexer { text, pos: 0 }
+    }
+
+    /// The byte offset of the next byte.
+    pub(super) fn pos(&self) -> usize {
+        self.pos
     }
 
     /// The error at the current position.
@@ -56,6 +71,7 @@ impl<'t> Cursor<'t> {
         next
     }
 
+    /// Steps over JSON's whitespace.
     pub(super) fn skip_whitespace(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
             self.pos += 1;
@@ -119,19 +135,16 @@ impl<'t> Cursor<'t> {
         })
     }
 
-    /// Reads a string from its opening quote through its closing one. The text is
-    /// borrowed when it holds no escape, else decoded into `unescaped`.
-    pub(super) fn string<'s>(&mut self, unescaped: &'s mut String) -> Result<&'s str, Unexpected>
-    where
-        't: 's,
-    {
+    /// Reads a string from its opening quote through its closing one: borrowed when it
+    /// holds no escape, else decoded into `unescaped` (cleared first).
+    pub(super) fn string(&mut self, unescaped: &mut String) -> Result<Str<'t>, Unexpected> {
         if !self.eat(b'"') {
             return Err(self.unexpected());
         }
         let start = self.pos;
         self.skip_to_quote_or_backslash()?;
         if self.eat(b'"') {
-            return self.slice(start, self.pos - 1);
+            return self.slice(start, self.pos - 1).map(Str::Text);
         }
         unescaped.clear();
         let mut run = start;
@@ -139,7 +152,7 @@ impl<'t> Cursor<'t> {
             // At a quote or a backslash, after text without escapes.
             unescaped.push_str(self.slice(run, self.pos)?);
             if self.eat(b'"') {
-                return Ok(unescaped);
+                return Ok(Str::Unescaped);
             }
             let backslash = self.pos;
             self.pos += 1;
@@ -183,15 +196,21 @@ impl<'t> Cursor<'t> {
         Ok(())
     }
 
-    /// Moves to the next quote or backslash (an unterminated string is an error).
+    /// Moves to the next quote or backslash, over text without control characters
+    /// (an unterminated string, or a raw control character in it, is an error).
     fn skip_to_quote_or_backslash(&mut self) -> Result<(), Unexpected> {
-        match memchr::memchr2(b'"', b'\\', self.rest()) {
-            Some(off) => {
-                self.pos += off;
-                Ok(())
-            }
-            None => Err(Unexpected(self.text.len())),
+        let rest = self.rest();
+        let Some(run) = memchr::memchr2(b'"', b'\\', rest) else {
+            return Err(Unexpected(self.text.len()));
+        };
+        // No short circuit: the compiler checks the run many bytes at a time.
+        let controls = rest[..run].iter().fold(false, |seen, &c| seen | (c < 0x20));
+        if controls {
+            let at = rest.iter().position(|&c| c < 0x20).unwrap_or(run);
+            return Err(Unexpected(self.pos + at));
         }
+        self.pos += run;
+        Ok(())
     }
 
     /// Decodes the `XXXX` of `\uXXXX`, joined with a following `\uXXXX` when the two
@@ -230,14 +249,17 @@ mod tests {
     use super::*;
 
     fn string(text: &str) -> Result<(String, usize), Unexpected> {
-        let mut at = Cursor::new(text);
+        let mut at = Lexer::new(text);
         let mut buf = String::new();
-        let s = at.string(&mut buf)?.to_owned();
+        let s = match at.string(&mut buf)? {
+            Str::Text(s) => s.to_owned(),
+            Str::Unescaped => buf,
+        };
         Ok((s, at.pos))
     }
 
     fn number(text: &str) -> Result<(Number<'_>, usize), Unexpected> {
-        let mut at = Cursor::new(text);
+        let mut at = Lexer::new(text);
         let n = at.number()?;
         Ok((n, at.pos))
     }
@@ -277,6 +299,8 @@ mod tests {
             (r#""\u12G4""#, 3),
             (r#""\u+123""#, 3),
             (r#""\ud800\u12""#, 9),
+            ("\"a\u{1f}\"", 2),
+            ("\"a\\n\n\"", 4),
         ] {
             assert_eq!(string(text), Err(Unexpected(at)), "{text}");
         }
@@ -334,7 +358,7 @@ mod tests {
 
     #[test]
     fn literals_and_whitespace() {
-        let mut at = Cursor::new(" \t\r\ntrue fals");
+        let mut at = Lexer::new(" \t\r\ntrue fals");
         at.skip_whitespace();
         assert_eq!(at.literal("true"), Ok(()));
         at.skip_whitespace();
@@ -358,7 +382,7 @@ mod tests {
                     let piece = &text[start..end];
                     let _ = string(piece);
                     let _ = number(piece);
-                    let _ = Cursor::new(piece).literal("true");
+                    let _ = Lexer::new(piece).literal("true");
                 }
             }
         }
