@@ -37,6 +37,7 @@ use crate::json;
 use crate::message::Message;
 use crate::observer::{InboxNotice, ObserverFailures};
 
+pub use crate::event::key as event_key;
 pub use error::ErrorFields;
 pub use protocol::cancel_cause_named;
 
