@@ -26,6 +26,7 @@ _JSONObject: TypeAlias = Mapping[str, Any]
 __all__ = [
     "FORMAT_VERSION",
     "MAX_DEPTH",
+    "_ERROR_KINDS",
     "AlreadyExistsError",
     "ClosedError",
     "CorruptLogError",
@@ -52,8 +53,8 @@ __all__ = [
     "UnavailableError",
     "_SessionOpen",
     "_StoreOpen",
-    "_json_text",
     "__version__",
+    "_json_text",
     "fold_consumed_work",
     "import_reference",
 ]
@@ -63,6 +64,9 @@ FORMAT_VERSION: Final[int]
 """The on-disk format version this library reads and writes."""
 MAX_DEPTH: Final[int]
 """Deepest JSON nesting accepted in data and messages."""
+_ERROR_KINDS: Final[tuple[tuple[str, int], ...]]
+"""Every error kind of the core as ``(kind, code)``, in code order: the one list the
+exception classes are checked against."""
 
 @final
 class _StoreOpen:

@@ -95,9 +95,10 @@ impl PyFollower {
     fn next_event(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Event>> {
         let mut left = match timeout {
             None => None,
-            Some(t) => Some(Duration::try_from_secs_f64(t).map_err(|_| {
-                PyValueError::new_err(format!("timeout {t} is not a duration"))
-            })?),
+            Some(t) => Some(
+                Duration::try_from_secs_f64(t)
+                    .map_err(|_| PyValueError::new_err(format!("timeout {t} is not a duration")))?,
+            ),
         };
         loop {
             let wait = left.map_or(SLICE, |left| left.min(SLICE));
