@@ -169,7 +169,7 @@ impl<'t> Reader<'t> {
     /// whitespace follows it. After an error the reader stays at its end: every later
     /// call answers `None`. (Not an `Iterator`: a token may borrow the reader's
     /// buffer.)
-    #[inline]
+    #[inline(always)]
     pub fn next_token(&mut self) -> Result<Option<Token<'_>>, ReadError> {
         self.lexer.skip_whitespace();
         // Every path that succeeds says what comes next; an error leaves `Done`.
@@ -206,7 +206,7 @@ impl<'t> Reader<'t> {
     }
 
     /// A value at the lexer: a scalar whole, or a container opened.
-    #[inline]
+    #[inline(always)]
     fn value(&mut self) -> Result<Token<'_>, ReadError> {
         let lexer = &mut self.lexer;
         let token = match lexer.peek() {
@@ -240,7 +240,7 @@ impl<'t> Reader<'t> {
     }
 
     /// A key at the lexer, and the colon after it.
-    #[inline]
+    #[inline(always)]
     fn key(&mut self) -> Result<Token<'_>, ReadError> {
         let key = self.lexer.string(&mut self.unescaped)?;
         self.lexer.skip_whitespace();
@@ -255,6 +255,7 @@ impl<'t> Reader<'t> {
     }
 
     /// Opens the container whose bracket is at the lexer.
+    #[inline]
     fn open(&mut self, object: bool) -> Result<Token<'static>, ReadError> {
         if self.depth >= self.max_depth {
             return Err(ReadError {
@@ -276,6 +277,7 @@ impl<'t> Reader<'t> {
     }
 
     /// Closes the innermost container, whose bracket was just read.
+    #[inline]
     fn close(&mut self) -> Token<'static> {
         let object = self.innermost() == Some(true);
         self.depth -= 1;
@@ -288,6 +290,7 @@ impl<'t> Reader<'t> {
     }
 
     /// Whether the innermost open container is an object; `None` at the top level.
+    #[inline]
     fn innermost(&self) -> Option<bool> {
         let top = self.depth.checked_sub(1)?;
         Some(self.objects[top / 64] >> (top % 64) & 1 == 1)
