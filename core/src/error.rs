@@ -3,94 +3,77 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// What went wrong, as a stable number shared by the C and Python layers.
-///
-/// Numbers are never reused; new kinds get new numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
+/// Declares [`ErrorKind`] from the one list of kinds: each variant with its number,
+/// its stable name and its doc; [`ErrorKind::ALL`] and [`ErrorKind::name`] come from
+/// the same list, so none can be missed or misspelled. Every other list of kinds
+/// (the C status enum and header, the Python exception classes and stubs, the table
+/// of ARCHITECTURE.md#errors) is checked against [`ErrorKind::ALL`] by a test.
+macro_rules! error_kinds {
+    ($($(#[doc = $doc:literal])+ $kind:ident = $code:literal => $name:literal,)+) => {
+        /// What went wrong, as a stable number shared by the C and Python layers.
+        ///
+        /// Numbers are never reused; new kinds get new numbers.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorKind {
+            $($(#[doc = $doc])+ $kind = $code,)+
+        }
+
+        impl ErrorKind {
+            /// Every kind, in code order.
+            pub const ALL: [ErrorKind; [$($code),+].len()] = [$(ErrorKind::$kind),+];
+
+            /// The stable snake_case name of this kind (`"invalid_splice"`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ErrorKind::$kind => $name,)+
+                }
+            }
+        }
+    };
+}
+
+error_kinds! {
     /// The OS refused a read, write, fsync or lock.
-    Io = 1,
+    Io = 1 => "io",
     /// A stored log fails validation (names file, line, offset, seq).
-    Corrupt = 2,
+    Corrupt = 2 => "corrupt",
     /// Another writer holds the session.
-    Locked = 3,
+    Locked = 3 => "locked",
     /// A write or fsync failed earlier; reopen the session to continue.
-    Poisoned = 4,
+    Poisoned = 4 => "poisoned",
     /// No such session.
-    NotFound = 5,
+    NotFound = 5 => "not_found",
     /// A session with that id already exists.
-    AlreadyExists = 6,
+    AlreadyExists = 6 => "already_exists",
     /// Splice coordinates out of range (ARCHITECTURE.md#inbox-validation).
-    InvalidSplice = 7,
+    InvalidSplice = 7 => "invalid_splice",
     /// A message id already pending (ARCHITECTURE.md#inbox-validation).
-    DuplicateMessage = 8,
+    DuplicateMessage = 8 => "duplicate_message",
     /// A step-boundary call out of order (ARCHITECTURE.md#protocol).
-    Protocol = 9,
+    Protocol = 9 => "protocol",
     /// A bad message, event, id, reason or argument value.
-    InvalidInput = 10,
+    InvalidInput = 10 => "invalid_input",
     /// A log written in another on-disk format version (ARCHITECTURE.md#header).
-    FormatUnsupported = 11,
+    FormatUnsupported = 11 => "format_unsupported",
     /// A record or a JSON nesting over the limits (ARCHITECTURE.md#limits).
-    TooLarge = 12,
+    TooLarge = 12 => "too_large",
     /// Use of a session after `close` (stores have no close).
-    Closed = 13,
+    Closed = 13 => "closed",
     /// A mutation from inside an observer (ARCHITECTURE.md#observers).
-    Reentrant = 14,
+    Reentrant = 14 => "reentrant",
     /// This writer lost ownership of its session: another writer took it over (ARCHITECTURE.md#postgresql).
     /// Nothing of the refused call was written.
-    Fenced = 15,
+    Fenced = 15 => "fenced",
     /// The store's server cannot be reached or went away mid-call (ARCHITECTURE.md#postgresql); the message
     /// says whether the call committed, or that its outcome is unknown.
-    Unavailable = 16,
+    Unavailable = 16 => "unavailable",
 }
 
 impl ErrorKind {
-    /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 16] = [
-        ErrorKind::Io,
-        ErrorKind::Corrupt,
-        ErrorKind::Locked,
-        ErrorKind::Poisoned,
-        ErrorKind::NotFound,
-        ErrorKind::AlreadyExists,
-        ErrorKind::InvalidSplice,
-        ErrorKind::DuplicateMessage,
-        ErrorKind::Protocol,
-        ErrorKind::InvalidInput,
-        ErrorKind::FormatUnsupported,
-        ErrorKind::TooLarge,
-        ErrorKind::Closed,
-        ErrorKind::Reentrant,
-        ErrorKind::Fenced,
-        ErrorKind::Unavailable,
-    ];
-
     /// The stable number of this kind.
     pub fn code(self) -> u32 {
         self as u32
-    }
-
-    /// The stable snake_case name of this kind (`"invalid_splice"`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorKind::Io => "io",
-            ErrorKind::Corrupt => "corrupt",
-            ErrorKind::Locked => "locked",
-            ErrorKind::Poisoned => "poisoned",
-            ErrorKind::NotFound => "not_found",
-            ErrorKind::AlreadyExists => "already_exists",
-            ErrorKind::InvalidSplice => "invalid_splice",
-            ErrorKind::DuplicateMessage => "duplicate_message",
-            ErrorKind::Protocol => "protocol",
-            ErrorKind::InvalidInput => "invalid_input",
-            ErrorKind::FormatUnsupported => "format_unsupported",
-            ErrorKind::TooLarge => "too_large",
-            ErrorKind::Closed => "closed",
-            ErrorKind::Reentrant => "reentrant",
-            ErrorKind::Fenced => "fenced",
-            ErrorKind::Unavailable => "unavailable",
-        }
     }
 }
 
@@ -269,6 +252,10 @@ mod tests {
         assert_eq!(ErrorKind::Fenced.name(), "fenced");
         assert_eq!(ErrorKind::Unavailable.code(), 16);
         assert_eq!(ErrorKind::Unavailable.name(), "unavailable");
+        let mut names: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ErrorKind::ALL.len(), "names are unique");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 #![deny(unnameable_types)]
 
 mod error;
+mod error_fields;
 mod event;
 mod extra;
 mod fleet;

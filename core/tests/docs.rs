@@ -196,3 +196,33 @@ fn the_anchor_rules_are_githubs() {
         ["a.md#b", "c.md"]
     );
 }
+
+/// The table of ARCHITECTURE.md#errors lists exactly the kinds of `ErrorKind::ALL`, each
+/// with its code and name, in code order: the one list of kinds is the Rust enum, and a
+/// kind added there without a row here (or a row left behind) fails.
+#[test]
+fn the_errors_table_lists_every_kind_of_the_core() {
+    let text = fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let section = text
+        .split("\n### Errors\n")
+        .nth(1)
+        .expect("docs/ARCHITECTURE.md has a section \"### Errors\"");
+    let rows: Vec<(u32, String)> = section
+        .lines()
+        .skip_while(|line| !line.starts_with("| code |"))
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let code = cells[1]
+                .parse()
+                .unwrap_or_else(|_| panic!("a code: {line}"));
+            (code, cells[2].trim_matches('`').to_owned())
+        })
+        .collect();
+    let kinds: Vec<(u32, String)> = inboxlog::ErrorKind::ALL
+        .iter()
+        .map(|k| (k.code(), k.name().to_owned()))
+        .collect();
+    assert_eq!(rows, kinds, "the table of docs/ARCHITECTURE.md#errors");
+}

@@ -1,7 +1,8 @@
 //! The status codes every exported function returns (ARCHITECTURE.md#errors, ARCHITECTURE.md#c-abi), their names, and
 //! the library version: the first section of the header.
 
-use std::ffi::{CStr, c_char, c_int};
+use std::ffi::{CString, c_char, c_int};
+use std::sync::LazyLock;
 
 use inboxlog_core::ErrorKind;
 
@@ -67,32 +68,16 @@ pub enum inboxlog_status {
 /// Threads: any thread, any number at once.
 #[unsafe(no_mangle)]
 pub extern "C" fn inboxlog_status_name(status: c_int) -> *const c_char {
-    const NAMES: [(inboxlog_status, &CStr); 21] = [
-        (inboxlog_status::Ok, c"ok"),
-        (inboxlog_status::Io, c"io"),
-        (inboxlog_status::Corrupt, c"corrupt"),
-        (inboxlog_status::Locked, c"locked"),
-        (inboxlog_status::Poisoned, c"poisoned"),
-        (inboxlog_status::NotFound, c"not_found"),
-        (inboxlog_status::AlreadyExists, c"already_exists"),
-        (inboxlog_status::InvalidSplice, c"invalid_splice"),
-        (inboxlog_status::DuplicateMessage, c"duplicate_message"),
-        (inboxlog_status::Protocol, c"protocol"),
-        (inboxlog_status::InvalidInput, c"invalid_input"),
-        (inboxlog_status::FormatUnsupported, c"format_unsupported"),
-        (inboxlog_status::TooLarge, c"too_large"),
-        (inboxlog_status::Closed, c"closed"),
-        (inboxlog_status::Reentrant, c"reentrant"),
-        (inboxlog_status::Fenced, c"fenced"),
-        (inboxlog_status::Unavailable, c"unavailable"),
-        (inboxlog_status::NullArgument, c"null_argument"),
-        (inboxlog_status::InvalidUtf8, c"invalid_utf8"),
-        (inboxlog_status::InvalidJson, c"invalid_json"),
-        (inboxlog_status::Panic, c"panic"),
-    ];
+    // Built once from the statuses' names (the core's, for its kinds), NUL-terminated.
+    static NAMES: LazyLock<Vec<(c_int, CString)>> = LazyLock::new(|| {
+        ALL_STATUSES
+            .iter()
+            .map(|s| (s.code(), CString::new(s.name()).unwrap_or_default()))
+            .collect()
+    });
     NAMES
         .iter()
-        .find(|(s, _)| s.code() == status)
+        .find(|(code, _)| *code == status)
         .map_or(std::ptr::null(), |(_, name)| name.as_ptr())
 }
 
@@ -105,7 +90,9 @@ pub extern "C" fn inboxlog_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
-/// Every status, in code order.
+/// Every status, in code order: the enum's variants (cbindgen reads the enum as
+/// written, so it cannot be generated from the core's list); the tests below and
+/// `ffi/tests/header.rs` hold both to `ErrorKind::ALL`.
 pub(crate) const ALL_STATUSES: [inboxlog_status; 21] = [
     inboxlog_status::Ok,
     inboxlog_status::Io,
@@ -159,6 +146,8 @@ impl inboxlog_status {
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::CStr;
+
     use super::*;
 
     #[test]

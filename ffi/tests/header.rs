@@ -206,3 +206,56 @@ fn flags_are_bool_and_absent_numbers_are_int64_absent() {
     }
     assert!(header.contains("#define INBOXLOG_ABSENT -1"));
 }
+
+/// The header's status enum holds every kind of the core's one list (`ErrorKind::ALL`)
+/// with its number, spelled as the kind's name in upper case, and below 100 nothing
+/// else; each constant's name is what `inboxlog_status_name` says of its number.
+#[test]
+fn the_status_enum_is_the_cores_kinds_plus_the_c_only_statuses() {
+    let header = header();
+    let statuses: Vec<(String, i32)> = header
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line
+                .trim()
+                .strip_prefix("INBOXLOG_STATUS_")?
+                .split_once(" = ")?;
+            Some((name.to_owned(), rest.trim_end_matches(',').parse().ok()?))
+        })
+        .collect();
+    let kinds: Vec<(String, i32)> = inboxlog_core::ErrorKind::ALL
+        .iter()
+        .map(|k| (k.name().to_uppercase(), k.code() as i32))
+        .collect();
+    let shared: Vec<(String, i32)> = statuses
+        .iter()
+        .filter(|(_, code)| (1..100).contains(code))
+        .cloned()
+        .collect();
+    assert_eq!(
+        shared, kinds,
+        "INBOXLOG_STATUS_* from 1 to 99 against ErrorKind::ALL"
+    );
+    let c_only: Vec<&str> = statuses
+        .iter()
+        .filter(|(_, code)| !(1..100).contains(code))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(
+        c_only,
+        [
+            "OK",
+            "NULL_ARGUMENT",
+            "INVALID_UTF8",
+            "INVALID_JSON",
+            "PANIC"
+        ]
+    );
+    for (name, code) in &statuses {
+        let said = inboxlog::inboxlog_status_name(*code);
+        assert!(!said.is_null(), "no name for INBOXLOG_STATUS_{name}");
+        // SAFETY: a non-NULL result is a static NUL-terminated string.
+        let said = unsafe { std::ffi::CStr::from_ptr(said) }.to_str().unwrap();
+        assert_eq!(said.to_uppercase(), *name);
+    }
+}

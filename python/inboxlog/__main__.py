@@ -37,8 +37,12 @@ A log that opening would refuse, on stderr, located from the error's attributes:
 "ok" means the session will open; whether another writer holds it now is not checked.
 verify stops at the first refused log; on a terminal it shows its progress on stderr.
 
-Times are shown in ISO 8601 UTC (``2026-12-01T10:58:33.000Z``); ``--json`` prints them as
-stored, Unix milliseconds. Output into a pipe that closes early (``| head``) ends the
+``--json`` prints the core's own JSON text, one value per line: the header and the
+events as the library spells them (byte for byte the lines of a JSONL log, numbers and
+key order as stored), the same bytes the C library hands out; the other lines show
+values as the core writes them too: compact, non-ASCII characters as they are. Times are shown in ISO
+8601 UTC (``2026-12-01T10:58:33.000Z``); ``--json`` prints them as stored, Unix
+milliseconds. Output into a pipe that closes early (``| head``) ends the
 command quietly with status 141, as a Unix tool killed by SIGPIPE.
 
 Exit status: 0 when all is well (for verify: every log opens, repairs included), 1 when a
@@ -58,6 +62,7 @@ from datetime import UTC, datetime
 from typing import NoReturn
 
 from . import InboxlogError, Store, fold_consumed_work, import_reference
+from ._native import _json_text
 from .types import Event
 
 _EXAMPLES = {
@@ -120,29 +125,34 @@ class _Parser(argparse.ArgumentParser):
         super().error(message)
 
 
+def _excerpt(value: object) -> str:
+    """The first 80 characters of `value`'s JSON text as the core writes it."""
+    return _json_text(value)[:80]
+
+
 def _list(store: Store, args: argparse.Namespace) -> int:
+    if args.json:
+        for line in store._list_lines():
+            print(line)
+        return 0
     for header in store.list():
-        if args.json:
-            print(json.dumps(header, separators=(",", ":"), ensure_ascii=False))
-            continue
         lineage = f" parent={header['parentSession']}" if "parentSession" in header else ""
         print(f"{header['id']}\tcreatedAt={_time(header['createdAt'])}{lineage}")
     return 0
 
 
 def _inspect(store: Store, args: argparse.Namespace) -> int:
-    header, events = store.inspect(args.id)
     if args.json:
-        print(json.dumps(header, separators=(",", ":")))
-        for event in events:
-            print(json.dumps(event, separators=(",", ":")))
+        for line in store._inspect_lines(args.id):
+            print(line)
         return 0
+    header, events = store.inspect(args.id)
     print(
         f"session {header['id']}: {len(events)} events, format version {header['version']}, "
         f"created {_time(header['createdAt'])}"
     )
     for event in events:
-        print(f"{event['seq']:>8}  {event['type']:<24} {json.dumps(event['data'])[:80]}")
+        print(_line(event))
     return 0
 
 
@@ -223,31 +233,37 @@ def _import(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
-def _line(event: Event, as_json: bool) -> str:
-    if as_json:
-        return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
-    return f"{event['seq']:>8}  {event['type']:<24} {json.dumps(event['data'])[:80]}"
+def _line(event: Event) -> str:
+    return f"{event['seq']:>8}  {event['type']:<24} {_excerpt(event['data'])}"
 
 
 def _tail(store: Store, args: argparse.Namespace) -> int:
+    # Without -f: what is stored now, then stop; with -f: wait for more.
+    timeout = None if args.follow else 0
     with store.follow(args.id, since=args.since) as follower:
+
+        def next_line() -> str | None:
+            if args.json:
+                return follower._next_line(timeout)
+            event = follower.next(timeout)
+            return None if event is None else _line(event)
+
         try:
-            # Without -f: what is stored now, then stop; with -f: wait for more.
-            event = follower.next(timeout=None if args.follow else 0)
-            while event is not None:
-                print(_line(event, args.json), flush=args.follow)
-                event = follower.next(timeout=None if args.follow else 0)
+            line = next_line()
+            while line is not None:
+                print(line, flush=args.follow)
+                line = next_line()
         except KeyboardInterrupt:
             pass
     return 0
 
 
 def _fold(store: Store, args: argparse.Namespace) -> int:
+    if args.json:
+        print(store._fold_line(args.id))
+        return 0
     _, events = store.inspect(args.id)
     fold = fold_consumed_work(events)
-    if args.json:
-        print(json.dumps(fold, separators=(",", ":"), ensure_ascii=False))
-        return 0
     end = fold["end"]
     if end is None:
         print(f"{args.id}: no turn accounted for work yet", end="")

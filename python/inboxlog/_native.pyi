@@ -26,6 +26,7 @@ _JSONObject: TypeAlias = Mapping[str, Any]
 __all__ = [
     "FORMAT_VERSION",
     "MAX_DEPTH",
+    "_ERROR_KINDS",
     "AlreadyExistsError",
     "ClosedError",
     "CorruptLogError",
@@ -53,6 +54,7 @@ __all__ = [
     "_SessionOpen",
     "_StoreOpen",
     "__version__",
+    "_json_text",
     "fold_consumed_work",
     "import_reference",
 ]
@@ -62,6 +64,9 @@ FORMAT_VERSION: Final[int]
 """The on-disk format version this library reads and writes."""
 MAX_DEPTH: Final[int]
 """Deepest JSON nesting accepted in data and messages."""
+_ERROR_KINDS: Final[tuple[tuple[str, int], ...]]
+"""Every error kind of the core as ``(kind, code)``, in code order: the one list the
+exception classes are checked against."""
 
 @final
 class _StoreOpen:
@@ -181,6 +186,13 @@ class Store:
     def inspect(self, id: str) -> tuple[Header, builtins.list[Event]]:
         """Reads log ``id`` as stored, without locking or repairing."""
 
+    def _inspect_lines(self, id: str) -> builtins.list[str]:
+        """The core's JSON text of what ``inspect`` reads: the header's, then each
+        event's (what ``python -m inboxlog inspect --json`` prints)."""
+
+    def _fold_line(self, id: str) -> str:
+        """The core's JSON text of the consumed-work fold of log ``id`` as stored."""
+
     def verify(self, id: str) -> VerifyReport:
         """Checks log ``id`` exactly as ``open`` would (header, format version, every
         complete record, the turn/step rules, the inbox replay) without locking,
@@ -193,6 +205,9 @@ class Store:
 
     def list(self) -> builtins.list[Header]:
         """The headers of every stored log, sorted by id."""
+
+    def _list_lines(self) -> builtins.list[str]:
+        """The core's JSON text of every stored log's header, sorted by id."""
 
     def delete(self, id: str) -> None:
         """Deletes log ``id`` for good, durably before it returns.
@@ -234,6 +249,9 @@ class Follower:
     def next(self, timeout: float | None = None) -> Event | None:
         """The next event, waiting at most ``timeout`` seconds (forever when ``None``);
         ``None`` when none came in time."""
+
+    def _next_line(self, timeout: float | None = None) -> str | None:
+        """``next``, as the core's JSON text of the event."""
 
     def close(self) -> None:
         """Releases the log; later calls raise ``ClosedError``."""
@@ -501,6 +519,10 @@ class QueueProjection:
 def fold_consumed_work(events: Sequence[_JSONObject]) -> ConsumedWork:
     """Which turn last accounted for pending work (``end``) and whether work was
     canceled unrun after it (``droppedUnrun``)."""
+
+def _json_text(value: object) -> str:
+    """The compact JSON text of ``value`` as the core writes it (keys in order,
+    non-ASCII characters as they are); ``InvalidInputError`` for NaN or infinities."""
 
 def import_reference(path: str | PathLike[str], store: Store, id: str | None = None) -> Session:
     """Imports the reference harness log at ``path`` (``.jsonl`` or ``.jsonl.zstd``)

@@ -9,7 +9,7 @@
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeWarning};
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::types::{PyTuple, PyType};
 
 use inboxlog::ErrorKind;
 use inboxlog::wire::ErrorFields;
@@ -40,9 +40,14 @@ macro_rules! kinds {
             }
         }
 
-        /// Adds the exception classes to the module, each with its `kind` and `code`.
+        /// Adds the exception classes to the module, each with its `kind` and `code`,
+        /// and `_ERROR_KINDS`: every kind of the core (`ErrorKind::ALL`) as
+        /// `(name, code)`, against which the tests check the classes, the stubs and
+        /// the package's exports.
         pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             let py = m.py();
+            let kinds = ErrorKind::ALL.iter().map(|k| (k.name(), k.code()));
+            m.add("_ERROR_KINDS", PyTuple::new(py, kinds)?)?;
             let root = py.get_type::<InboxlogError>();
             for key in LOCATION {
                 root.setattr(key, py.None())?;

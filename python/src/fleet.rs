@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use inboxlog::store::Store;
-use inboxlog::{Follower, Target};
+use inboxlog::{Event, Follower, Target};
 
 use crate::errors::OrRaise;
 use crate::values;
@@ -75,7 +75,7 @@ impl PyFollower {
     }
 
     /// One wait of at most `wait`, GIL released.
-    fn wait<'py>(&self, py: Python<'py>, wait: Duration) -> PyResult<Option<Bound<'py, PyDict>>> {
+    fn wait(&self, py: Python<'_>, wait: Duration) -> PyResult<Option<Event>> {
         let got = py.detach(|| {
             let mut guard = self.lock();
             match guard.as_mut() {
@@ -84,10 +84,34 @@ impl PyFollower {
             }
         });
         match got {
-            Ok(Some(event)) => values::event(py, &event).map(Some),
-            Ok(None) => Ok(None),
+            Ok(event) => Ok(event),
             Err(None) => Err(closed(&self.session)),
             Err(Some(e)) => Err(crate::errors::raise(e)),
+        }
+    }
+
+    /// The next event, waiting at most `timeout` seconds (forever when `None`) in
+    /// slices, between which a signal (Ctrl-C) raises; `None` when none came in time.
+    fn next_event(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Event>> {
+        let mut left = match timeout {
+            None => None,
+            Some(t) => Some(
+                Duration::try_from_secs_f64(t)
+                    .map_err(|_| PyValueError::new_err(format!("timeout {t} is not a duration")))?,
+            ),
+        };
+        loop {
+            let wait = left.map_or(SLICE, |left| left.min(SLICE));
+            if let Some(event) = self.wait(py, wait)? {
+                return Ok(Some(event));
+            }
+            if let Some(left) = &mut left {
+                *left = left.saturating_sub(wait);
+                if left.is_zero() {
+                    return Ok(None);
+                }
+            }
+            py.check_signals()?;
         }
     }
 }
@@ -115,23 +139,17 @@ impl PyFollower {
         py: Python<'py>,
         timeout: Option<f64>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Some(timeout) = timeout else {
-            return self.__next__(py).map(Some);
-        };
-        let timeout = Duration::try_from_secs_f64(timeout)
-            .map_err(|_| PyValueError::new_err(format!("timeout {timeout} is not a duration")))?;
-        let mut left = timeout;
-        loop {
-            let wait = left.min(SLICE);
-            if let Some(event) = self.wait(py, wait)? {
-                return Ok(Some(event));
-            }
-            left = left.saturating_sub(wait);
-            if left.is_zero() {
-                return Ok(None);
-            }
-            py.check_signals()?;
+        match self.next_event(py, timeout)? {
+            Some(event) => values::event(py, &event).map(Some),
+            None => Ok(None),
         }
+    }
+
+    /// [`Self::next`] as the core's JSON text of the event (the lines
+    /// `python -m inboxlog tail --json` prints).
+    #[pyo3(name = "_next_line", signature = (timeout = None))]
+    fn next_line(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<String>> {
+        Ok(self.next_event(py, timeout)?.map(|e| e.to_json()))
     }
 
     /// Releases the file; later calls raise `ClosedError`. Closing twice is fine.
@@ -144,12 +162,10 @@ impl PyFollower {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        loop {
-            if let Some(event) = self.wait(py, SLICE)? {
-                return Ok(event);
-            }
-            py.check_signals()?;
-        }
+        let event = self.next_event(py, None)?;
+        // Waiting without a timeout ends only with an event or an exception.
+        let event = event.ok_or_else(|| closed(&self.session))?;
+        values::event(py, &event)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

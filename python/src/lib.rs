@@ -34,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fleet::PyFollower>()?;
     m.add_function(wrap_pyfunction!(projection::fold_consumed_work, m)?)?;
     m.add_function(wrap_pyfunction!(import::import_reference, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::json_text, m)?)?;
     errors::register(m)?;
     Ok(())
 }

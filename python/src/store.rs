@@ -10,7 +10,7 @@ use inboxlog::store::{
     self as stores, Backend, Durability, JsonlStore, MemoryStore, OpenOptions, PgOptions, PgStore,
     Store, StoreOptions,
 };
-use inboxlog::{Session, SessionMeta, ToJson as _};
+use inboxlog::{Event, Session, SessionMeta, ToJson as _};
 
 use crate::convert::to_py;
 use crate::errors::OrRaise;
@@ -307,6 +307,27 @@ impl PyStore {
         PyTuple::new(py, [header, events.into_any()])
     }
 
+    /// The core's JSON text of what `inspect` reads: the header's, then each event's
+    /// (the lines `python -m inboxlog inspect --json` prints).
+    #[pyo3(name = "_inspect_lines")]
+    fn inspect_lines(&self, py: Python<'_>, id: &str) -> PyResult<Vec<String>> {
+        let store = &*self.inner;
+        let (header, events) = py.detach(|| Session::inspect(store, id)).py()?;
+        let mut lines = Vec::with_capacity(events.len() + 1);
+        lines.push(header.to_json());
+        lines.extend(events.iter().map(Event::to_json));
+        Ok(lines)
+    }
+
+    /// The core's JSON text of the consumed-work fold of log `id` as stored (what
+    /// `python -m inboxlog fold --json` prints).
+    #[pyo3(name = "_fold_line")]
+    fn fold_line(&self, py: Python<'_>, id: &str) -> PyResult<String> {
+        let store = &*self.inner;
+        let (_, events) = py.detach(|| Session::inspect(store, id)).py()?;
+        Ok(inboxlog::fold_consumed_work(&events).to_json())
+    }
+
     /// Checks log `id` exactly as `open` would (header, format version, every complete
     /// record, the turn/step rules, the inbox replay) without locking, repairing or
     /// writing; raises what `open` would raise. Returns the report: `header`, `events`,
@@ -327,6 +348,15 @@ impl PyStore {
             .map(|h| to_py(py, &h.to_json()))
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
+    }
+
+    /// The core's JSON text of every stored log's header, sorted by id (the lines
+    /// `python -m inboxlog list --json` prints).
+    #[pyo3(name = "_list_lines")]
+    fn list_lines(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let store = &*self.inner;
+        let headers = py.detach(|| store.list()).py()?;
+        Ok(headers.iter().map(|h| h.to_json()).collect())
     }
 
     /// Deletes log `id` for good, durably before it returns. Raises `LockedError` while

@@ -7,7 +7,7 @@ use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple,
 };
 
-use inboxlog::wire::ToJson;
+use inboxlog::wire::{ToJson, event_key};
 use inboxlog::{Event, InboxNotice, Message, Proposal};
 
 use crate::convert::{Loader, dict_to_json, to_py};
@@ -42,8 +42,9 @@ fn event_with<'py>(loader: &mut Loader<'py>, e: &Event) -> PyResult<Bound<'py, P
 }
 
 /// The dict of event `e` around the Python values of its type, data and `surfaceOp`,
-/// in the order of its JSON spelling (`Event::write_json`): `type`, `seq`, `time`,
-/// `data`, then `ignorable`, `surfaceOp` and `sourceEventSeqs` when present.
+/// in the order of its JSON spelling (`Event::write_json`), keys spelled by the core
+/// (`inboxlog::wire::event_key`): `type`, `seq`, `time`, `data`, then `ignorable`,
+/// `surfaceOp` and `sourceEventSeqs` when present.
 pub(crate) fn event_dict<'py>(
     py: Python<'py>,
     e: &Event,
@@ -52,19 +53,22 @@ pub(crate) fn event_dict<'py>(
     surface_op: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
-    dict.set_item(intern!(py, "type"), ty)?;
-    dict.set_item(intern!(py, "seq"), e.seq())?;
-    dict.set_item(intern!(py, "time"), e.time())?;
-    dict.set_item(intern!(py, "data"), data)?;
+    dict.set_item(intern!(py, event_key::TYPE), ty)?;
+    dict.set_item(intern!(py, event_key::SEQ), e.seq())?;
+    dict.set_item(intern!(py, event_key::TIME), e.time())?;
+    dict.set_item(intern!(py, event_key::DATA), data)?;
     let envelope = e.envelope();
     if envelope.ignorable {
-        dict.set_item(intern!(py, "ignorable"), true)?;
+        dict.set_item(intern!(py, event_key::IGNORABLE), true)?;
     }
     if let Some(op) = surface_op {
-        dict.set_item(intern!(py, "surfaceOp"), op)?;
+        dict.set_item(intern!(py, event_key::SURFACE_OP), op)?;
     }
     if let Some(seqs) = &envelope.source_event_seqs {
-        dict.set_item(intern!(py, "sourceEventSeqs"), PyList::new(py, seqs)?)?;
+        dict.set_item(
+            intern!(py, event_key::SOURCE_EVENT_SEQS),
+            PyList::new(py, seqs)?,
+        )?;
     }
     Ok(dict)
 }

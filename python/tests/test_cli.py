@@ -310,6 +310,33 @@ def test_list_and_inspect_show_times_in_iso_8601_utc(
     assert first == "session s: 0 events, format version 1, created 2026-12-01T07:05:44.671Z"
 
 
+def test_json_output_is_the_cores_text_byte_for_byte(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Spellings a reader of dicts would change: an exponent, trailing zeros, a big int,
+    # non-ASCII text, keys out of alphabetical order.
+    header = '{"format":"inboxlog","version":1,"id":"s","createdAt":5,"cwd":"/tmp/é"}'
+    events = [
+        '{"type":"note","seq":0,"time":1,"data":{"z":1e5,"a":1.50,"big":123456789012345678901234}}',
+        '{"type":"note","seq":1,"time":2,"data":{"text":"é ✓ 😀","q":"\\"x\\""},"ignorable":true}',
+    ]
+    (tmp_path / "s.jsonl").write_text("\n".join([header, *events]) + "\n", encoding="utf-8")
+    assert main(["inspect", str(tmp_path), "s", "--json"]) == 0
+    assert capsys.readouterr().out.splitlines() == [header, *events]
+    assert main(["list", "--json", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == header + "\n"
+    assert main(["tail", "--json", str(tmp_path), "s"]) == 0
+    assert capsys.readouterr().out.splitlines() == events
+    assert main(["fold", "--json", str(tmp_path), "s"]) == 0
+    assert capsys.readouterr().out == '{"end":null,"droppedUnrun":false}\n'
+    # The human lines spell values as the core writes them: non-ASCII as it is.
+    assert main(["inspect", str(tmp_path), "s"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].endswith('{"text":"é ✓ 😀","q":"\\"x\\""}'), lines
+    assert main(["tail", str(tmp_path), "s", "--since", "1"]) == 0
+    assert capsys.readouterr().out.splitlines() == lines[2:]
+
+
 def test_fold_reports_the_consumed_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make_log(tmp_path)
     assert main(["fold", str(tmp_path), "s1"]) == 0
@@ -317,8 +344,13 @@ def test_fold_reports_the_consumed_work(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["repair", str(tmp_path), "s1"]) == 0
     capsys.readouterr()
     assert main(["fold", str(tmp_path), "s1", "--json"]) == 0
-    fold = json.loads(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    fold = json.loads(text)
     assert fold["end"]["data"]["reason"] == {"kind": "interrupted"}
+    # The end event as the log holds it, inside the core's text of the fold.
+    stored = (tmp_path / "s1.jsonl").read_text().splitlines()[-1]
+    assert text == f'{{"end":{stored},"droppedUnrun":false}}\n'
+
     assert main(["fold", str(tmp_path), "s1"]) == 0
     assert capsys.readouterr().out == (
         "s1: turn 1 accounted for work (interrupted, seq 7), droppedUnrun=false\n"

@@ -3,7 +3,9 @@ unchanged."""
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,34 +13,54 @@ import pytest
 from conftest import m
 
 import inboxlog
+from inboxlog import _native
 
-KINDS = [
-    ("StorageError", "io", 1),
-    ("CorruptLogError", "corrupt", 2),
-    ("LockedError", "locked", 3),
-    ("PoisonedError", "poisoned", 4),
-    ("NotFoundError", "not_found", 5),
-    ("AlreadyExistsError", "already_exists", 6),
-    ("InvalidSpliceError", "invalid_splice", 7),
-    ("DuplicateMessageError", "duplicate_message", 8),
-    ("ProtocolError", "protocol", 9),
-    ("InvalidInputError", "invalid_input", 10),
-    ("FormatUnsupportedError", "format_unsupported", 11),
-    ("TooLargeError", "too_large", 12),
-    ("ClosedError", "closed", 13),
-    ("ReentrantError", "reentrant", 14),
-    ("FencedError", "fenced", 15),
-    ("UnavailableError", "unavailable", 16),
-]
+PYTHON = Path(__file__).resolve().parent.parent / "inboxlog"
+
+# The exception class of each kind, found in the package: the one list of kinds is the
+# core's (`_native._ERROR_KINDS`, from `ErrorKind::ALL`), and the tests below hold the
+# classes, their docs, the stubs and the exports to it.
+CLASSES = {
+    cls.kind: cls
+    for cls in vars(inboxlog).values()
+    if isinstance(cls, type)
+    and issubclass(cls, inboxlog.InboxlogError)
+    and cls is not inboxlog.InboxlogError
+}
 
 
-@pytest.mark.parametrize(("name", "kind", "code"), KINDS)
-def test_classes_carry_kind_and_code(name: str, kind: str, code: int) -> None:
-    cls = getattr(inboxlog, name)
+def test_one_class_per_kind_of_the_core() -> None:
+    kinds = dict(_native._ERROR_KINDS)
+    assert [code for _, code in _native._ERROR_KINDS] == sorted(kinds.values())
+    assert {kind: cls.code for kind, cls in CLASSES.items()} == kinds
+    assert len(CLASSES) == len(_native._ERROR_KINDS)
+    names = {cls.__name__ for cls in CLASSES.values()}
+    assert names <= set(inboxlog.__all__) and names <= set(_native.__all__)
+
+
+@pytest.mark.parametrize(("kind", "code"), _native._ERROR_KINDS)
+def test_classes_carry_kind_and_code(kind: str, code: int) -> None:
+    cls = CLASSES[kind]
     assert issubclass(cls, inboxlog.InboxlogError)
     assert issubclass(inboxlog.InboxlogError, Exception)
     assert (cls.kind, cls.code) == (kind, code)
     assert cls.__module__ == "inboxlog" and cls.__doc__
+    assert f"(kind `{kind}`, code {code})" in cls.__doc__
+
+
+def test_the_stubs_declare_every_class_with_its_kind_and_code() -> None:
+    tree = ast.parse((PYTHON / "_native.pyi").read_text(encoding="utf-8"))
+    declared = {
+        node.name: ast.get_docstring(node) or ""
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(b, ast.Name) and b.id == "InboxlogError" for b in node.bases)
+    }
+    assert set(declared) == {cls.__name__ for cls in CLASSES.values()}
+    for kind, cls in CLASSES.items():
+        said = re.search(r"\(``(\w+)``, (\d+)\)", declared[cls.__name__])
+        assert said is not None, cls.__name__
+        assert (said[1], int(said[2])) == (kind, cls.code), cls.__name__
 
 
 def check(err: pytest.ExceptionInfo[inboxlog.InboxlogError], kind: str, code: int) -> None:

@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use serde_json::value::RawValue;
 
-use super::{Envelope, Event};
+use super::{Envelope, Event, event_key};
 use crate::json::plain;
 
 /// The event on `line` when it is in the library's own spelling and valid; `None`
@@ -43,28 +43,31 @@ pub(crate) fn shape(line: &str) -> Option<Shape> {
         b: line.as_bytes(),
         i: 0,
     };
-    c.eat(b"{\"type\":")?;
+    c.eat(concat!("{\"", event_key!(type), "\":").as_bytes())?;
     let ty_start = c.i + 1;
     c.i = plain::string_end(c.b, c.i)?;
     let ty = ty_start..c.i - 1;
     if memchr::memchr(b'\\', &c.b[ty.clone()]).is_some() {
         return None;
     }
-    c.eat(b",\"seq\":")?;
+    c.eat(concat!(",\"", event_key!(seq), "\":").as_bytes())?;
     let seq = c.uint()?;
-    c.eat(b",\"time\":")?;
+    c.eat(concat!(",\"", event_key!(time), "\":").as_bytes())?;
     let time = c.uint()?;
-    c.eat(b",\"data\":")?;
+    c.eat(concat!(",\"", event_key!(data), "\":").as_bytes())?;
     let data = c.value()?;
-    let ignorable = c.eat(b",\"ignorable\":true").is_some();
-    let surface_op = match c.eat(b",\"surfaceOp\":") {
+    let ignorable = c
+        .eat(concat!(",\"", event_key!(ignorable), "\":true").as_bytes())
+        .is_some();
+    let surface_op = match c.eat(concat!(",\"", event_key!(surface_op), "\":").as_bytes()) {
         Some(()) => Some(c.value()?),
         None => None,
     };
-    let source_event_seqs = match c.eat(b",\"sourceEventSeqs\":[") {
-        Some(()) => Some(c.uints()?),
-        None => None,
-    };
+    let source_event_seqs =
+        match c.eat(concat!(",\"", event_key!(source_event_seqs), "\":[").as_bytes()) {
+            Some(()) => Some(c.uints()?),
+            None => None,
+        };
     c.eat(b"}")?;
     (c.i == line.len()).then_some(Shape {
         ty,

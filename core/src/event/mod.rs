@@ -16,6 +16,63 @@ mod canonical;
 
 pub(crate) use canonical::{Shape, shape};
 
+/// The spelling of each key of an event's JSON (ARCHITECTURE.md#events) as a literal,
+/// so that `concat!` can build the writer's and the one-pass reader's byte patterns
+/// from it: [`key`] holds the same spellings as constants for everyone else.
+macro_rules! event_key {
+    (type) => {
+        "type"
+    };
+    (seq) => {
+        "seq"
+    };
+    (time) => {
+        "time"
+    };
+    (data) => {
+        "data"
+    };
+    (ignorable) => {
+        "ignorable"
+    };
+    (surface_op) => {
+        "surfaceOp"
+    };
+    (source_event_seqs) => {
+        "sourceEventSeqs"
+    };
+}
+use event_key;
+
+/// The keys of an event's JSON, in their written order (ARCHITECTURE.md#events): the
+/// one spelling the log, the C ABI and the Python dicts share.
+pub mod key {
+    /// `type`: the event's type.
+    pub const TYPE: &str = event_key!(type);
+    /// `seq`: its 0-based position in the log.
+    pub const SEQ: &str = event_key!(seq);
+    /// `time`: milliseconds since the Unix epoch.
+    pub const TIME: &str = event_key!(time);
+    /// `data`: the host's JSON value.
+    pub const DATA: &str = event_key!(data);
+    /// `ignorable`: present (as `true`) only when set.
+    pub const IGNORABLE: &str = event_key!(ignorable);
+    /// `surfaceOp`: present only when set.
+    pub const SURFACE_OP: &str = event_key!(surface_op);
+    /// `sourceEventSeqs`: present only when set.
+    pub const SOURCE_EVENT_SEQS: &str = event_key!(source_event_seqs);
+    /// Every key, in written order.
+    pub const ALL: [&str; 7] = [
+        TYPE,
+        SEQ,
+        TIME,
+        DATA,
+        IGNORABLE,
+        SURFACE_OP,
+        SOURCE_EVENT_SEQS,
+    ];
+}
+
 /// `turn/start`
 pub const TURN_START: &str = "turn/start";
 /// `turn/end`
@@ -506,23 +563,23 @@ impl Event {
         let e = &*self.inner;
         let mut digits = itoa::Buffer::new();
         out.reserve(64 + e.ty.len() + e.data.len());
-        out.push_str("{\"type\":");
+        out.push_str(concat!("{\"", event_key!(type), "\":"));
         json::write_string(out, &e.ty);
-        out.push_str(",\"seq\":");
+        out.push_str(concat!(",\"", event_key!(seq), "\":"));
         out.push_str(digits.format(self.seq));
-        out.push_str(",\"time\":");
+        out.push_str(concat!(",\"", event_key!(time), "\":"));
         out.push_str(digits.format(self.time));
-        out.push_str(",\"data\":");
+        out.push_str(concat!(",\"", event_key!(data), "\":"));
         out.push_str(&e.data);
         if e.envelope.ignorable {
-            out.push_str(",\"ignorable\":true");
+            out.push_str(concat!(",\"", event_key!(ignorable), "\":true"));
         }
         if let Some(op) = &e.envelope.surface_op {
-            out.push_str(",\"surfaceOp\":");
+            out.push_str(concat!(",\"", event_key!(surface_op), "\":"));
             out.push_str(op.get());
         }
         if let Some(seqs) = &e.envelope.source_event_seqs {
-            out.push_str(",\"sourceEventSeqs\":[");
+            out.push_str(concat!(",\"", event_key!(source_event_seqs), "\":["));
             for (i, s) in seqs.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
@@ -587,6 +644,49 @@ mod tests {
 
     fn raw(s: &str) -> Box<RawValue> {
         RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    /// The writer, the one-pass reader (`canonical`) and the general parser (`Wire`,
+    /// whose serde renames are literals) all spell the keys as [`key`] does.
+    #[test]
+    fn every_reader_and_writer_spells_the_keys_as_key_does() {
+        let text = r#"{"type":"user/message","seq":3,"time":17,"data":{},"ignorable":true,"surfaceOp":"append","sourceEventSeqs":[0]}"#;
+        let e = Event::from_json(text).unwrap();
+        assert_eq!(e.to_json(), text);
+        let key_spelled: String = key::ALL
+            .iter()
+            .zip([
+                "\"user/message\"",
+                "3",
+                "17",
+                "{}",
+                "true",
+                "\"append\"",
+                "[0]",
+            ])
+            .map(|(k, v)| format!("\"{k}\":{v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        assert_eq!(format!("{{{key_spelled}}}"), text);
+        assert!(shape(text).is_some(), "the one-pass reader takes it");
+        // In another order only the general parser reads it, with the same keys.
+        let reversed: Vec<String> = key::ALL
+            .iter()
+            .rev()
+            .zip([
+                "[0]",
+                "\"append\"",
+                "true",
+                "{}",
+                "17",
+                "3",
+                "\"user/message\"",
+            ])
+            .map(|(k, v)| format!("\"{k}\":{v}"))
+            .collect();
+        let reversed = format!("{{{}}}", reversed.join(","));
+        assert!(shape(&reversed).is_none());
+        assert_eq!(Event::from_json(&reversed).unwrap().to_json(), text);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::error_fields::ErrorFields;
 use crate::event::{Event, INBOX_REJECTED, INBOX_SPLICED};
 use crate::json;
 use crate::observer::Notice;
@@ -171,16 +172,19 @@ fn stage(txn: &mut Txn<'_>, posted: &Posted) -> Result<()> {
     }
 }
 
-/// `{"message":m,"reason":{"code","kind","message"},"post":id}`.
+/// `{"message":m,"reason":{"code","kind","message"},"post":id}`: the reason is the
+/// error object every face reports (ARCHITECTURE.md#errors), without location keys.
 fn rejected(message: &str, error: &Error, post: &str) -> String {
     let kind = error.kind();
-    format!(
-        r#"{{"message":{message},"reason":{{"code":{},"kind":{},"message":{}}},"post":{}}}"#,
-        kind.code(),
-        json::quote(kind.name()),
-        json::quote(error.message()),
-        json::quote(post)
-    )
+    let mut out = String::with_capacity(64 + message.len() + error.message().len());
+    out.push_str("{\"message\":");
+    out.push_str(message);
+    out.push_str(",\"reason\":");
+    ErrorFields::new(kind.code(), kind.name(), error.message()).write_json(&mut out);
+    out.push_str(",\"post\":");
+    json::write_string(&mut out, post);
+    out.push('}');
+    out
 }
 
 /// The session's writer, appending through [`LogWriter::append_posted`] so a store may

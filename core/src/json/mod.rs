@@ -1,4 +1,5 @@
-//! Lossless JSON helpers: nesting limits, whitespace-free text, strict parsing.
+//! Lossless JSON helpers: nesting limits, whitespace-free text, strict parsing, and the
+//! token [`Reader`] the bindings build their own values from.
 //!
 //! Event data and messages are kept as JSON text (`RawValue`), never as a DOM, so key
 //! order, large integers and number spelling survive byte-for-byte. Input is checked
@@ -20,9 +21,12 @@ use serde_json::value::RawValue;
 use crate::error::{Error, ErrorKind, Result, invalid};
 
 pub use builder::{Builder, Json, write_string};
+pub use reader::{MAX_READ_DEPTH, Number, ReadError, ReadErrorKind, Reader, Token};
 
 mod builder;
+mod lexer;
 pub(crate) mod plain;
+mod reader;
 pub(crate) mod walk;
 
 /// Deepest JSON nesting accepted anywhere (ARCHITECTURE.md#limits).

@@ -18,10 +18,10 @@
 //!
 //! Here: the two traits, the object writer, lists, inspect results, notifications and
 //! envelopes; `protocol` holds proposals, decisions and decided results; `reports`
-//! what reading a log gives (open and verify reports, baselines, fold results);
-//! `error` the error fields.
+//! what reading a log gives (open and verify reports, baselines, fold results). The
+//! error fields are printed by their own module below (`error_fields`), since the
+//! fleet writes them into `agent/inbox/rejected` events too.
 
-mod error;
 mod protocol;
 mod reports;
 
@@ -37,7 +37,8 @@ use crate::json;
 use crate::message::Message;
 use crate::observer::{InboxNotice, ObserverFailures};
 
-pub use error::ErrorFields;
+pub use crate::error_fields::ErrorFields;
+pub use crate::event::key as event_key;
 pub use protocol::cancel_cause_named;
 
 /// A value the bindings hand out as JSON text: one compact spelling for every face.
@@ -190,6 +191,15 @@ pub fn messages_from(text: &str, what: &str) -> Result<Vec<Message>> {
             Message::from_json(raw.get()).map_err(|e| e.context(format_args!("{what} element {i}")))
         })
         .collect()
+}
+
+impl ToJson for ErrorFields<'_> {
+    /// `{"code":N,"kind":"…","message":"…"}` plus the known location keys.
+    fn to_json(&self) -> String {
+        let mut out = String::with_capacity(48 + self.message.len());
+        self.write_json(&mut out);
+        out
+    }
 }
 
 impl ToJson for InboxNotice {

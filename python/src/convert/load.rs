@@ -1,15 +1,16 @@
 //! JSON text → Python objects, in one pass over the text with no intermediate tree.
 //!
-//! The text comes from the core (compact, validated when it was stored), yet the loader
-//! relies on none of that for safety: its tokens come from a [`Cursor`], which never
-//! reads past the text nor panics; a malformed text raises `RuntimeError` naming the
-//! byte; nesting is counted on an explicit stack, so depth costs heap, never thread
-//! stack.
+//! The tokens come from the core's one JSON reader (`inboxlog::json::Reader`); this
+//! module only turns them into Python objects. The text comes from the core (compact,
+//! validated when it was stored), yet the loader relies on none of that for safety: the
+//! reader never reads past the text nor panics; a malformed text raises `RuntimeError`
+//! naming the byte; nesting is bounded by the reader and the containers being built sit
+//! on an explicit stack, so depth costs heap, never thread stack.
 //!
 //! Values come out as `json.loads` gives them: keys in text order (a repeated key keeps
-//! its first place and its last value), integers exact at any size (`-0` is the int
-//! 0), a number with a fraction or an exponent a float rounded exactly as
-//! `float(token)` rounds it, escapes decoded with surrogate pairs joined. One
+//! its first place and its last value, as a dict does), integers exact at any size
+//! (`-0` is the int 0), a number with a fraction or an exponent a float rounded exactly
+//! as `float(token)` rounds it, escapes decoded with surrogate pairs joined. One
 //! difference: an unpaired surrogate escape (`"\ud800"`, which no Python host can
 //! append) becomes U+FFFD, as a str built from Rust text cannot hold a lone surrogate.
 
@@ -17,9 +18,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
-use inboxlog::json;
-
-use super::cursor::{Cursor, Number, Unexpected};
+use inboxlog::json::{self, Number, ReadError, Reader, Token};
 
 /// Deepest nesting read. The core bounds data and messages at [`json::MAX_DEPTH`]; the
 /// records that wrap them (a proposal around its messages, a splice record around the
@@ -47,6 +46,8 @@ pub(crate) fn to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyA
 pub(crate) struct Loader<'py> {
     py: Python<'py>,
     strings: Strings<'py>,
+    /// The reader's buffer for strings with escapes, kept from one text to the next.
+    buffer: String,
     /// The containers open around the current value, innermost last.
     open: Vec<Open<'py>>,
     /// The items read so far of the open arrays, each array's from its `start` on.
@@ -55,10 +56,10 @@ pub(crate) struct Loader<'py> {
 
 /// A container being read.
 enum Open<'py> {
-    /// A dict, and the key of the value being read.
+    /// A dict, and the key of the value being read (`None` before the first key).
     Object {
         dict: Bound<'py, PyDict>,
-        key: Bound<'py, PyString>,
+        key: Option<Bound<'py, PyString>>,
     },
     /// An array whose items so far sit in [`Loader::items`] from `start` on.
     Array { start: usize },
@@ -73,8 +74,8 @@ impl<'py> Loader<'py> {
             strings: Strings {
                 py,
                 cache: Vec::new(),
-                unescaped: String::new(),
             },
+            buffer: String::new(),
             open: Vec::new(),
             items: Vec::new(),
         }
@@ -100,125 +101,74 @@ impl<'py> Loader<'py> {
         // A failed load may have left containers open.
         self.open.clear();
         self.items.clear();
+        let mut reader = Reader::with_buffer(text, MAX_NESTING, std::mem::take(&mut self.buffer));
+        let value = self.values(&mut reader);
+        self.buffer = reader.into_buffer();
+        value
+    }
+
+    /// Builds the value the reader's tokens spell.
+    fn values(&mut self, reader: &mut Reader<'_>) -> PyResult<Bound<'py, PyAny>> {
         let py = self.py;
-        let mut at = Cursor::new(text);
         loop {
-            // A value starts here: a scalar is read whole, a container is opened.
-            at.skip_whitespace();
-            let mut value = match at.peek() {
-                Some(b'{') => {
-                    at.eat(b'{');
-                    at.skip_whitespace();
-                    if at.eat(b'}') {
-                        PyDict::new(py).into_any()
-                    } else {
-                        let key = self.strings.key(&mut at)?;
-                        let dict = PyDict::new(py);
-                        self.enter(Open::Object { dict, key }, &at)?;
-                        continue;
+            let value = match reader.next_token().map_err(raise)? {
+                Some(Token::BeginObject) => {
+                    let dict = PyDict::new(py);
+                    self.open.push(Open::Object { dict, key: None });
+                    continue;
+                }
+                Some(Token::Key(text)) => {
+                    if let Some(Open::Object { key, .. }) = self.open.last_mut() {
+                        *key = Some(self.strings.cached(text));
                     }
+                    continue;
                 }
-                Some(b'[') => {
-                    at.eat(b'[');
-                    at.skip_whitespace();
-                    if at.eat(b']') {
-                        PyList::empty(py).into_any()
-                    } else {
-                        let start = self.items.len();
-                        self.enter(Open::Array { start }, &at)?;
-                        continue;
-                    }
+                Some(Token::BeginArray) => {
+                    let start = self.items.len();
+                    self.open.push(Open::Array { start });
+                    continue;
                 }
-                Some(b'"') => self.strings.value(&mut at)?.into_any(),
-                Some(b't') => {
-                    at.literal("true").map_err(raise)?;
-                    PyBool::new(py, true).to_owned().into_any()
-                }
-                Some(b'f') => {
-                    at.literal("false").map_err(raise)?;
-                    PyBool::new(py, false).to_owned().into_any()
-                }
-                Some(b'n') => {
-                    at.literal("null").map_err(raise)?;
-                    py.None().into_bound(py)
-                }
-                Some(b'-' | b'0'..=b'9') => number(py, at.number().map_err(raise)?)?,
-                _ => return Err(raise(at.unexpected())),
-            };
-            // The value is complete: it goes into its container, which it may complete
-            // in turn.
-            loop {
-                at.skip_whitespace();
-                match self.open.last_mut() {
-                    None if at.at_end() => return Ok(value),
-                    None => return Err(raise(at.unexpected())),
-                    Some(Open::Object { dict, key }) => {
-                        dict.set_item(&*key, value)?;
-                        if at.eat(b',') {
-                            *key = self.strings.key(&mut at)?;
-                            break;
-                        }
-                        if !at.eat(b'}') {
-                            return Err(raise(at.unexpected()));
-                        }
-                        value = dict.clone().into_any();
-                    }
+                Some(Token::EndObject | Token::EndArray) => match self.open.pop() {
+                    Some(Open::Object { dict, .. }) => dict.into_any(),
                     Some(Open::Array { start }) => {
-                        self.items.push(value);
-                        if at.eat(b',') {
-                            break;
-                        }
-                        if !at.eat(b']') {
-                            return Err(raise(at.unexpected()));
-                        }
-                        let start = *start;
-                        value = PyList::new(py, self.items.drain(start..))?.into_any();
+                        PyList::new(py, self.items.drain(start..))?.into_any()
                     }
+                    None => return Err(unbalanced()),
+                },
+                Some(Token::String(text)) => PyString::new(py, text).into_any(),
+                Some(Token::Number(n)) => number(py, n)?,
+                Some(Token::Bool(b)) => PyBool::new(py, b).to_owned().into_any(),
+                Some(Token::Null) => py.None().into_bound(py),
+                None => return Err(unbalanced()),
+            };
+            // The value is complete: it goes into its container, or is the whole text.
+            match self.open.last_mut() {
+                None => {
+                    // Nothing but whitespace may follow.
+                    return match reader.next_token().map_err(raise)? {
+                        None => Ok(value),
+                        Some(_) => Err(unbalanced()),
+                    };
                 }
-                self.open.pop();
+                Some(Open::Object { dict, key }) => match key {
+                    Some(key) => dict.set_item(&*key, value)?,
+                    None => return Err(unbalanced()),
+                },
+                Some(Open::Array { .. }) => self.items.push(value),
             }
         }
     }
-
-    /// Opens a container, within [`MAX_NESTING`].
-    fn enter(&mut self, container: Open<'py>, at: &Cursor<'_>) -> PyResult<()> {
-        if self.open.len() == MAX_NESTING {
-            return Err(raise(at.unexpected()));
-        }
-        self.open.push(container);
-        Ok(())
-    }
 }
 
-/// Reads strings: keys through a small cache, escaped text through one reused buffer.
+/// Keeps one Python str per repeated key in a small cache.
 struct Strings<'py> {
     py: Python<'py>,
     /// The key cache: [`KEY_SLOTS`] slots, each the last key (text and str) whose hash
     /// chose it; empty when the loader keeps no cache.
     cache: Vec<Option<(Box<str>, Bound<'py, PyString>)>>,
-    /// The decoded text of a string with escapes.
-    unescaped: String,
 }
 
 impl<'py> Strings<'py> {
-    /// Reads an object key and the colon after it (whitespace allowed around both).
-    fn key(&mut self, at: &mut Cursor<'_>) -> PyResult<Bound<'py, PyString>> {
-        at.skip_whitespace();
-        let text = at.string(&mut self.unescaped).map_err(raise)?;
-        let key = cached(&mut self.cache, self.py, text);
-        at.skip_whitespace();
-        if !at.eat(b':') {
-            return Err(raise(at.unexpected()));
-        }
-        Ok(key)
-    }
-
-    /// Reads a string value from its opening quote.
-    fn value(&mut self, at: &mut Cursor<'_>) -> PyResult<Bound<'py, PyString>> {
-        let text = at.string(&mut self.unescaped).map_err(raise)?;
-        Ok(PyString::new(self.py, text))
-    }
-
     /// The str of `text` from the cache.
     fn cached(&mut self, text: &str) -> Bound<'py, PyString> {
         cached(&mut self.cache, self.py, text)
@@ -268,8 +218,14 @@ fn number<'py>(py: Python<'py>, n: Number<'_>) -> PyResult<Bound<'py, PyAny>> {
 
 /// The exception for a text that makes no sense: the core handed over something it
 /// never writes.
-fn raise(Unexpected(at): Unexpected) -> PyErr {
+fn raise(e: ReadError) -> PyErr {
     PyRuntimeError::new_err(format!(
-        "inboxlog: unexpected JSON from the core at byte {at}"
+        "inboxlog: unexpected JSON from the core at byte {}",
+        e.at()
     ))
+}
+
+/// The exception for tokens out of order, which the reader never gives.
+fn unbalanced() -> PyErr {
+    PyRuntimeError::new_err("inboxlog: JSON tokens out of order from the core's reader")
 }

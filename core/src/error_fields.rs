@@ -1,9 +1,12 @@
-//! The error object of ARCHITECTURE.md#errors, as every face reports it.
+//! The error object of ARCHITECTURE.md#errors, as every face reports it: the C ABI's
+//! error JSON, the Python exception's attributes, and the reason of an
+//! `agent/inbox/rejected` event. It sits below the wire layer (which prints it for the
+//! bindings) because the fleet writes it into the log.
 
 use std::borrow::Cow;
 
-use super::{Object, ToJson};
 use crate::error::Error;
+use crate::json;
 
 /// An error as every face reports it (ARCHITECTURE.md#errors): `code`, `kind`, `message`, then the
 /// location keys `session`, `path`, `line`, `offset`, `seq` where known. The C ABI
@@ -58,29 +61,35 @@ impl<'a> ErrorFields<'a> {
     }
 }
 
-impl ToJson for ErrorFields<'_> {
-    /// `{"code":N,"kind":"…","message":"…"}` plus the known location keys.
-    fn to_json(&self) -> String {
-        let mut out = Object::new()
-            .num("code", self.code)
-            .str("kind", self.kind)
-            .str("message", self.message);
+impl ErrorFields<'_> {
+    /// Appends `{"code":N,"kind":"…","message":"…"}` plus the known location keys.
+    pub fn write_json(&self, out: &mut String) {
+        let mut digits = itoa::Buffer::new();
+        out.push_str("{\"code\":");
+        out.push_str(digits.format(self.code));
+        out.push_str(",\"kind\":");
+        json::write_string(out, self.kind);
+        out.push_str(",\"message\":");
+        json::write_string(out, self.message);
         if let Some(session) = self.session {
-            out = out.str("session", session);
+            out.push_str(",\"session\":");
+            json::write_string(out, session);
         }
         if let Some(path) = &self.path {
-            out = out.str("path", path);
+            out.push_str(",\"path\":");
+            json::write_string(out, path);
         }
         for (key, value) in [
-            ("line", self.line),
-            ("offset", self.offset),
-            ("seq", self.seq),
+            (",\"line\":", self.line),
+            (",\"offset\":", self.offset),
+            (",\"seq\":", self.seq),
         ] {
             if let Some(n) = value {
-                out = out.num(key, n);
+                out.push_str(key);
+                out.push_str(digits.format(n));
             }
         }
-        out.end()
+        out.push('}');
     }
 }
 
@@ -88,6 +97,7 @@ impl ToJson for ErrorFields<'_> {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
+    use crate::wire::ToJson;
 
     #[test]
     fn errors_print_their_fields_with_escaping() {

@@ -1,7 +1,6 @@
-//! JSON text read token by token: the lexical half of `load`, kept free of Python so
-//! that what it makes of any text, malformed text included, is tested in plain Rust.
+//! JSON text read lexeme by lexeme: the lexical half of [`super::Reader`].
 //!
-//! A [`Cursor`] only moves over bytes it has seen, so it never passes the end; every
+//! A [`Lexer`] only moves over bytes it has seen, so it never passes the end; every
 //! slice it takes starts and ends next to an ASCII byte (a quote, a backslash, a
 //! digit), so it lies on character boundaries, and is taken with `get` all the same:
 //! no input makes it panic.
@@ -10,9 +9,10 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Unexpected(pub(super) usize);
 
-/// A number token, as `json.loads` reads it.
+/// A number as read, without loss: integers exact at any size, other numbers rounded
+/// to the nearest double (as Python's `json.loads` and JavaScript read them).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) enum Number<'t> {
+pub enum Number<'t> {
     /// An integer that fits an i64.
     Int(i64),
     /// A positive integer above `i64::MAX` that fits a u64.
@@ -23,15 +23,30 @@ pub(super) enum Number<'t> {
     Float(f64),
 }
 
+/// A string as read: borrowed from the text when it holds no escape, else decoded into
+/// the lexer's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Str<'t> {
+    /// The text between the quotes, as it stands.
+    Text(&'t str),
+    /// Decoded into the buffer given to [`Lexer::string`].
+    Unescaped,
+}
+
 /// A position in a JSON text.
-pub(super) struct Cursor<'t> {
+pub(super) struct Lexer<'t> {
     text: &'t str,
     pos: usize,
 }
 
-impl<'t> Cursor<'t> {
-    pub(super) fn new(text: &'t str) -> Cursor<'t> {
-        Cursor { text, pos: 0 }
+impl<'t> Lexer<'t> {
+    pub(super) fn new(text: &'t str) -> Lexer<'t> {
+        Lexer { text, pos: 0 }
+    }
+
+    /// The byte offset of the next byte.
+    pub(super) fn pos(&self) -> usize {
+        self.pos
     }
 
     /// The error at the current position.
@@ -40,22 +55,27 @@ impl<'t> Cursor<'t> {
     }
 
     /// Whether the whole text was read.
+    #[inline(always)]
     pub(super) fn at_end(&self) -> bool {
         self.pos == self.text.len()
     }
 
     /// The next byte, not stepped over.
+    #[inline(always)]
     pub(super) fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.pos).copied()
     }
 
     /// Steps over `b` when it comes next.
+    #[inline(always)]
     pub(super) fn eat(&mut self, b: u8) -> bool {
         let next = self.peek() == Some(b);
         self.pos += usize::from(next);
         next
     }
 
+    /// Steps over JSON's whitespace.
+    #[inline(always)]
     pub(super) fn skip_whitespace(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
             self.pos += 1;
@@ -102,44 +122,51 @@ impl<'t> Cursor<'t> {
             }
             self.digits()?;
         }
-        let token = self.slice(start, self.pos)?;
         if fraction || exponent {
             // Rust rounds a decimal to the nearest double exactly, as Python does.
-            return token
+            return self
+                .slice(start, self.pos)?
                 .parse()
                 .map(Number::Float)
                 .map_err(|_| Unexpected(start));
         }
-        Ok(match (negative, magnitude) {
-            (false, Some(m)) => i64::try_from(m).map_or(Number::Unsigned(m), Number::Int),
-            (true, Some(m)) => 0i64
-                .checked_sub_unsigned(m)
-                .map_or(Number::Big(token), Number::Int),
-            (_, None) => Number::Big(token),
-        })
+        let small = match (negative, magnitude) {
+            (false, Some(m)) => Some(i64::try_from(m).map_or(Number::Unsigned(m), Number::Int)),
+            (true, Some(m)) => 0i64.checked_sub_unsigned(m).map(Number::Int),
+            (_, None) => None,
+        };
+        match small {
+            Some(n) => Ok(n),
+            None => self.slice(start, self.pos).map(Number::Big),
+        }
     }
 
-    /// Reads a string from its opening quote through its closing one. The text is
-    /// borrowed when it holds no escape, else decoded into `unescaped`.
-    pub(super) fn string<'s>(&mut self, unescaped: &'s mut String) -> Result<&'s str, Unexpected>
-    where
-        't: 's,
-    {
+    /// Reads a string from its opening quote through its closing one: borrowed when it
+    /// holds no escape, else decoded into `unescaped` (cleared first).
+    #[inline(always)]
+    pub(super) fn string(&mut self, unescaped: &mut String) -> Result<Str<'t>, Unexpected> {
         if !self.eat(b'"') {
             return Err(self.unexpected());
         }
         let start = self.pos;
         self.skip_to_quote_or_backslash()?;
         if self.eat(b'"') {
-            return self.slice(start, self.pos - 1);
+            return self.slice(start, self.pos - 1).map(Str::Text);
         }
+        self.escaped(start, unescaped)
+    }
+
+    /// The rest of a string from its first backslash (at the lexer), its text since
+    /// `start` decoded into `unescaped`.
+    #[inline(never)]
+    fn escaped(&mut self, start: usize, unescaped: &mut String) -> Result<Str<'t>, Unexpected> {
         unescaped.clear();
         let mut run = start;
         loop {
             // At a quote or a backslash, after text without escapes.
             unescaped.push_str(self.slice(run, self.pos)?);
             if self.eat(b'"') {
-                return Ok(unescaped);
+                return Ok(Str::Unescaped);
             }
             let backslash = self.pos;
             self.pos += 1;
@@ -162,11 +189,13 @@ impl<'t> Cursor<'t> {
         }
     }
 
+    #[inline(always)]
     fn rest(&self) -> &'t [u8] {
         self.text.as_bytes().get(self.pos..).unwrap_or_default()
     }
 
     /// `text[from..to]`, as an error if that is no slice of it.
+    #[inline(always)]
     fn slice(&self, from: usize, to: usize) -> Result<&'t str, Unexpected> {
         self.text.get(from..to).ok_or(Unexpected(from))
     }
@@ -183,15 +212,20 @@ impl<'t> Cursor<'t> {
         Ok(())
     }
 
-    /// Moves to the next quote or backslash (an unterminated string is an error).
+    /// Moves to the next quote or backslash, over text without control characters
+    /// (an unterminated string, or a raw control character in it, is an error).
+    #[inline(always)]
     fn skip_to_quote_or_backslash(&mut self) -> Result<(), Unexpected> {
-        match memchr::memchr2(b'"', b'\\', self.rest()) {
-            Some(off) => {
-                self.pos += off;
-                Ok(())
-            }
-            None => Err(Unexpected(self.text.len())),
+        let rest = self.rest();
+        let Some(run) = memchr::memchr2(b'"', b'\\', rest) else {
+            return Err(Unexpected(self.text.len()));
+        };
+        if has_control(&rest[..run]) {
+            let at = rest.iter().position(|&c| c < 0x20).unwrap_or(run);
+            return Err(Unexpected(self.pos + at));
         }
+        self.pos += run;
+        Ok(())
     }
 
     /// Decodes the `XXXX` of `\uXXXX`, joined with a following `\uXXXX` when the two
@@ -225,19 +259,57 @@ impl<'t> Cursor<'t> {
     }
 }
 
+/// Whether a byte of `run` is below 0x20 (a raw control character), eight at a time:
+/// `x - 0x20…20` sets a byte's top bit where the byte is below 0x20 or at least 0xa0,
+/// and `!x` keeps it only where the byte is below 0x80.
+#[inline(always)]
+fn has_control(run: &[u8]) -> bool {
+    const LOW: u64 = 0x2020_2020_2020_2020;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = run.chunks_exact(8);
+    let mut found = false;
+    for chunk in &mut words {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        found |= x.wrapping_sub(LOW) & !x & HIGH != 0;
+    }
+    found || words.remainder().iter().any(|&c| c < 0x20)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[test]
+    fn control_characters_are_found_in_every_lane() {
+        for len in 0..20 {
+            for at in 0..len {
+                for byte in 0..=255u8 {
+                    let mut run = vec![b'a'; len];
+                    run[at] = byte;
+                    assert_eq!(has_control(&run), byte < 0x20, "{len} {at} {byte}");
+                }
+            }
+            // Bytes either side of the bound, in every lane at once.
+            assert!(!has_control(&vec![0x20; len]));
+            assert!(!has_control(&vec![0xff; len]));
+            assert!(!has_control(&vec![0x80; len]));
+        }
+    }
+
     fn string(text: &str) -> Result<(String, usize), Unexpected> {
-        let mut at = Cursor::new(text);
+        let mut at = Lexer::new(text);
         let mut buf = String::new();
-        let s = at.string(&mut buf)?.to_owned();
+        let s = match at.string(&mut buf)? {
+            Str::Text(s) => s.to_owned(),
+            Str::Unescaped => buf,
+        };
         Ok((s, at.pos))
     }
 
     fn number(text: &str) -> Result<(Number<'_>, usize), Unexpected> {
-        let mut at = Cursor::new(text);
+        let mut at = Lexer::new(text);
         let n = at.number()?;
         Ok((n, at.pos))
     }
@@ -277,6 +349,8 @@ mod tests {
             (r#""\u12G4""#, 3),
             (r#""\u+123""#, 3),
             (r#""\ud800\u12""#, 9),
+            ("\"a\u{1f}\"", 2),
+            ("\"a\\n\n\"", 4),
         ] {
             assert_eq!(string(text), Err(Unexpected(at)), "{text}");
         }
@@ -334,7 +408,7 @@ mod tests {
 
     #[test]
     fn literals_and_whitespace() {
-        let mut at = Cursor::new(" \t\r\ntrue fals");
+        let mut at = Lexer::new(" \t\r\ntrue fals");
         at.skip_whitespace();
         assert_eq!(at.literal("true"), Ok(()));
         at.skip_whitespace();
@@ -358,7 +432,7 @@ mod tests {
                     let piece = &text[start..end];
                     let _ = string(piece);
                     let _ = number(piece);
-                    let _ = Cursor::new(piece).literal("true");
+                    let _ = Lexer::new(piece).literal("true");
                 }
             }
         }
