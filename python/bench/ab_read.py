@@ -113,7 +113,7 @@ def main() -> None:
         print(f"{call:<10}{'after/before':<14}{ratio_best:>6.3f}{ratio_median:>12.3f}")
         # Each round's two runs are next to each other in time: the median of their
         # ratios is the figure least moved by a load that comes and goes.
-        pairs = [a / b for a, b in zip(by_side["after"], by_side["before"])]
+        pairs = [a / b for a, b in zip(by_side["after"], by_side["before"], strict=False)]
         paired = statistics.median(pairs)
         print(f"{call:<10}{'median of the rounds, after/before':<36}{paired:>8.3f}")
 

@@ -356,7 +356,7 @@ impl PyStore {
     fn list_lines(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let store = &*self.inner;
         let headers = py.detach(|| store.list()).py()?;
-        Ok(headers.iter().map(|h| h.to_json()).collect())
+        Ok(headers.iter().map(inboxlog::Header::to_json).collect())
     }
 
     /// Deletes log `id` for good, durably before it returns. Raises `LockedError` while
