@@ -15,7 +15,8 @@ from conftest import m
 import inboxlog
 from inboxlog import _native
 
-PYTHON = Path(__file__).resolve().parent.parent / "inboxlog"
+# The stubs beside the package imported (the source tree's, or an installed wheel's).
+STUBS = Path(inboxlog.__file__).with_name("_native.pyi")
 
 # The exception class of each kind, found in the package: the one list of kinds is the
 # core's (`_native._ERROR_KINDS`, from `ErrorKind::ALL`), and the tests below hold the
@@ -49,7 +50,7 @@ def test_classes_carry_kind_and_code(kind: str, code: int) -> None:
 
 
 def test_the_stubs_declare_every_class_with_its_kind_and_code() -> None:
-    tree = ast.parse((PYTHON / "_native.pyi").read_text(encoding="utf-8"))
+    tree = ast.parse(STUBS.read_text(encoding="utf-8"))
     declared = {
         node.name: ast.get_docstring(node) or ""
         for node in tree.body
