@@ -315,7 +315,18 @@ impl Shared {
 
     /// Writes `rows` now, as one request; see [`Shared::apply`].
     fn write(&self, st: &mut State, rows: Rows<'_>, posts: &[String], keep: bool) -> Result<()> {
-        let Some((request, span)) = self.request(rows, posts) else {
+        let request = self.request(rows, posts);
+        self.commit(st, request, keep)
+    }
+
+    /// Commits `request` (if any) in the pool's next group and applies its outcome.
+    fn commit(
+        &self,
+        st: &mut State,
+        request: Option<(Request, (u64, u64))>,
+        keep: bool,
+    ) -> Result<()> {
+        let Some((request, span)) = request else {
             return Ok(());
         };
         let outcome = self
@@ -345,16 +356,8 @@ impl Shared {
     /// writer is broken (their calls were acknowledged: only a reopen tells what is
     /// stored).
     fn write_staged(&self, st: &mut State) -> Result<()> {
-        let Some((request, span)) = self.take_staged(st) else {
-            return Ok(());
-        };
-        let outcome = self
-            .inner
-            .pool
-            .commit(vec![request])
-            .pop()
-            .expect("one outcome per request");
-        self.apply(st, span, outcome, false)
+        let request = self.take_staged(st);
+        self.commit(st, request, false)
     }
 }
 
