@@ -535,6 +535,22 @@ mod tests {
         }
     }
 
+    /// SPEC capacity: nothing the store adds to a commit serializes writers. A NOTIFY
+    /// inside a transaction makes its commit wait on one database-wide lock, so no
+    /// statement that writes a session's rows may notify (the notifier sends its own).
+    #[test]
+    fn no_append_notifies_inside_its_commit() {
+        let sql = Sql::new("s");
+        for (name, text) in sql.statements() {
+            if name != "notify" {
+                assert!(
+                    !text.contains("pg_notify"),
+                    "{name} notifies inside its commit"
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_index_and_the_query_name_the_same_types() {
         let sql = Sql::new("s");
