@@ -8,9 +8,11 @@ mod pg_common;
 
 use std::sync::{Arc, Barrier};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use inboxlog::store::{Durability, OpenOptions, PgOptions, PgStore};
 use inboxlog::{Envelope, ErrorKind, Session, SessionMeta};
+use postgres::fallible_iterator::FallibleIterator;
 
 /// The server's connections of one application name.
 fn backends(name: &str) -> i64 {
@@ -249,7 +251,7 @@ fn one_flusher_serves_many_batched_writers() {
     let store = Arc::new(
         schema
             .store(Durability::Batched)
-            .with_batch_window(std::time::Duration::from_millis(1)),
+            .with_batch_window(Duration::from_millis(1)),
     );
     let writers: Vec<_> = (0..16)
         .map(|i| {
@@ -271,4 +273,54 @@ fn one_flusher_serves_many_batched_writers() {
     for i in 0..16 {
         assert_eq!(contiguous(&other, &format!("b{i}")), 2_000);
     }
+}
+
+/// Wake-ups for followers are coalesced: a writer whose handle commits every
+/// millisecond (`batched`, a 1 ms window) makes it send at most one notification
+/// statement per notifier window (5 ms, `notify.rs`), not one per commit, and the last
+/// commit's wake-up still arrives. Counts statements (each carries one notification per
+/// session), not time: whatever the machine's speed, a run of `t` ms holds at most
+/// `t / 5 + 2` of them, where one per commit would be about `t`.
+#[test]
+fn wake_ups_are_coalesced_into_one_statement_per_window() {
+    let Some(schema) = pg_common::Schema::new() else {
+        return;
+    };
+    let store = schema
+        .store(Durability::Batched)
+        .with_batch_window(Duration::from_millis(1));
+    let s = Session::create(&store, "w", SessionMeta::default()).unwrap();
+    s.flush().unwrap();
+    let mut listener = pg_common::client().unwrap();
+    listener
+        .batch_execute(&format!("LISTEN \"{}\"", schema.name))
+        .unwrap();
+    let started = Instant::now();
+    let mut n = 0;
+    while started.elapsed() < Duration::from_millis(300) {
+        s.append("host/n", &n.to_string(), Envelope::default())
+            .unwrap();
+        n += 1;
+        if n % 16 == 0 {
+            thread::sleep(Duration::from_micros(200));
+        }
+    }
+    s.flush().unwrap();
+    // Every statement is sent by the end of the window after the last commit.
+    let elapsed = started.elapsed() + Duration::from_millis(5);
+    let mut wake_ups = Vec::new();
+    let mut notifications = listener.notifications();
+    let mut arriving = notifications.timeout_iter(Duration::from_millis(500));
+    while let Some(n) = arriving.next().unwrap() {
+        wake_ups.push(n.payload().to_owned());
+    }
+    assert!(!wake_ups.is_empty(), "the last commit's wake-up never came");
+    assert!(wake_ups.iter().all(|id| id == "w"), "{wake_ups:?}");
+    let bound = elapsed.as_millis() as usize / 5 + 2;
+    assert!(
+        wake_ups.len() <= bound,
+        "{} notification statements for {n} appends in {elapsed:?}: more than one per \
+         window ({bound})",
+        wake_ups.len()
+    );
 }
