@@ -1,7 +1,7 @@
 """What InboxlogCapability adds to a Pydantic AI model request (issue #23: at most 1 ms
 per request on a JSONL store with ``sync`` durability, beyond the appends' own fsync).
 
-    .venv/bin/python python/bench/bench_pydantic_ai.py [--quick | --parts]
+    .venv/bin/python python/bench/bench_pydantic_ai.py [--quick | --parts | --alone SIDE N]
 
 The same agent (``FunctionModel``, one tool call then an answer: two model requests per
 run) runs conversations of ``RUNS`` runs each, taking turns between:
@@ -14,20 +14,24 @@ run) runs conversations of ``RUNS`` runs each, taking turns between:
 - ``none``: the same, durability ``none`` (each log write is one ``write`` to the page
   cache, no fsync).
 
-Beside them, in the same run: ``append``, one ``session.append`` of a model response's
-JSON on each of those two stores (the bare append cost), and the log writes per model
-request (``write`` system calls counted in ``/proc/self/io``, one per inboxlog call).
-Then: the overhead per request beyond the appends' own fsync = ``sync`` − ``plain`` −
-writes × (sync ``append`` − none ``append``), in wall-clock time; and the capability's
-own work as CPU time (``time.process_time``, every thread), ``sync`` − ``plain`` and
-``none`` − ``plain``, which waiting for the disk does not count and a busy machine
-disturbs far less than wall-clock time.
+Beside them, in the same round: ``append sync`` and ``append none``, one
+``session.append`` of a model response's JSON on each of those two stores (the bare
+append cost), and the log writes per model request (``write`` system calls counted in
+``/proc/self/io``, one per inboxlog call). Then: the overhead per request beyond the
+appends' own fsync = ``sync`` − ``plain`` − writes × (``append sync`` − ``append
+none``), in wall-clock time; and the capability's own work, ``none`` − ``plain``, in
+wall-clock and in CPU time (``time.process_time``, every thread), which waiting for the
+disk does not count and a busy machine disturbs far less than wall-clock time.
+
+Every difference is taken within one round (the sides of a round run back to back, so
+the machine's noise of that moment weighs on all alike) and the figure printed is the
+median of those differences over the rounds; each side's own figures are the medians of
+its rounds. ``--quick``: one conversation of five runs, three rounds.
 
 Last, the parts of the log work a request does, each timed alone in CPU time
-(``--parts``: only these).
-
-Each figure is the best of a few rounds, the sides taking turns, so the machine's noise
-weighs on all alike.
+(``--parts``: only these). ``--alone SIDE N`` runs one side (``plain``, ``noop``,
+``sync``, ``none``) N times and prints its medians: what to run under a profiler, e.g.
+``.venv/bin/python -m pyinstrument python/bench/bench_pydantic_ai.py --alone none 5``.
 """
 
 from __future__ import annotations
@@ -35,10 +39,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import shutil
+import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +62,12 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import RunContext
 
 import inboxlog
+from inboxlog.integrations._common import call
 from inboxlog.integrations.pydantic_ai import InboxlogCapability
 
 QUICK = "--quick" in sys.argv
-# Many short rounds rather than a few long ones: the best of each side then comes from a
-# quiet moment even on a busy machine.
+# Many short rounds rather than a few long ones: a round's sides then run at the same
+# moment's load, and the median over the rounds leaves the noisiest rounds out.
 CONVERSATIONS = 1 if QUICK else 2
 RUNS = 5 if QUICK else 10
 REQUESTS_PER_RUN = 2
@@ -183,63 +189,105 @@ def bare_append(durability: str) -> Callable[[Path], Awaitable[Clock]]:
     return run
 
 
-def main() -> None:
-    sides: dict[str, Callable[[Path], Awaitable[Clock]]] = {
-        "plain": plain,
-        "noop": noop,
-        "sync": with_log("sync"),
-        "none": with_log("none"),
-        "append sync": bare_append("sync"),
-        "append none": bare_append("none"),
-    }
-    best: dict[str, list[float]] = {}  # per side: best wall, best CPU seconds
-    wrote: dict[str, int] = {}
+SIDES: dict[str, Callable[[Path], Awaitable[Clock]]] = {
+    "plain": plain,
+    "noop": noop,
+    "sync": with_log("sync"),
+    "none": with_log("none"),
+    "append sync": bare_append("sync"),
+    "append none": bare_append("none"),
+}
+"""Every side, in the order a round runs them."""
+
+REQUESTS = CONVERSATIONS * RUNS * REQUESTS_PER_RUN
+
+
+def per_call(name: str, clock: Clock) -> Clock:
+    """A side's figures in ms per model request (per append for the bare appends)."""
+    n = APPENDS if name.startswith("append") else REQUESTS
+    return clock[0] / n * 1e3, clock[1] / n * 1e3
+
+
+def measure(names: list[str], rounds: int) -> list[dict[str, Clock]]:
+    """Runs the sides ``names`` in turn, ``rounds`` times after a round left uncounted
+    (the first run of each side builds Pydantic AI's schemas and warms the caches); per
+    round, each side's ms per model request (per append) and, under ``"writes"``, the
+    ``sync`` side's log writes per request (as the wall figure)."""
+    results: list[dict[str, Clock]] = []
     scratch = Path(tempfile.mkdtemp(prefix="bench-pydantic-ai-"))
     try:
-        for round in range(ROUNDS):
-            for name, side in sides.items():
+        for round in range(rounds + 1):
+            result: dict[str, Clock] = {}
+            for name in names:
                 root = scratch / f"{name.replace(' ', '-')}-{round}"
                 gc.collect()
                 before = writes()
-                wall, cpu = asyncio.run(side(root))
-                wrote[name] = writes() - before
-                kept = best.setdefault(name, [wall, cpu])
-                best[name] = [min(kept[0], wall), min(kept[1], cpu)]
+                result[name] = per_call(name, asyncio.run(SIDES[name](root)))
+                if name == "sync":
+                    result["writes"] = ((writes() - before) / REQUESTS, 0.0)
                 shutil.rmtree(root, ignore_errors=True)
+            if round > 0:
+                results.append(result)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    return results
 
-    requests = CONVERSATIONS * RUNS * REQUESTS_PER_RUN
-    w = wrote["sync"] / requests
+
+def median(values: Iterable[float]) -> float:
+    return statistics.median(values)
+
+
+def main() -> None:
+    results = measure(list(SIDES), ROUNDS)
+
+    def side(key: str) -> Clock:
+        return median(r[key][0] for r in results), median(r[key][1] for r in results)
+
+    def beyond_fsync(r: dict[str, Clock]) -> float:
+        fsync = r["append sync"][0] - r["append none"][0]
+        return r["sync"][0] - r["plain"][0] - r["writes"][0] * fsync
+
     print(
         f"{CONVERSATIONS} conversations x {RUNS} runs x {REQUESTS_PER_RUN} model requests "
-        f"= {requests} requests; best of {ROUNDS} rounds; ms per request (append: per append)"
+        f"= {REQUESTS} requests; {ROUNDS} rounds; ms per request (append: per append), "
+        "medians over the rounds"
     )
     print(f"{'side':<36} {'wall':>9} {'CPU':>9}")
     rows = [
-        ("plain (no capability)", "plain", requests),
-        ("a no-op capability, same hooks", "noop", requests),
-        ("InboxlogCapability, JSONL sync", "sync", requests),
-        ("InboxlogCapability, JSONL none", "none", requests),
-        ("bare append, JSONL sync", "append sync", APPENDS),
-        ("bare append, JSONL none", "append none", APPENDS),
+        ("plain (no capability)", "plain"),
+        ("a no-op capability, same hooks", "noop"),
+        ("InboxlogCapability, JSONL sync", "sync"),
+        ("InboxlogCapability, JSONL none", "none"),
+        ("bare append, JSONL sync", "append sync"),
+        ("bare append, JSONL none", "append none"),
     ]
-    ms = {key: [t / n * 1e3 for t in best[key]] for _, key, n in rows}
-    for label, key, _ in rows:
-        print(f"{label:<36} {ms[key][0]:>9.3f} {ms[key][1]:>9.3f}")
-    print(f"log writes per model request: {w:.2f}")
-    fsync = ms["append sync"][0] - ms["append none"][0]
-    added = ms["sync"][0] - ms["plain"][0]
+    for label, key in rows:
+        wall, cpu = side(key)
+        print(f"{label:<36} {wall:>9.3f} {cpu:>9.3f}")
+    w = side("writes")[0]
+    fsync = median(r["append sync"][0] - r["append none"][0] for r in results)
+    print(f"log writes per model request: {w:.2f}; fsync (append sync - none): {fsync:.3f} ms")
+    print("differences within each round, medians over the rounds, ms per request:")
+    added = median(r["sync"][0] - r["plain"][0] for r in results)
     print(
-        f"JSONL sync, wall: the capability adds {added:.3f} ms per request; beyond "
-        f"{w:.2f} x {fsync:.3f} ms of fsync: {added - w * fsync:.3f} ms"
+        f"  JSONL sync, wall: the capability adds {added:.3f} ms; beyond the writes' "
+        f"fsync: {median(beyond_fsync(r) for r in results):.3f} ms"
     )
-    print(
-        "the capability's own work (CPU, no disk wait): "
-        f"sync {ms['sync'][1] - ms['plain'][1]:.3f} ms, "
-        f"none {ms['none'][1] - ms['plain'][1]:.3f} ms per request; of which Pydantic AI "
-        f"running the hooks (no-op capability): {ms['noop'][1] - ms['plain'][1]:.3f} ms"
-    )
+    for key in ("none", "sync", "noop"):
+        wall = median(r[key][0] - r["plain"][0] for r in results)
+        cpu = median(r[key][1] - r["plain"][1] for r in results)
+        what = "a no-op capability (Pydantic AI running the hooks)" if key == "noop" else key
+        print(f"  {what} - plain: wall {wall:.3f} ms, CPU {cpu:.3f} ms")
+
+
+def alone(name: str, rounds: int) -> None:
+    """Runs one side ``rounds`` times and prints its medians (to run under a profiler)."""
+    if name not in SIDES:
+        sys.exit(f"--alone: no side {name!r}; one of {', '.join(SIDES)}")
+    results = measure([name], rounds)
+    wall = median(r[name][0] for r in results)
+    cpu = median(r[name][1] for r in results)
+    print(f"{name}: {rounds} rounds, medians: wall {wall:.3f} ms, CPU {cpu:.3f} ms per call")
 
 
 def parts() -> None:
@@ -257,21 +305,27 @@ def parts() -> None:
             best = min(best, (time.process_time() - start) / n)
         return best * 1e6
 
-    async def hops(n: int) -> float:
+    async def hops(hop: Callable[..., Awaitable[object]], n: int) -> float:
         start = time.process_time()
         for _ in range(n):
-            await asyncio.to_thread(int)
+            await hop(int)
         return (time.process_time() - start) / n * 1e6
 
-    hop = min(asyncio.run(hops(2000)) for _ in range(3))
+    to_thread = min(asyncio.run(hops(asyncio.to_thread, 2000)) for _ in range(3))
+    hop = min(asyncio.run(hops(call, 2000)) for _ in range(3))
     dump = cpu(lambda: ModelMessagesTypeAdapter.dump_python([response], mode="json"))
     append = cpu(lambda: session.append("pydantic-ai/messages", data))
-    print(f"parts, CPU: a worker-thread call (asyncio.to_thread) {hop:.1f} us")
+    print(f"parts, CPU: a worker-thread call (asyncio.to_thread) {to_thread:.1f} us")
+    print(f"parts, CPU: a worker-thread call (the integrations' own) {hop:.1f} us")
     print(f"parts, CPU: ModelMessagesTypeAdapter.dump_python of one response {dump:.1f} us")
     print(f"parts, CPU: an append of it to a memory store {append:.1f} us")
 
 
 if __name__ == "__main__":
-    if "--parts" not in sys.argv:
-        main()
-    parts()
+    if "--alone" in sys.argv:
+        at = sys.argv.index("--alone")
+        alone(sys.argv[at + 1], int(sys.argv[at + 2]))
+    else:
+        if "--parts" not in sys.argv:
+            main()
+        parts()

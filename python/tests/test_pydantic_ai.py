@@ -669,6 +669,115 @@ def test_run_sync_is_one_turn(tmp_path: Path) -> None:
     assert fold_messages(events) == round_trip(result.all_messages())
 
 
+# -- the work a model request costs, and runs at once ----------------------------------------
+
+
+async def test_each_run_makes_the_same_few_worker_thread_calls(
+    store: inboxlog.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of two model requests makes seven log calls off the event loop, however long
+    the conversation: the turn's start with the first step, then per request its
+    record and its response's, the second step, and the turn's end."""
+    made: list[str] = []
+    real = pa.call
+
+    async def counted(fn: Callable[..., Any], *args: Any) -> Any:
+        made.append(fn.__name__)
+        return await real(fn, *args)
+
+    monkeypatch.setattr(pa, "call", counted)
+    replies = [call_weather("Paris"), say("Sunny in Paris.")]
+    script = Script(*replies * 3)
+    agent = agent_with(script.model, store)
+    per_run = []
+    for n in range(3):
+        made.clear()
+        await agent.run(f"Weather in Paris? ({n})", conversation_id="chat")
+        per_run.append(list(made))
+    assert (
+        per_run
+        == [
+            [
+                "begin",
+                "record_new",
+                "record_response",
+                "_step",
+                "record_new",
+                "record_response",
+                "end",
+            ]
+        ]
+        * 3
+    )
+    assert turn_ends(log_of(store)) == [{"kind": "completed"}] * 3
+
+
+async def test_concurrent_runs_on_distinct_conversations_keep_their_turns_apart(
+    store: inboxlog.Store,
+) -> None:
+    capability = InboxlogCapability(store)
+    both_in_tool = asyncio.Barrier(2)
+    sessions_seen: list[inboxlog.Session | None] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        returned = [p for p in last.parts if p.part_kind == "tool-return"]
+        if returned:
+            return say(f"{returned[0].content}.")
+        if prompts_of(last) == ["Thanks."]:
+            return say("Bye.")
+        return call_weather(prompts_of(last)[0])
+
+    agent: Agent[None, str] = Agent(FunctionModel(respond), capabilities=[capability])
+
+    @agent.tool_plain
+    async def weather(city: str) -> str:
+        """The weather in a city, once the other run is in its tool too."""
+        await both_in_tool.wait()
+        sessions_seen.append(capability.session)  # two runs: no one session to name
+        return f"sunny in {city}"
+
+    paris, rome = await asyncio.gather(
+        agent.run("Paris", conversation_id="paris"), agent.run("Rome", conversation_id="rome")
+    )
+    assert (paris.output, rome.output) == ("sunny in Paris.", "sunny in Rome.")
+    assert sessions_seen == [None, None]
+    for id, result in (("paris", paris), ("rome", rome)):
+        events = log_of(store, id)
+        assert turn_ends(events) == [{"kind": "completed"}]
+        assert [e["data"]["step"] for e in events if e["type"] == "step/start"] == [1, 2]
+        assert fold_messages(events) == round_trip(result.all_messages())
+    # Each conversation's next run continues its own history.
+    again = await agent.run("Thanks.", conversation_id="rome")
+    assert again.all_messages()[:4] == rome.all_messages()
+    assert capability.session is None
+
+
+async def test_a_run_id_in_progress_is_refused_before_anything_is_written(
+    store: inboxlog.Store,
+) -> None:
+    entered_tool, release = asyncio.Event(), asyncio.Event()
+    capability = InboxlogCapability(store)
+    agent: Agent[None, str] = Agent(TestModel(), capabilities=[capability])
+
+    @agent.tool_plain
+    async def weather(city: str) -> str:
+        """The weather in a city, once released."""
+        entered_tool.set()
+        await release.wait()
+        return "sunny"
+
+    first = asyncio.create_task(agent.run("hi", conversation_id="a", run_id="same"))
+    await entered_tool.wait()
+    assert capability.session is not None and capability.session.id == "a"
+    with pytest.raises(RuntimeError, match='a run with id "same" is in progress'):
+        await agent.run("hi", conversation_id="b", run_id="same")
+    release.set()
+    await first
+    assert turn_ends(log_of(store, "a")) == [{"kind": "completed"}]
+    assert store.list() == [h for h in store.list() if h["id"] == "a"]
+
+
 # -- a killed worker, resumed elsewhere ---------------------------------------------------
 
 WORKER = textwrap.dedent(

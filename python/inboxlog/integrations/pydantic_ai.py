@@ -10,9 +10,10 @@
     result = await agent.run("What's the weather in Paris?", conversation_id="chat-1")
 
 Written against ``pydantic-ai-slim`` 2.68, whose capability API has every hook this
-module uses (``for_run``, ``wrap_run``, ``before_model_request``,
-``prepare_model_request``, ``after_node_run``). :class:`InboxlogCapability` is an
-``AbstractCapability``; the run's ``conversation_id`` names the session (the capability
+module uses (``wrap_run``, ``before_model_request``, ``prepare_model_request``,
+``after_node_run``). :class:`InboxlogCapability` is an ``AbstractCapability``, one
+instance for all of an agent's runs (each run's state is kept under its ``run_id``,
+so runs may go on at once); the run's ``conversation_id`` names the session (the capability
 opens it, creating it when it does not exist, for the length of the run and closes it
 after, so one worker writes it at a time), or ``InboxlogCapability(session)`` uses a
 session already open. Every way of running the agent (``run``, ``run_sync``, ``iter``,
@@ -37,14 +38,18 @@ session already open. Every way of running the agent (``run``, ``run_sync``, ``i
   later, everything in ``next-step``, including what ``store.post`` delivered from other
   processes), the pre-step ``plugins`` decide (:func:`inboxlog.pre_step_async`) and
   ``decide`` records the step and its ``user/message`` events (the first request's
-  claim is ``propose_step(whole_next_turn=True)``: pure claims, nothing canceled). The
-  messages that entered become ``UserPromptPart`` parts of the request about to be
+  claim is ``propose_step(whole_next_turn=True)``: pure claims, nothing canceled).
+  Without plugins there is nothing to ask between the claim and the decision, so the
+  first step is taken as the run starts, right after its prompt joined ``next-turn``.
+  The messages that entered become ``UserPromptPart`` parts of the request about to be
   sent, so the model sees them in that request and the history keeps them, exactly
   once; the request's ``metadata["inboxlog"]["messages"]`` lists their inbox ids.
 - When the agent would end while ``next-step`` holds input, the capability sends it one
   more request carrying that input (``after_node_run`` turns the ``End`` into a
   ``ModelRequestNode``), as Pydantic AI's own ``enqueue(..., priority="asap")`` does;
-  ``next-turn`` input waits for the next run.
+  ``next-turn`` input waits for the next run. Input posted from other processes is
+  taken in when a response is recorded, so what arrives after the last response waits
+  for the next run.
 - ``turn/end``: ``completed`` when the run returns; ``max-tokens`` when the last response
   stopped for length (``finish_reason == "length"``: returned, or raised as
   ``IncompleteToolCall`` / ``OutputTokenLimitExceeded``, which propagate; ``error``
@@ -58,6 +63,11 @@ Under ``run_stream`` Pydantic AI runs no node hook for the final streamed respon
 steering message that arrives during that last response cannot get one more request:
 the turn ends ``aborted`` (cause ``hook``) with the inbox kept, and the next run's first
 request takes that message first.
+
+The log's blocking calls run off the event loop, each hook's in at most one call on
+the integrations' worker threads: a run of n model requests (no plugins) makes 3n + 1
+of them (the turn's start with the first step; per request the step, except the first,
+the request's record and the response's; the turn's end with closing the session).
 """
 
 from __future__ import annotations
@@ -65,7 +75,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 try:
@@ -104,7 +114,7 @@ from inboxlog.integrations._common import (
     error_reason,
     open_or_create,
 )
-from inboxlog.types import Decision, Message, Proposal
+from inboxlog.types import Decided, Decision, Message, Proposal
 
 MESSAGES = "pydantic-ai/messages"
 """The event type of messages added to the history: ``{"messages": [...]}``."""
@@ -141,38 +151,33 @@ class InboxlogCapability(AbstractCapability[Any]):
         self.target = target
         self.plugins = list(plugins)
         self.keep_inbox_on_cancel = keep_inbox_on_cancel
-        self._run: _Run | None = None
+        self._runs: dict[str | None, _Run] = {}  # the runs in progress, by run id
         self._histories = _Histories()
 
     @property
     def session(self) -> inboxlog.Session | None:
-        """The session of the run in progress (of this run's instance), else ``None``."""
-        return None if self._run is None else self._run.log
+        """The session of the run in progress, else ``None`` (also while several runs are
+        in progress at once: the run's hooks find theirs by ``ctx.run_id``)."""
+        runs = list(self._runs.values())
+        return runs[0].log if len(runs) == 1 and hasattr(runs[0], "log") else None
 
-    async def for_run(self, ctx: RunContext[Any]) -> InboxlogCapability:
-        """A fresh instance per run: each run keeps its turn's state apart."""
-        fresh = InboxlogCapability(
-            self.target, plugins=self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel
-        )
-        fresh._histories = self._histories  # shared by the runs of this capability
-        return fresh
+    # No ``for_run``: one instance serves every run, sequential or concurrent, so that
+    # nothing is rebuilt per run (neither this capability nor the agent's combination of
+    # its capabilities); each run's state is a ``_Run`` kept under its run id.
 
     async def wrap_run(
         self, ctx: RunContext[Any], *, handler: WrapRunHandler
     ) -> AgentRunResult[Any]:
         """Opens the session and the turn, puts the stored history in front of the run,
         runs it, and ends the turn as the run ended."""
-        given = list(ctx.messages)
-        run = await call(
-            _Run.begin,
-            self.target,
-            ctx.conversation_id,
-            self.plugins,
-            ctx.prompt,
-            given,
-            self._histories,
-        )
-        self._run = run
+        run = _Run(self.plugins, ctx.prompt, self._histories)
+        if self._runs.setdefault(ctx.run_id, run) is not run:
+            raise RuntimeError(f'InboxlogCapability: a run with id "{ctx.run_id}" is in progress')
+        try:
+            await call(run.begin, self.target, ctx.conversation_id, list(ctx.messages))
+        except BaseException:
+            del self._runs[ctx.run_id]
+            raise
         try:
             ctx.messages[:0] = run.loaded
             run.recorded = list(ctx.messages)
@@ -184,27 +189,28 @@ class InboxlogCapability(AbstractCapability[Any]):
         except TurnEndedError:
             raise
         except asyncio.CancelledError:
-            await call(run.finish_aborted, run.history(ctx), self.keep_inbox_on_cancel)
+            await call(run.end, run.finish_aborted, run.history(ctx), self.keep_inbox_on_cancel)
             raise
         except (IncompleteToolCall, OutputTokenLimitExceeded) as error:
-            await call(run.finish, run.history(ctx), "max-tokens", error)
+            await call(run.end, run.finish, run.history(ctx), "max-tokens", error)
             raise
         except Exception as error:
-            await call(run.finish_failed, run.history(ctx), error)
+            await call(run.end, run.finish_failed, run.history(ctx), error)
             raise
         else:
-            await call(run.finish, result.all_messages(), run.outcome(), None)
+            await call(run.end, run.finish, result.all_messages(), run.outcome(), None)
             return result
         finally:
-            self._run = None
-            await call(run.release)
+            del self._runs[ctx.run_id]
+            if not run.released:  # the turn ended at a step boundary, or ending it failed
+                await call(run.release)
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """The step boundary: claims the inbox's input, asks the plugins, records the
         step and adds the messages that entered to the request about to be sent."""
-        run = self._active()
+        run = self._active(ctx)
         entered = await run.enter_step()
         target = ctx.messages[-1] if ctx.messages else None
         shared = (
@@ -231,7 +237,7 @@ class InboxlogCapability(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         """Appends the prepared request (and what came before it) to the log, before the
         model is called."""
-        run = self._active()
+        run = self._active(ctx)
         if run.has_new(ctx.messages):  # a further attempt at the same request has none
             await call(run.record_new, ctx.messages)
         return request_context
@@ -241,94 +247,51 @@ class InboxlogCapability(AbstractCapability[Any]):
     ) -> NodeResult[Any]:
         """Appends a model response to the log as soon as it is in the history; turns an
         ``End`` into one more request while ``next-step`` holds input."""
-        run = self._active()
+        run = self._active(ctx)
         if isinstance(node, ModelRequestNode):
-            await call(run.record_new, ctx.messages)
+            await call(run.record_response, ctx.messages)
             run.last_response = next(
                 (m for m in reversed(ctx.messages) if isinstance(m, ModelResponse)), None
             )
         # Only a CallToolsNode's End: run_stream ends on a node of its own (its result is
-        # already handed out, so no request could follow).
+        # already handed out, so no request could follow). Posts were taken in with the
+        # response; what is pending now is read without a worker-thread call.
         steer = isinstance(result, End) and isinstance(node, CallToolsNode) and run.step_open
-        if steer and await call(run.steer_at_end, ctx.messages):
+        if steer and run.log.inbox.next_step and await call(run.steer_at_end, ctx.messages):
             request = ModelRequest(parts=[])
             run.placeholder = request
             return ModelRequestNode(request=request)
         return result
 
-    def _active(self) -> _Run:
-        if self._run is None:
+    def _active(self, ctx: RunContext[Any] | None) -> _Run:
+        run = None if ctx is None else self._runs.get(ctx.run_id)
+        if run is None:
             raise RuntimeError(
                 "InboxlogCapability: a hook ran outside a run (its wrap_run was skipped)"
             )
-        return self._run
+        return run
 
 
 class _Run:
     """One run's turn: the session, the step state and what of the history is in the log.
 
-    Its methods without ``async`` do the log's blocking work; the hooks run each in one
-    worker-thread call, never on the event loop.
+    Its methods without ``async`` do the log's blocking work; each hook runs what it
+    needs of them in one worker-thread call, never on the event loop.
     """
 
-    @classmethod
-    def begin(
-        cls,
-        target: inboxlog.Store | inboxlog.Session,
-        conversation_id: str,
-        plugins: list[inboxlog.AsyncListener],
-        prompt: Any,
-        given: list[ModelMessage],
-        histories: _Histories,
-    ) -> _Run:
-        """Opens the session (unless given one), reads its history and opens the turn;
-        the run's prompt then enters ``next-turn``, durable before any model call, so
-        after a crash it still waits there for the next run."""
-        if isinstance(target, inboxlog.Session):
-            log, owned = target, False
-        else:
-            log, owned = open_or_create(target, conversation_id), True
-        try:
-            loaded = histories.load(log)
-            if loaded and given:
-                raise ValueError(
-                    f'session "{log.id}" holds a history: run the agent without message_history='
-                )
-            run = cls(log, owned, plugins, prompt, loaded)
-            run.histories = histories
-            run.number = log.open_turn()  # refused while another run holds the session
-        except BaseException:
-            if owned:
-                log.close()
-            raise
-        try:
-            if given:
-                run.record(given)  # a given history seeds the log
-            if prompt is not None:
-                log.inbox.receive()  # posts that arrived before this run come first
-                log.inbox.append("next-turn", run.prompt_message())
-            run.pending = log.inbox.has_pending
-        except BaseException as error:
-            run.finish_failed([], error)
-            run.release()
-            raise
-        return run
+    log: inboxlog.Session
+    """The run's session (set by :meth:`begin`)."""
 
     def __init__(
-        self,
-        log: inboxlog.Session,
-        owned: bool,
-        plugins: list[inboxlog.AsyncListener],
-        prompt: Any,
-        loaded: list[ModelMessage],
+        self, plugins: list[inboxlog.AsyncListener], prompt: Any, histories: _Histories
     ) -> None:
-        self.log = log
-        self.owned = owned
-        self.loaded = loaded
-        self.histories: _Histories | None = None
-        self.pending = False
         self.plugins = plugins
         self.prompt = prompt
+        self.histories = histories
+        self.owned = False
+        self.released = False
+        self.loaded: list[ModelMessage] = []
+        self.pending = False
         self.prompt_id = f"input-{uuid.uuid4().hex}"
         self.number = 0
         self.step_open = False
@@ -337,6 +300,48 @@ class _Run:
         self.live: list[ModelMessage] | None = None  # the run's history, as the hooks see it
         self.placeholder: ModelRequest | None = None
         self.last_response: ModelResponse | None = None
+        self.first: tuple[Decision, Decided] | None = None  # the step begin took
+
+    def begin(
+        self,
+        target: inboxlog.Store | inboxlog.Session,
+        conversation_id: str,
+        given: list[ModelMessage],
+    ) -> None:
+        """Opens the session (unless given one), reads its history and opens the turn;
+        the run's prompt then enters ``next-turn``, durable before any model call, so
+        after a crash it still waits there for the next run."""
+        if isinstance(target, inboxlog.Session):
+            self.log = target
+        else:
+            self.log, self.owned = open_or_create(target, conversation_id), True
+        log = self.log
+        try:
+            self.loaded = self.histories.load(log)
+            if self.loaded and given:
+                raise ValueError(
+                    f'session "{log.id}" holds a history: run the agent without message_history='
+                )
+            self.number = log.open_turn()  # refused while another run holds the session
+        except BaseException:
+            self.release()
+            raise
+        try:
+            if given:
+                self.record(given)  # a given history seeds the log
+            if self.prompt is not None:
+                log.inbox.receive()  # posts that arrived before this run come first
+                log.inbox.append("next-turn", self.prompt_message())
+            self.pending = log.inbox.has_pending
+            if not self.plugins:
+                # Nothing to ask between the claim and the decision: the first step is
+                # taken now, in this call, and the first request carries what entered.
+                self.first = self._step()
+                self.step_open = self.first[1]["kind"] == "step"
+                self.steps = int(self.step_open)
+        except BaseException as error:
+            self.end(self.finish_failed, [], error)
+            raise
 
     def prompt_message(self) -> Message:
         """The inbox message the run's own prompt travels as."""
@@ -346,35 +351,52 @@ class _Run:
         return {"id": self.prompt_id, "role": "user", "content": part["content"]}
 
     async def enter_step(self) -> list[Message]:
-        """Proposes, decides and records the next step; returns the messages that entered."""
-        first = self.steps == 0
-        proposal = await call(self._propose)
-        decision: Decision = await inboxlog.pre_step_async(proposal, self.plugins)
-        if (
-            decision["kind"] == "enter"
-            and first
-            and not decision["messages"]
-            and not proposal["messages"]
-        ):
-            # A run with no input continues from the history: its first step enters
-            # this marker (no parts), as a turn's first step must enter something.
-            marker = {"id": f"continue-turn-{proposal['turn']}", "continue": True}
-            decision = {"kind": "enter", "messages": [marker]}
-        decided = await call(self.log.decide, decision)
+        """Proposes, decides and records the next step; returns the messages that entered.
+
+        Without plugins the step is one worker-thread call (the first one was taken with
+        the turn's start); with them, one to claim and one to decide, the plugins
+        running on the loop in between."""
+        if self.first is not None:
+            (decision, decided), self.first = self.first, None
+            if decided["kind"] != "step":
+                raise _turn_ended(decided)
+            return decision["messages"] if decision["kind"] == "enter" else []
+        if self.plugins:
+            proposal = await call(self._propose)
+            decision = await inboxlog.pre_step_async(proposal, self.plugins)
+            decision, decided = await call(self._decide, proposal, decision)
+        else:
+            decision, decided = await call(self._step)
         if decided["kind"] != "step":
-            reason = decided["reason"]
-            if reason.get("kind") == "blocked":
-                raise StepRejectedError(decided["turn"], reason)
-            raise TurnEndedError(decided["turn"], reason)
+            raise _turn_ended(decided)
         self.step_open = True
         self.steps += 1
         return decision["messages"] if decision["kind"] == "enter" else []
 
     def _propose(self) -> Proposal:
         """Ends the step the previous request owed (``continue``) and claims the input
-        of the next one (one worker-thread call for both)."""
+        of the next one."""
         self.end_open_step("continue")
         return self.log.propose_step(whole_next_turn=True)
+
+    def _step(self) -> tuple[Decision, Decided]:
+        """:meth:`_propose`, and the claim enters as it is (no plugins)."""
+        proposal = self._propose()
+        return self._decide(proposal, {"kind": "enter", "messages": list(proposal["messages"])})
+
+    def _decide(self, proposal: Proposal, decision: Decision) -> tuple[Decision, Decided]:
+        """Records ``decision``; returns it as recorded, and what the log made of it."""
+        if (
+            decision["kind"] == "enter"
+            and self.steps == 0
+            and not decision["messages"]
+            and not proposal["messages"]
+        ):
+            # A run with no input continues from the history: its first step enters
+            # this marker (no parts), as a turn's first step must enter something.
+            marker: Message = {"id": f"continue-turn-{proposal['turn']}", "continue": True}
+            decision = {"kind": "enter", "messages": [marker]}
+        return decision, self.log.decide(decision)
 
     def request_parts(
         self, request: ModelRequest, entered: list[Message]
@@ -406,11 +428,17 @@ class _Run:
             self.log.end_step(outcome)
             self.step_open = False
 
-    def steer_at_end(self, messages: list[ModelMessage]) -> bool:
-        """At an ``End``: records the history, takes posted input in and, when
-        ``next-step`` holds some, ends the step so that one more request can take it."""
+    def record_response(self, messages: list[ModelMessage]) -> None:
+        """Records the model's response (:meth:`record_new`) and takes posted input in,
+        so that an ``End`` right after it knows whether ``next-step`` holds some."""
         self.record_new(messages)
         self.log.inbox.receive()
+
+    def steer_at_end(self, messages: list[ModelMessage]) -> bool:
+        """At an ``End`` with ``next-step`` input pending: records the history and ends
+        the step, so that one more request can take the input (``False`` when the input
+        was taken away meanwhile)."""
+        self.record_new(messages)
         if not self.log.inbox.next_step:
             return False
         self.end_open_step(self.outcome())
@@ -426,7 +454,7 @@ class _Run:
         """Records the rest of the history and ends the turn with ``outcome``."""
         self.settle(messages)
         self.end_turn(outcome, error)
-        if error is None and self.histories is not None:
+        if error is None:
             self.histories.keep(self.log, self.recorded)
 
     def finish_failed(self, messages: list[ModelMessage], error: BaseException) -> None:
@@ -441,8 +469,16 @@ class _Run:
         if self.log.current_turn == self.number:
             self.log.cancel({"kind": "user"}, keep_inbox)
 
+    def end(self, finish: Callable[..., None], *args: Any) -> None:
+        """``finish(*args)``, then :meth:`release` (one worker-thread call for both)."""
+        try:
+            finish(*args)
+        finally:
+            self.release()
+
     def release(self) -> None:
         """Closes the session if this run opened it."""
+        self.released = True
         if self.owned:
             self.log.close()
 
@@ -580,6 +616,15 @@ def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
         elif kind == HISTORY:
             messages = list(event["data"]["messages"])
     return messages
+
+
+def _turn_ended(decided: Decided) -> TurnEndedError:
+    """The error a decision that ended the turn raises in the hook that asked for it."""
+    assert decided["kind"] != "step"
+    reason = decided["reason"]
+    if reason.get("kind") == "blocked":
+        return StepRejectedError(decided["turn"], reason)
+    return TurnEndedError(decided["turn"], reason)
 
 
 def _with_ids(metadata: dict[str, Any] | None, entered: list[Message]) -> dict[str, Any] | None:
