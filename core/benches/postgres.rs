@@ -35,11 +35,20 @@ const DATA: &str = r#"{"text":"Here is the next part of the answer, with \"quote
 
 const SCHEMA: &str = "inboxlog_bench";
 
+/// The server's URL (`INBOXLOG_TEST_PG`), with `sslmode=disable` unless it names a
+/// mode: the bare clients connect without TLS (`postgres::NoTls`), so the store does
+/// too and both sides pay for the same transport. (`python/bench/bench_postgres.py`
+/// compares the two over TLS, libpq's default where the server offers it.)
 fn url() -> String {
-    std::env::var("INBOXLOG_TEST_PG")
+    let url = std::env::var("INBOXLOG_TEST_PG")
         .ok()
         .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "postgresql://postgres@127.0.0.1:5432/test".to_owned())
+        .unwrap_or_else(|| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
+    if url.contains("sslmode=") {
+        return url;
+    }
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}sslmode=disable")
 }
 
 fn sql() -> postgres::Client {

@@ -14,6 +14,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{msg, taken_in};
+use inboxlog::store::postgres::SCHEMA_VERSION;
 use inboxlog::store::{Durability, OpenOptions, PgStore, Store};
 use inboxlog::{Envelope, ErrorKind, Follower, Session, SessionMeta, Target};
 
@@ -101,10 +102,82 @@ fn version_1_tables_are_upgraded_in_place_and_posts_work() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(version, 3, "upgraded to the current version");
+    assert_eq!(version, SCHEMA_VERSION, "upgraded to the current version");
     stores[0].post("s", Target::NextTurn, &msg("a")).unwrap();
     let s = Session::open(&stores[1], "s").unwrap();
     assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("a")]);
+}
+
+/// Version 3 had a foreign key from `events` to `sessions` (one row-locking lookup per
+/// inserted row); the upgrade drops it, and deleting a session then removes its events
+/// itself: no row of the deleted session is left, another session keeps all of its, and
+/// the id can be created again from seq 0.
+#[test]
+fn version_3_tables_lose_the_events_key_and_a_delete_takes_the_events_along() {
+    let Some((schema, store)) = pg_common::store(Durability::Sync) else {
+        return;
+    };
+    for id in ["s", "t"] {
+        let s = Session::create(&store, id, SessionMeta::default()).unwrap();
+        for _ in 0..3 {
+            s.append("host/x", "{}", Envelope::default()).unwrap();
+        }
+        s.close().unwrap();
+    }
+    store.post("s", Target::NextTurn, &msg("a")).unwrap();
+    drop(store);
+    schema.exec(
+        "ALTER TABLE {s}.events ADD CONSTRAINT events_session_fkey
+             FOREIGN KEY (session) REFERENCES {s}.sessions (id) ON DELETE CASCADE;
+         UPDATE {s}.schema_version SET version = 3",
+    );
+    let foreign_keys = || -> i64 {
+        let mut c = pg_common::client().unwrap();
+        c.query_one(
+            "SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND conrelid = $1::text::regclass",
+            &[&format!("\"{}\".events", schema.name)],
+        )
+        .unwrap()
+        .get(0)
+    };
+    assert_eq!(foreign_keys(), 1, "the version 3 key is in place");
+    let t_before = schema.lines("t");
+    // Two workers upgrading at once both succeed.
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let options = schema.options(Durability::Sync);
+            thread::spawn(move || PgStore::connect(&pg_common::url(), options).unwrap())
+        })
+        .collect();
+    let stores: Vec<PgStore> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let mut c = pg_common::client().unwrap();
+    let version: i32 = c
+        .query_one(
+            &format!("SELECT version FROM \"{}\".schema_version", schema.name),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(foreign_keys(), 0, "the upgrade drops the events' key");
+
+    assert!(schema.lines("s").len() >= 3, "the three appends are stored");
+    Session::delete(&stores[0], "s").unwrap();
+    assert_eq!(
+        schema.lines("s"),
+        Vec::<String>::new(),
+        "no event row is left"
+    );
+    assert_eq!(pending_rows(&schema), 0, "nor a pending post");
+    assert_eq!(
+        schema.lines("t"),
+        t_before,
+        "another session keeps its rows"
+    );
+    let s = Session::create(&stores[1], "s", SessionMeta::default()).unwrap();
+    s.append("host/x", "{}", Envelope::default()).unwrap();
+    assert_eq!(s.events(0).unwrap().len(), schema.lines("s").len());
+    assert_eq!(s.events(0).unwrap()[0].seq(), 0);
 }
 
 /// The owner's connection dies (the server terminates it) with posts pending and

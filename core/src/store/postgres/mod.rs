@@ -640,6 +640,12 @@ impl Store for PgStore {
             let n = tx
                 .execute(sql.delete.as_str(), &[&id, &seen.epoch, &seen.owner])
                 .map_err(fail)?;
+            if n == 1 {
+                // No foreign key cascades (schema.rs): the events go in the same
+                // transaction, so a session is deleted whole or not at all.
+                tx.execute(sql.delete_events.as_str(), &[&id])
+                    .map_err(fail)?;
+            }
             tx.commit().map_err(fail)?;
             match n {
                 1 => Ok(()),

@@ -2,7 +2,7 @@
 //! every statement the store runs, with the schema's name put in once.
 //!
 //! ```sql
-//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 3
+//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 4
 //! CREATE SEQUENCE <schema>.epochs;             -- ownership epochs and owner ids, never reused
 //! CREATE TABLE <schema>.sessions (
 //!     id text PRIMARY KEY, header text NOT NULL,   -- the ARCHITECTURE.md#header header, compact JSON
@@ -10,7 +10,7 @@
 //!     next_seq bigint NOT NULL,                    -- the seq the next event gets
 //!     owner bigint);                               -- the owning store handle (version 3)
 //! CREATE TABLE <schema>.events (
-//!     session text NOT NULL REFERENCES <schema>.sessions (id) ON DELETE CASCADE,
+//!     session text NOT NULL,                       -- a session's id (no foreign key: below)
 //!     seq bigint NOT NULL, type text NOT NULL,
 //!     line text NOT NULL,                          -- the ARCHITECTURE.md#events event, compact JSON text
 //!     PRIMARY KEY (session, seq));
@@ -27,11 +27,20 @@
 //! CREATE INDEX posts_pending ON <schema>.posts (session, n);
 //! ```
 //!
-//! Version 1 had no mailbox and version 2 no `owner` column (it locked each session on a
-//! connection of its own): a store meeting either adds what is missing and sets the
-//! version to 3, in the same transaction under the same lock as creation (every
-//! statement is `IF NOT EXISTS`, so workers upgrading at once agree). Stop the workers
-//! of an older version first: they read the version only when they connect.
+//! Version 1 had no mailbox, version 2 no `owner` column (it locked each session on a
+//! connection of its own), and version 3 a foreign key from `events.session` to
+//! `sessions`: a store meeting any of them adds what is missing, drops the key and sets
+//! the version to 4, in the same transaction under the same lock as creation (every
+//! statement is `IF NOT EXISTS` or `IF EXISTS`, so workers upgrading at once agree).
+//! Stop the workers of an older version first: they read the version only when they
+//! connect, and one of version 3 would delete a session's row without its events.
+//!
+//! `events` has no foreign key: the key cost every inserted row a row-locking lookup of
+//! its session (about three times the insert's own cost in a bulk insert), and proved
+//! nothing an append does not prove already, since every append moves its session's row
+//! in the same statement (`append`: the fence). Deleting a session removes its events in
+//! the same transaction (`delete`, then `delete_events`). `posts` keeps its key: a post
+//! is one row, and its key refuses a post to a session deleted meanwhile.
 //!
 //! Every statement but the schema's own set-up and `list` names the sessions it touches
 //! by id (a test holds this), so sessions can be spread over servers by id
@@ -51,11 +60,11 @@ use crate::event::REPLAYED;
 use crate::json;
 
 /// The version of the tables this library reads and writes.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
-/// The versions upgraded in place to [`SCHEMA_VERSION`]: 1 (no mailbox) and 2 (no
-/// `owner` column).
-const UPGRADED: [i32; 2] = [1, 2];
+/// The versions upgraded in place to [`SCHEMA_VERSION`]: 1 (no mailbox), 2 (no `owner`
+/// column) and 3 (a foreign key on `events.session`).
+const UPGRADED: [i32; 3] = [1, 2, 3];
 
 /// The default schema.
 pub const DEFAULT_SCHEMA: &str = "inboxlog";
@@ -111,6 +120,7 @@ pub(super) struct Sql {
     pub events_from: String,
     pub list: String,
     pub delete: String,
+    pub delete_events: String,
     pub append_posted: String,
     pub post: String,
     pub pending: String,
@@ -139,11 +149,12 @@ impl Sql {
                      owner bigint);
                  ALTER TABLE {s}.sessions ADD COLUMN IF NOT EXISTS owner bigint;
                  CREATE TABLE IF NOT EXISTS {s}.events (
-                     session text NOT NULL REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+                     session text NOT NULL,
                      seq bigint NOT NULL,
                      type text NOT NULL,
                      line text NOT NULL,
                      PRIMARY KEY (session, seq));
+                 ALTER TABLE {s}.events DROP CONSTRAINT IF EXISTS events_session_fkey;
                  CREATE INDEX IF NOT EXISTS events_reserved ON {s}.events (session, seq)
                      WHERE type IN ({});
                  CREATE SEQUENCE IF NOT EXISTS {s}.post_numbers;
@@ -294,6 +305,10 @@ impl Sql {
                 "DELETE FROM {s}.sessions WHERE id = $1 AND epoch = $2
                  AND owner IS NOT DISTINCT FROM $3"
             ),
+            // After `delete`, in its transaction: a statement of its own, so that it
+            // sees every append committed before the row was deleted (an append after
+            // it finds no row to fence on and writes nothing).
+            delete_events: format!("DELETE FROM {s}.events WHERE session = $1"),
         }
     }
 }
@@ -325,6 +340,7 @@ impl Sql {
             ("events_from", &self.events_from),
             ("list", &self.list),
             ("delete", &self.delete),
+            ("delete_events", &self.delete_events),
             ("append_posted", &self.append_posted),
             ("post", &self.post),
             ("pending", &self.pending),
@@ -405,7 +421,8 @@ fn create(client: &mut Client, sql: &Sql, connector: &Connector) -> Result<i32> 
             SCHEMA_VERSION
         }
         Some(_) => {
-            // Version 1 or 2: the mailbox and the owner column were added just above.
+            // Version 1, 2 or 3: the mailbox and the owner column were added and the
+            // events' foreign key dropped just above.
             tx.execute(
                 &format!("UPDATE \"{}\".schema_version SET version = $1", sql.schema),
                 &[&SCHEMA_VERSION],
@@ -470,12 +487,12 @@ mod tests {
     #[test]
     fn versions_other_than_ours_are_refused_naming_both() {
         check_version(SCHEMA_VERSION, "s").unwrap();
-        let newer = check_version(4, "s").unwrap_err();
+        let newer = check_version(5, "s").unwrap_err();
         assert_eq!(newer.kind(), ErrorKind::FormatUnsupported);
         assert_eq!(
             newer.to_string(),
-            "PostgreSQL schema \"s\" holds inboxlog tables of version 4 (written by a newer \
-             inboxlog); this inboxlog reads version 3"
+            "PostgreSQL schema \"s\" holds inboxlog tables of version 5 (written by a newer \
+             inboxlog); this inboxlog reads version 4"
         );
         let older = check_version(0, "s").unwrap_err();
         assert!(
@@ -505,7 +522,7 @@ mod tests {
             ),
         ];
         let statements = sql.statements();
-        assert_eq!(statements.len(), 27, "a statement was added: list it above");
+        assert_eq!(statements.len(), 28, "a statement was added: list it above");
         // Conditions naming the sessions: one by id, or a list of ids joined on.
         let keys = [
             "id = $1",
