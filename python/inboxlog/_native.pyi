@@ -15,8 +15,10 @@ from inboxlog.types import (
     Message,
     OpenReport,
     Proposal,
+    StepBoundary,
     StepOutcome,
     Target,
+    TurnEnded,
     VerifyReport,
 )
 
@@ -379,6 +381,30 @@ class Session:
         """Ends the open step with ``"continue"``, ``"completed"`` or ``"max-tokens"``;
         returns whether another step must be proposed. Keyword arguments are host
         extras for the ``step/end`` data."""
+
+    def step_boundary(
+        self, end_step: StepOutcome | None = None, *, whole_next_turn: bool = False
+    ) -> StepBoundary | None:
+        """A step boundary no pre-step plugin needs to see: ``end_step(end_step)`` (when
+        given), ``propose_step(whole_next_turn=...)`` and ``decide({"kind": "enter",
+        "messages": <the claimed messages>})`` as one call, written in one durable append
+        (one fsync under ``sync``) with the same events as those calls, in their order.
+
+        Returns ``{"proposal", "decided"}``, or ``None`` when ``end_step`` answered that
+        no other step is due: then only the step ended and nothing was claimed (close the
+        turn next). Posts waiting in the mailbox are taken in between the step's end and
+        the claim, as by the separate calls (then written one by one). A call out of
+        order raises ``ProtocolError`` as the first separate call would, with nothing
+        written. No host extras: use the separate calls for those."""
+
+    def end_step_and_close(self, outcome: StepOutcome) -> TurnEnded | None:
+        """``end_step(outcome)`` and, when it answers that no other step is due,
+        ``close_turn()``, as one call written in one durable append, with the same events
+        (``step/end``, then ``turn/end``). Returns the turn's end, or ``None`` when another
+        step must be proposed (steering waits in ``next-step``, or the step ended with
+        ``"continue"``): then only the step ended, and ``close_turn`` would be refused.
+        With no step open it raises ``ProtocolError`` as ``end_step`` does, with nothing
+        written. No host extras: use the separate calls for those."""
 
     def close_turn(self, **extra: Any) -> Decided:
         """Ends a concluded turn with no steering pending. Keyword arguments are host

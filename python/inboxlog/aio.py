@@ -39,8 +39,10 @@ from .types import (
     Message,
     OpenReport,
     Proposal,
+    StepBoundary,
     StepOutcome,
     Target,
+    TurnEnded,
     VerifyReport,
 )
 
@@ -425,6 +427,20 @@ class Session:
     async def end_step(self, outcome: StepOutcome, **extra: Any) -> bool:
         """Ends the open step; returns whether another step must be proposed."""
         return await self._run.run(self._session.end_step, outcome, **extra)
+
+    async def step_boundary(
+        self, end_step: StepOutcome | None = None, *, whole_next_turn: bool = False
+    ) -> StepBoundary | None:
+        """Ends the owed step (when ``end_step`` is given), claims and enters the claim
+        unchanged, in one durable write (:meth:`inboxlog.Session.step_boundary`)."""
+        return await self._run.run(
+            self._session.step_boundary, end_step, whole_next_turn=whole_next_turn
+        )
+
+    async def end_step_and_close(self, outcome: StepOutcome) -> TurnEnded | None:
+        """Ends the open step and, when no other step is due, the turn, in one durable
+        write (:meth:`inboxlog.Session.end_step_and_close`)."""
+        return await self._run.run(self._session.end_step_and_close, outcome)
 
     async def close_turn(self, **extra: Any) -> Decided:
         """Ends a concluded turn."""

@@ -92,6 +92,14 @@ class TurnEnded(TypedDict):
 Decided = StepEntered | TurnEnded
 
 
+class StepBoundary(TypedDict):
+    """What ``step_boundary`` did when the loop went on: the claim, and what entering
+    it unchanged did."""
+
+    proposal: Proposal
+    decided: Decided
+
+
 class _NoticeRequired(TypedDict):
     type: Literal["agent/inbox/inserted", "agent/inbox/discarded", "agent/inbox/claimed"]
     message: Message
@@ -154,6 +162,7 @@ __all__ = [
     "OpenReport",
     "Proposal",
     "RejectDecision",
+    "StepBoundary",
     "StepEntered",
     "StepOutcome",
     "Target",

@@ -393,6 +393,49 @@ impl PySession {
         py.detach(|| s.end_step_with(outcome, &extra)).py()
     }
 
+    /// `end_step(end_step)` (when given), `propose_step(whole_next_turn=...)` and
+    /// `decide({"kind": "enter", "messages": <the claim>})` as one call and one durable
+    /// write, with the same events; `{"proposal", "decided"}`, or `None` when
+    /// `end_step` answered that no other step is due (the step ended, nothing claimed).
+    #[pyo3(signature = (end_step = None, *, whole_next_turn = false))]
+    fn step_boundary<'py>(
+        &self,
+        py: Python<'py>,
+        end_step: Option<&str>,
+        whole_next_turn: bool,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let end = end_step.map(StepOutcome::parse).transpose().py()?;
+        let claim = if whole_next_turn {
+            TurnClaim::Whole
+        } else {
+            TurnClaim::First
+        };
+        let s = &self.inner;
+        let Some(b) = py.detach(|| s.step_boundary(end, claim)).py()? else {
+            return Ok(None);
+        };
+        let out = PyDict::new(py);
+        out.set_item("proposal", values::proposal(py, &b.proposal)?)?;
+        out.set_item("decided", to_py(py, &b.decided.to_json())?)?;
+        Ok(Some(out))
+    }
+
+    /// `end_step(outcome)` and, when no other step is due, `close_turn()`, as one call
+    /// and one durable write, with the same events: the turn's end, or `None` when
+    /// another step must be proposed (only the step ended).
+    fn end_step_and_close<'py>(
+        &self,
+        py: Python<'py>,
+        outcome: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let outcome = StepOutcome::parse(outcome).py()?;
+        let s = &self.inner;
+        match py.detach(|| s.end_step_and_close(outcome)).py()? {
+            None => Ok(None),
+            Some(decided) => to_py(py, &decided.to_json()).map(Some),
+        }
+    }
+
     /// Ends a concluded turn. Keyword arguments are host extras for the `turn/end`
     /// data.
     #[pyo3(signature = (**extra))]

@@ -46,6 +46,29 @@ async def one_turn(store: inboxlog.aio.Store, id: str) -> list[dict[str, Any]]:
         return await s.events()
 
 
+async def fused_turn(store: inboxlog.aio.Store, id: str) -> list[dict[str, Any]]:
+    """`one_turn` with the fused protocol calls: the same events."""
+    async with await store.create(id) as s:
+        await s.inbox.append("next-turn", m(f"{id}-m"))
+        await s.open_turn()
+        boundary = await s.step_boundary()
+        assert boundary is not None
+        assert boundary["decided"] == {"kind": "step", "turn": 1, "step": 1}
+        await s.append("assistant/message", {"text": f"done {id}"})
+        ended = await s.end_step_and_close("completed")
+        assert ended == {"kind": "turn-end", "turn": 1, "reason": {"kind": "completed"}}
+        return await s.events()
+
+
+def test_the_fused_protocol_calls_as_coroutines(astore: inboxlog.aio.Store) -> None:
+    async def main() -> None:
+        separate, fused = await one_turn(astore, "a"), await fused_turn(astore, "a2")
+        shape = [(e["type"], str(e["data"]).replace("a2", "a")) for e in fused]
+        assert shape == [(e["type"], str(e["data"])) for e in separate]
+
+    run(main())
+
+
 def test_many_sessions_progress_concurrently_in_one_loop(astore: inboxlog.aio.Store) -> None:
     async def main() -> None:
         logs = await asyncio.gather(*(one_turn(astore, f"s{i}") for i in range(40)))

@@ -202,6 +202,74 @@ def test_protocol_calls(session: inboxlog.Session) -> None:
         assert session.events()[-1]["data"]["reason"] == {"kind": "aborted", "reason": expected}
 
 
+def test_fused_protocol_calls_write_what_the_separate_calls_write(
+    store: inboxlog.Store,
+) -> None:
+    """``step_boundary`` and ``end_step_and_close`` answer and write as the calls they
+    stand for, and refuse as the first of them, with nothing written."""
+
+    def run(s: inboxlog.Session, fused: bool) -> list[Any]:
+        seen: list[Any] = []
+
+        def note(call: Callable[[], object]) -> None:
+            try:
+                seen.append(call())
+            except inboxlog.ProtocolError as e:
+                seen.append(("refused", str(e).replace(s.id, "<id>")))
+
+        def boundary(end: Any, whole: bool = False) -> object:
+            if fused:
+                return s.step_boundary(end, whole_next_turn=whole)
+            if end is not None and not s.end_step(end):
+                return None
+            proposal = s.propose_step(whole_next_turn=whole)
+            decided = s.decide({"kind": "enter", "messages": proposal["messages"]})
+            return {"proposal": proposal, "decided": decided}
+
+        def end_and_close(outcome: Any) -> object:
+            if fused:
+                return s.end_step_and_close(outcome)
+            return None if s.end_step(outcome) else s.close_turn()
+
+        note(lambda: boundary("continue"))
+        note(lambda: end_and_close("completed"))
+        s.inbox.append("next-turn", m("t1"))
+        s.inbox.append("next-turn", m("t2"))
+        s.open_turn()
+        note(lambda: boundary("continue"))
+        note(lambda: boundary(None, whole=True))
+        note(lambda: boundary(None))
+        s.inbox.append("next-step", m("s1"))
+        note(lambda: boundary("completed"))
+        note(lambda: boundary("continue"))
+        s.inbox.append("next-step", m("s2"))
+        note(lambda: end_and_close("completed"))
+        note(s.close_turn)
+        note(lambda: boundary(None))
+        note(lambda: end_and_close("max-tokens"))
+        s.inbox.append("next-turn", m("t3"))
+        s.open_turn()
+        note(lambda: boundary(None))
+        note(lambda: boundary("max-tokens"))
+        note(s.close_turn)
+        note(lambda: s.current_turn)
+        return seen
+
+    with store.create("separate") as a, store.create("fused") as b:
+        separate, fused = run(a, False), run(b, True)
+        assert fused == separate
+        assert [(e["seq"], e["type"], e["data"]) for e in b.events()] == [
+            (e["seq"], e["type"], e["data"]) for e in a.events()
+        ]
+    assert fused[0] == ("refused", separate[0][1])
+    assert fused[5] == {
+        "proposal": {"turn": 1, "step": 2, "messages": [m("s1")]},
+        "decided": {"kind": "step", "turn": 1, "step": 2},
+    }
+    assert fused[7] is None and fused[8] == ("refused", separate[8][1])
+    assert fused[-2:] == [{"kind": "turn-end", "turn": 2, "reason": {"kind": "max-tokens"}}, None]
+
+
 def test_cancel_keep_inbox(session: inboxlog.Session) -> None:
     session.inbox.append("next-turn", m("a"))
     session.inbox.append("next-turn", m("b"))

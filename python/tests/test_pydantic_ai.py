@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import importlib.util
+import json
 import os
 import re
 import signal
@@ -710,6 +711,57 @@ async def test_each_run_makes_the_same_few_worker_thread_calls(
         * 3
     )
     assert turn_ends(log_of(store)) == [{"kind": "completed"}] * 3
+
+
+PROTOCOL = ("turn/start", "turn/end", "step/start", "step/end", "user/message")
+
+
+def protocol_events(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The protocol's events and the inbox's splices, a run's prompt id and a post's id
+    made the same in every log."""
+    out = []
+    for e in events:
+        if e["type"] in PROTOCOL or e["type"] == "agent/inbox/spliced":
+            data = re.sub(r"input-[0-9a-f]{32}", "input-*", json.dumps(e["data"]))
+            out.append((e["type"], re.sub(r'"post": "[^"]*"', '"post": "*"', data)))
+    return out
+
+
+async def test_without_plugins_each_boundary_is_one_write_of_the_separate_calls_events(
+    store: inboxlog.Store,
+) -> None:
+    """Without plugins a step boundary (the step's end, the claim, the decision) and the
+    turn's end (the step's end, the close) are one log call each; a plugin letting
+    every claim through takes the separate calls. Both logs hold the same protocol
+    events, steering posted from elsewhere and a length stop included."""
+
+    def through(proposal: Any, next: Any) -> Any:
+        return next()
+
+    logs = []
+    for plugins in ([], [through]):
+        chat = f"chat-{len(plugins)}"
+
+        async def post_then_call(chat: str = chat) -> ModelResponse:
+            store.post(chat, "next-step", {"id": "hurry", "content": "Hurry."})
+            return call_weather("Paris")
+
+        cut = say("Sunny in Ro", finish_reason="length")
+        script = Script(post_then_call, say("Sunny."), call_weather("Rome"), cut)
+        agent = Agent(script.model, capabilities=[InboxlogCapability(store, plugins=plugins)])
+
+        @agent.tool_plain
+        def weather(city: str) -> str:
+            """The weather in a city."""
+            return f"sunny in {city}"
+
+        store.create(chat).close()
+        await agent.run("Weather?", conversation_id=chat)
+        await agent.run("And Rome?", conversation_id=chat)
+        logs.append(protocol_events(log_of(store, chat)))
+        assert prompts_of(script.seen[1][-1]) == ["Hurry."]
+    assert logs[0] == logs[1]
+    assert turn_ends(log_of(store, "chat-0")) == [{"kind": "completed"}, {"kind": "max-tokens"}]
 
 
 async def test_concurrent_runs_on_distinct_conversations_keep_their_turns_apart(

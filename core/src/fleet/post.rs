@@ -73,6 +73,12 @@ impl Intake {
         Intake { mailbox, known }
     }
 
+    /// Whether the mailbox holds a post (one the log already holds included: taking
+    /// it in only settles it).
+    pub fn waiting(&mut self) -> Result<bool> {
+        Ok(!self.mailbox.pending()?.is_empty())
+    }
+
     /// Takes every pending post in, each as one transaction at `now()`, queuing the
     /// notices in `outbox`; returns how many events it wrote. Posts written are settled
     /// once durable; on an error the posts written before it are settled too, and the

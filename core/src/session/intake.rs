@@ -58,4 +58,14 @@ impl Session {
         }
         result
     }
+
+    /// Whether posts wait in this session's mailbox, read without taking them in (what
+    /// [`Session::receive`] would take; `false` for a store that takes no posts).
+    pub(super) fn posts_waiting(&self) -> Result<bool> {
+        let mut st = self.state()?;
+        match st.intake.as_mut() {
+            None => Ok(false),
+            Some(intake) => intake.waiting(),
+        }
+    }
 }

@@ -5,8 +5,10 @@
 //! memory; this module then publishes them to observers with no lock held (ARCHITECTURE.md#observers,
 //! ARCHITECTURE.md#inbox-mutations, ARCHITECTURE.md#durability). The handle's locking, observers and publication live here; creating,
 //! opening, forking and checking a stored log in `open`; the inbox operations
-//! ([`InboxOps`]) in `inbox_ops`.
+//! ([`InboxOps`]) in `inbox_ops`; protocol calls fused into one transaction
+//! ([`Session::step_boundary`], [`Session::end_step_and_close`]) in `boundary`.
 
+mod boundary;
 mod inbox_ops;
 mod intake;
 mod open;
@@ -32,6 +34,7 @@ use crate::reason::{CancelCause, StepOutcome, TurnError};
 use crate::store::LogWriter;
 use crate::txn::{Ledger, Txn};
 
+pub use boundary::StepBoundary;
 pub use inbox_ops::InboxOps;
 pub(crate) use open::Filled;
 

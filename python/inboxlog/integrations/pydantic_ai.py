@@ -40,7 +40,11 @@ session already open. Every way of running the agent (``run``, ``run_sync``, ``i
   ``decide`` records the step and its ``user/message`` events (the first request's
   claim is ``propose_step(whole_next_turn=True)``: pure claims, nothing canceled).
   Without plugins there is nothing to ask between the claim and the decision, so the
-  first step is taken as the run starts, right after its prompt joined ``next-turn``.
+  first step is taken as the run starts, right after its prompt joined ``next-turn``,
+  and each boundary (the previous step's end, the claim, the decision) is one call,
+  ``Session.step_boundary``, written in one durable append (one fsync under ``sync``)
+  with the events of the separate calls; the last step's end and the turn's close are
+  one too (``Session.end_step_and_close``).
   The messages that entered become ``UserPromptPart`` parts of the request about to be
   sent, so the model sees them in that request and the history keeps them, exactly
   once; the request's ``metadata["inboxlog"]["messages"]`` lists their inbox ids.
@@ -114,7 +118,7 @@ from inboxlog.integrations._common import (
     error_reason,
     open_or_create,
 )
-from inboxlog.types import Decided, Decision, Message, Proposal
+from inboxlog.types import Decided, Decision, Message, Proposal, StepOutcome
 
 MESSAGES = "pydantic-ai/messages"
 """The event type of messages added to the history: ``{"messages": [...]}``."""
@@ -380,9 +384,27 @@ class _Run:
         return self.log.propose_step(whole_next_turn=True)
 
     def _step(self) -> tuple[Decision, Decided]:
-        """:meth:`_propose`, and the claim enters as it is (no plugins)."""
-        proposal = self._propose()
-        return self._decide(proposal, {"kind": "enter", "messages": list(proposal["messages"])})
+        """:meth:`_propose`, and the claim enters as it is (no plugins): one log call
+        (``step_boundary``), so one durable write, with the events of the separate calls.
+
+        A turn's first boundary with nothing pending takes the separate calls, as the
+        marker must enter instead of the empty claim. (Input removed by another thread
+        between ``begin``'s look at the inbox and the claim leaves the claim empty: the
+        turn then completes at once, as ``decide`` ends a turn whose first batch is empty.)
+        """
+        if self.steps == 0 and not self.pending:
+            proposal = self._propose()
+            return self._decide(proposal, {"kind": "enter", "messages": list(proposal["messages"])})
+        owed: StepOutcome | None = "continue" if self.step_open else None
+        boundary = self.log.step_boundary(owed, whole_next_turn=True)
+        self.step_open = False
+        if boundary is None:
+            # The owed step concluded the turn (a "continue" after "max-tokens") and no
+            # steering waits: the separate calls' empty decision would end the turn now,
+            # with the same event closing it does.
+            return {"kind": "enter", "messages": []}, self.log.close_turn()
+        entered = boundary["proposal"]["messages"]
+        return {"kind": "enter", "messages": entered}, boundary["decided"]
 
     def _decide(self, proposal: Proposal, decision: Decision) -> tuple[Decision, Decided]:
         """Records ``decision``; returns it as recorded, and what the log made of it."""
@@ -492,8 +514,11 @@ class _Run:
             self.log.decide({"kind": "enter", "messages": []})
             return
         if self.step_open:
-            again = self.log.end_step(outcome)
+            # The step's end and, when no other step is due, the turn's close: one write.
             self.step_open = False
+            if self.log.end_step_and_close(outcome) is not None:
+                return
+            again = True
         else:
             again = bool(self.log.inbox.next_step)
         if again and error is not None:
