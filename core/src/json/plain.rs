@@ -139,6 +139,7 @@ fn digits_end(b: &[u8], mut i: usize) -> usize {
 /// The end of the string whose opening quote is at `i` (one past the closing quote):
 /// no raw control character, only JSON's escapes. The text is UTF-8 already (it is a
 /// `str`), so bytes at or above 0x80 need no look.
+#[inline]
 pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut i = i + 1;
     loop {
