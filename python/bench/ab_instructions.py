@@ -10,7 +10,8 @@ opens it and calls ``events()`` once, and again three times, under
 ``valgrind --tool=cachegrind --cache-sim=no`` with ``PYTHONHASHSEED=0`` (so that dict
 probing is the same in every run). The difference of the two counts, halved, is what
 one ``events()`` costs; the single run less that is the interpreter's start, the
-import and ``open``. Needs valgrind.
+import and ``open``. A third run that imports the package and stops there is taken
+from that to give what ``open`` costs, per event of the log. Needs valgrind.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import subprocess
 import sys
 import tempfile
 
-# Run under valgrind: open the log with the package in argv[1] and read it argv[3] times.
+# Run under valgrind: open the log with the package in argv[1] and read it argv[3] times
+# (a negative count: import the package only).
 READ = """
 import importlib.util, os, sys
 directory, root, reads = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -34,6 +36,8 @@ spec = importlib.util.spec_from_file_location(
 module = importlib.util.module_from_spec(spec)
 sys.modules["inboxlog"] = module
 spec.loader.exec_module(module)
+if reads < 0:
+    sys.exit(0)
 session = module.Store(root, durability="none").open("log")
 for _ in range(reads):
     session.events()
@@ -93,15 +97,26 @@ with inboxlog.Store({root!r}, durability="none").create("log") as s:
         subprocess.run([sys.executable, "-c", write], cwd=root, check=True)
         per_event: dict[str, float] = {}
         print(f"Python {sys.version.split()[0]}, {args.events:,} events")
-        print(f"{'side':<8}{'events(), per event':>22}{'start+import+open':>20}")
+        print(
+            f"{'side':<8}{'events(), per event':>22}{'start+import+open':>20}"
+            f"{'open, per event':>18}"
+        )
+        open_per_event: dict[str, float] = {}
         for name, directory in sides.items():
+            imported = instructions(directory, root, -1, root)
             once = instructions(directory, root, 1, root)
             thrice = instructions(directory, root, 3, root)
             read = (thrice - once) / 2
             per_event[name] = read / args.events
-            print(f"{name:<8}{per_event[name]:>22,.0f}{once - read:>20,.0f}")
+            open_per_event[name] = (once - read - imported) / args.events
+            print(
+                f"{name:<8}{per_event[name]:>22,.0f}{once - read:>20,.0f}"
+                f"{open_per_event[name]:>18,.0f}"
+            )
         ratio = per_event["after"] / per_event["before"]
         print(f"after/before, events(): {ratio:.3f}")
+        ratio = open_per_event["after"] / open_per_event["before"]
+        print(f"after/before, open: {ratio:.3f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -121,17 +121,19 @@ impl Cursor<'_> {
         (self.b.get(self.i..end)? == lit).then(|| self.i = end)
     }
 
-    /// A non-negative integer without sign, fraction or exponent (`0`, `17`).
+    /// A non-negative integer without sign, fraction or exponent (`0`, `17`), of at
+    /// most 19 digits: those cannot overflow a u64, so no digit is checked for it.
     fn uint(&mut self) -> Option<u64> {
         let start = self.i;
         let mut n: u64 = 0;
-        while let Some(d) = self.b.get(self.i).filter(|d| d.is_ascii_digit()) {
-            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+        while let Some(d @ b'0'..=b'9') = self.b.get(self.i).copied() {
+            n = n.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
             self.i += 1;
         }
         let len = self.i - start;
-        // Empty, or a leading zero (`01`): the general parser names the error.
-        (len == 1 || (len > 1 && self.b[start] != b'0')).then_some(n)
+        // Empty, a leading zero (`01`) or too long (no seq or time is): the general
+        // parser names the error.
+        (len == 1 || ((2..=19).contains(&len) && self.b[start] != b'0')).then_some(n)
     }
 
     /// `n,n,…]` after an opening bracket: the range of the numbers and commas.
@@ -211,6 +213,8 @@ mod tests {
             r#"{"type":"","seq":0,"time":0,"data":{}}"#,
             r#"{"type":"x","seq":01,"time":0,"data":{}}"#,
             r#"{"type":"x","seq":9007199254740992,"time":0,"data":{}}"#,
+            r#"{"type":"x","seq":0,"time":18446744073709551616,"data":{}}"#,
+            r#"{"type":"x","seq":0,"time":99999999999999999999,"data":{}}"#,
             r#"{"type":"x","seq":0,"time":0,"data":{}"#,
             r#"{"type":"x","seq":0,"time":0,"data":{}}}"#,
             r#"{"type":"x","seq":0,"time":0,"data":{},"surfaceOp":"append"}"#,

@@ -5,6 +5,12 @@
 //! digit), so it lies on character boundaries, and is taken with `get` all the same:
 //! no input makes it panic.
 
+use super::scan;
+
+/// Most digits an integer may have to be read without overflow checks: 19 digits stay
+/// below 10^19, which is less than 2^64.
+const FAST_DIGITS: usize = 19;
+
 /// The text made no sense at this byte offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Unexpected(pub(super) usize);
@@ -93,43 +99,77 @@ impl<'t> Lexer<'t> {
 
     /// Reads a number: an integer when it has neither fraction nor exponent, else a
     /// float.
+    #[inline(always)]
     pub(super) fn number(&mut self) -> Result<Number<'t>, Unexpected> {
         let start = self.pos;
         let negative = self.eat(b'-');
-        // The integer part's value while it fits a u64.
-        let mut magnitude = Some(0u64);
+        let digits = self.pos;
+        // The integer part's value, exact while it has at most FAST_DIGITS digits.
+        let mut magnitude = 0u64;
         match self.peek() {
             Some(b'0') => self.pos += 1,
             Some(b'1'..=b'9') => {
                 while let Some(d @ b'0'..=b'9') = self.peek() {
-                    magnitude = magnitude
-                        .and_then(|m| m.checked_mul(10))
-                        .and_then(|m| m.checked_add(u64::from(d - b'0')));
+                    magnitude = magnitude.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
                     self.pos += 1;
                 }
             }
             _ => return Err(self.unexpected()),
         }
-        let fraction = self.eat(b'.');
-        if fraction {
+        if let Some(b'.' | b'e' | b'E') = self.peek() {
+            return self.float(start);
+        }
+        if self.pos - digits > FAST_DIGITS {
+            return self.long_integer(start, negative, digits);
+        }
+        if negative {
+            return match 0i64.checked_sub_unsigned(magnitude) {
+                Some(n) => Ok(Number::Int(n)),
+                None => self.slice(start, self.pos).map(Number::Big),
+            };
+        }
+        Ok(i64::try_from(magnitude).map_or(Number::Unsigned(magnitude), Number::Int))
+    }
+
+    /// The rest of a number from its fraction or exponent (at the lexer), started at
+    /// `start`: rounded to the nearest double.
+    #[inline(never)]
+    fn float(&mut self, start: usize) -> Result<Number<'t>, Unexpected> {
+        if self.eat(b'.') {
             self.digits()?;
         }
-        let exponent = matches!(self.peek(), Some(b'e' | b'E'));
-        if exponent {
+        if let Some(b'e' | b'E') = self.peek() {
             self.pos += 1;
             if let Some(b'+' | b'-') = self.peek() {
                 self.pos += 1;
             }
             self.digits()?;
         }
-        if fraction || exponent {
-            // Rust rounds a decimal to the nearest double exactly, as Python does.
-            return self
-                .slice(start, self.pos)?
-                .parse()
-                .map(Number::Float)
-                .map_err(|_| Unexpected(start));
-        }
+        // Rust rounds a decimal to the nearest double exactly, as Python does.
+        self.slice(start, self.pos)?
+            .parse()
+            .map(Number::Float)
+            .map_err(|_| Unexpected(start))
+    }
+
+    /// An integer of more than [`FAST_DIGITS`] digits (from `digits`, its sign before
+    /// them), which ended at the lexer: read again with overflow checks.
+    #[inline(never)]
+    fn long_integer(
+        &self,
+        start: usize,
+        negative: bool,
+        digits: usize,
+    ) -> Result<Number<'t>, Unexpected> {
+        let magnitude = self
+            .text
+            .as_bytes()
+            .get(digits..self.pos)
+            .unwrap_or_default()
+            .iter()
+            .try_fold(0u64, |m, &d| {
+                m.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            });
         let small = match (negative, magnitude) {
             (false, Some(m)) => Some(i64::try_from(m).map_or(Number::Unsigned(m), Number::Int)),
             (true, Some(m)) => 0i64.checked_sub_unsigned(m).map(Number::Int),
@@ -216,15 +256,8 @@ impl<'t> Lexer<'t> {
     /// (an unterminated string, or a raw control character in it, is an error).
     #[inline(always)]
     fn skip_to_quote_or_backslash(&mut self) -> Result<(), Unexpected> {
-        let rest = self.rest();
-        let Some(run) = memchr::memchr2(b'"', b'\\', rest) else {
-            return Err(Unexpected(self.text.len()));
-        };
-        if has_control(&rest[..run]) {
-            let at = rest.iter().position(|&c| c < 0x20).unwrap_or(run);
-            return Err(Unexpected(self.pos + at));
-        }
-        self.pos += run;
+        self.pos =
+            scan::to_quote_or_backslash(self.text.as_bytes(), self.pos).map_err(Unexpected)?;
         Ok(())
     }
 
@@ -259,44 +292,9 @@ impl<'t> Lexer<'t> {
     }
 }
 
-/// Whether a byte of `run` is below 0x20 (a raw control character), eight at a time:
-/// `x - 0x20…20` sets a byte's top bit where the byte is below 0x20 or at least 0xa0,
-/// and `!x` keeps it only where the byte is below 0x80.
-#[inline(always)]
-fn has_control(run: &[u8]) -> bool {
-    const LOW: u64 = 0x2020_2020_2020_2020;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut words = run.chunks_exact(8);
-    let mut found = false;
-    for chunk in &mut words {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word);
-        found |= x.wrapping_sub(LOW) & !x & HIGH != 0;
-    }
-    found || words.remainder().iter().any(|&c| c < 0x20)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn control_characters_are_found_in_every_lane() {
-        for len in 0..20 {
-            for at in 0..len {
-                for byte in 0..=255u8 {
-                    let mut run = vec![b'a'; len];
-                    run[at] = byte;
-                    assert_eq!(has_control(&run), byte < 0x20, "{len} {at} {byte}");
-                }
-            }
-            // Bytes either side of the bound, in every lane at once.
-            assert!(!has_control(&vec![0x20; len]));
-            assert!(!has_control(&vec![0xff; len]));
-            assert!(!has_control(&vec![0x80; len]));
-        }
-    }
 
     fn string(text: &str) -> Result<(String, usize), Unexpected> {
         let mut at = Lexer::new(text);
@@ -369,6 +367,25 @@ mod tests {
             ("18446744073709551615", Number::Unsigned(u64::MAX)),
             ("18446744073709551616", Number::Big("18446744073709551616")),
             ("-9223372036854775809", Number::Big("-9223372036854775809")),
+            // Either side of the digits read without overflow checks (19).
+            (
+                "9999999999999999999",
+                Number::Unsigned(9_999_999_999_999_999_999),
+            ),
+            ("-9999999999999999999", Number::Big("-9999999999999999999")),
+            (
+                "-1000000000000000000",
+                Number::Int(-1_000_000_000_000_000_000),
+            ),
+            (
+                "10000000000000000000",
+                Number::Unsigned(10_000_000_000_000_000_000),
+            ),
+            (
+                "-10000000000000000000",
+                Number::Big("-10000000000000000000"),
+            ),
+            ("99999999999999999999", Number::Big("99999999999999999999")),
             ("1.0", Number::Float(1.0)),
             ("-0.0", Number::Float(-0.0)),
             ("1e5", Number::Float(1e5)),

@@ -27,6 +27,7 @@ mod builder;
 mod lexer;
 pub(crate) mod plain;
 mod reader;
+mod scan;
 pub(crate) mod walk;
 
 /// Deepest JSON nesting accepted anywhere (ARCHITECTURE.md#limits).

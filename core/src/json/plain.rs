@@ -8,6 +8,8 @@
 //! pass accepts is one the general path ([`super::compact_within`], then serde_json)
 //! accepts unchanged. `plain_matches_the_general_path` in the tests holds it to that.
 
+use super::scan;
+
 /// Containers tracked on the fixed stack; deeper values take the general path.
 pub(crate) const STACK: usize = 128;
 
@@ -137,21 +139,11 @@ fn digits_end(b: &[u8], mut i: usize) -> usize {
 /// The end of the string whose opening quote is at `i` (one past the closing quote):
 /// no raw control character, only JSON's escapes. The text is UTF-8 already (it is a
 /// `str`), so bytes at or above 0x80 need no look.
+#[inline]
 pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut i = i + 1;
     loop {
-        let rest = b.get(i..)?;
-        let run = memchr::memchr2(b'"', b'\\', rest)?;
-        // No short circuit: the compiler checks the run many bytes at a time.
-        #[expect(
-            clippy::needless_bitwise_bool,
-            reason = "`|` keeps the loop branch-free"
-        )]
-        let controls = rest[..run].iter().fold(false, |seen, &c| seen | (c < 0x20));
-        if controls {
-            return None;
-        }
-        i += run;
+        i = scan::to_quote_or_backslash(b, i).ok()?;
         if b[i] == b'"' {
             return Some(i + 1);
         }

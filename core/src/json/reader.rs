@@ -106,9 +106,12 @@ enum Expect {
     FirstKey,
     /// The first item of an array, or its `]`.
     FirstItem,
-    /// After a value: a comma or the innermost container's end; at the top level, the
-    /// end of the text.
-    Next,
+    /// After a member of an object: a comma and the next key, or the object's `}`.
+    NextKey,
+    /// After an item of an array: a comma and the next item, or the array's `]`.
+    NextItem,
+    /// After the top-level value: the end of the text.
+    End,
     /// Nothing: the text was read whole, or refused.
     Done,
 }
@@ -130,6 +133,10 @@ enum Expect {
 pub struct Reader<'t> {
     lexer: Lexer<'t>,
     expect: Expect,
+    /// What comes after a value in the innermost open container ([`Expect::NextKey`],
+    /// [`Expect::NextItem`], or [`Expect::End`] at the top level): kept as containers
+    /// open and close, so a scalar costs no look at the bit stack.
+    after_value: Expect,
     /// Open containers.
     depth: usize,
     max_depth: usize,
@@ -153,6 +160,7 @@ impl<'t> Reader<'t> {
         Reader {
             lexer: Lexer::new(text),
             expect: Expect::Value,
+            after_value: Expect::End,
             depth: 0,
             max_depth: max_depth.min(MAX_READ_DEPTH),
             objects: [0; STACK_WORDS],
@@ -177,30 +185,42 @@ impl<'t> Reader<'t> {
             Expect::Value => self.value().map(Some),
             Expect::FirstKey => {
                 if self.lexer.eat(b'}') {
-                    return Ok(Some(self.close()));
+                    return Ok(Some(self.close(true)));
                 }
                 self.key().map(Some)
             }
             Expect::FirstItem => {
                 if self.lexer.eat(b']') {
-                    return Ok(Some(self.close()));
+                    return Ok(Some(self.close(false)));
                 }
                 self.value().map(Some)
             }
-            Expect::Next => match self.innermost() {
-                None if self.lexer.at_end() => Ok(None),
-                None => Err(self.lexer.unexpected().into()),
-                Some(object) => {
-                    if self.lexer.eat(b',') {
-                        self.lexer.skip_whitespace();
-                        return if object { self.key() } else { self.value() }.map(Some);
-                    }
-                    if self.lexer.eat(if object { b'}' } else { b']' }) {
-                        return Ok(Some(self.close()));
-                    }
-                    Err(self.lexer.unexpected().into())
+            Expect::NextKey => {
+                if self.lexer.eat(b',') {
+                    self.lexer.skip_whitespace();
+                    return self.key().map(Some);
                 }
-            },
+                if self.lexer.eat(b'}') {
+                    return Ok(Some(self.close(true)));
+                }
+                Err(self.lexer.unexpected().into())
+            }
+            Expect::NextItem => {
+                if self.lexer.eat(b',') {
+                    self.lexer.skip_whitespace();
+                    return self.value().map(Some);
+                }
+                if self.lexer.eat(b']') {
+                    return Ok(Some(self.close(false)));
+                }
+                Err(self.lexer.unexpected().into())
+            }
+            Expect::End => {
+                if self.lexer.at_end() {
+                    return Ok(None);
+                }
+                Err(self.lexer.unexpected().into())
+            }
             Expect::Done => Ok(None),
         }
     }
@@ -214,7 +234,7 @@ impl<'t> Reader<'t> {
             Some(b'[') => return self.open(false),
             Some(b'"') => {
                 let s = lexer.string(&mut self.unescaped)?;
-                self.expect = Expect::Next;
+                self.expect = self.after_value;
                 return Ok(Token::String(match s {
                     Str::Text(s) => s,
                     Str::Unescaped => &self.unescaped,
@@ -235,7 +255,7 @@ impl<'t> Reader<'t> {
             Some(b'-' | b'0'..=b'9') => Token::Number(lexer.number()?),
             _ => return Err(lexer.unexpected().into()),
         };
-        self.expect = Expect::Next;
+        self.expect = self.after_value;
         Ok(token)
     }
 
@@ -268,32 +288,31 @@ impl<'t> Reader<'t> {
         self.objects[word] = self.objects[word] & !(1 << bit) | (u64::from(object) << bit);
         self.depth += 1;
         if object {
-            self.expect = Expect::FirstKey;
+            (self.expect, self.after_value) = (Expect::FirstKey, Expect::NextKey);
             Ok(Token::BeginObject)
         } else {
-            self.expect = Expect::FirstItem;
+            (self.expect, self.after_value) = (Expect::FirstItem, Expect::NextItem);
             Ok(Token::BeginArray)
         }
     }
 
-    /// Closes the innermost container, whose bracket was just read.
+    /// Closes the innermost container, an object or not, whose bracket was just read:
+    /// what follows a value is now the enclosing container's (one look at the bit
+    /// stack per container, not per value).
     #[inline]
-    fn close(&mut self) -> Token<'static> {
-        let object = self.innermost() == Some(true);
+    fn close(&mut self, object: bool) -> Token<'static> {
         self.depth -= 1;
-        self.expect = Expect::Next;
+        self.after_value = match self.depth.checked_sub(1) {
+            None => Expect::End,
+            Some(top) if self.objects[top / 64] >> (top % 64) & 1 == 1 => Expect::NextKey,
+            Some(_) => Expect::NextItem,
+        };
+        self.expect = self.after_value;
         if object {
             Token::EndObject
         } else {
             Token::EndArray
         }
-    }
-
-    /// Whether the innermost open container is an object; `None` at the top level.
-    #[inline]
-    fn innermost(&self) -> Option<bool> {
-        let top = self.depth.checked_sub(1)?;
-        Some(self.objects[top / 64] >> (top % 64) & 1 == 1)
     }
 }
 

@@ -165,7 +165,7 @@ struct Strings<'py> {
     py: Python<'py>,
     /// The key cache: [`KEY_SLOTS`] slots, each the last key (text and str) whose hash
     /// chose it; empty when the loader keeps no cache.
-    cache: Vec<Option<(Box<str>, Bound<'py, PyString>)>>,
+    cache: Vec<Option<(KeyText, Bound<'py, PyString>)>>,
 }
 
 impl<'py> Strings<'py> {
@@ -179,31 +179,64 @@ impl<'py> Strings<'py> {
 /// it, else a new one that takes the slot. Without a cache, or for a long text, a new
 /// str.
 fn cached<'py>(
-    cache: &mut [Option<(Box<str>, Bound<'py, PyString>)>],
+    cache: &mut [Option<(KeyText, Bound<'py, PyString>)>],
     py: Python<'py>,
     text: &str,
 ) -> Bound<'py, PyString> {
-    if cache.is_empty() || text.len() > CACHED_KEY_BYTES {
+    if cache.is_empty() {
         return PyString::new(py, text);
     }
-    let slot = &mut cache[slot_of(text.as_bytes())];
-    if let Some((known, key)) = slot
-        && **known == *text
+    let Some(known) = KeyText::new(text) else {
+        return PyString::new(py, text);
+    };
+    let slot = &mut cache[known.slot()];
+    if let Some((held, key)) = slot
+        && *held == known
     {
         return key.clone();
     }
     let key = PyString::new(py, text);
-    *slot = Some((text.into(), key.clone()));
+    *slot = Some((known, key.clone()));
     key
 }
 
-/// The cache slot of a key: FNV-1a, enough spread for short keys.
-fn slot_of(text: &[u8]) -> usize {
-    let mut hash: u32 = 0x811c_9dc5;
-    for &b in text {
-        hash = (hash ^ u32::from(b)).wrapping_mul(0x0100_0193);
+/// A key of at most [`CACHED_KEY_BYTES`] as its length and four words (its bytes,
+/// zero-padded): hashed and compared in a few word operations, whatever its length,
+/// and kept without an allocation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct KeyText {
+    len: usize,
+    words: [u64; CACHED_KEY_BYTES / 8],
+}
+
+impl KeyText {
+    /// `text` as a cache key; `None` when it is too long to be cached.
+    #[inline]
+    fn new(text: &str) -> Option<KeyText> {
+        let mut bytes = [0u8; CACHED_KEY_BYTES];
+        bytes
+            .get_mut(..text.len())?
+            .copy_from_slice(text.as_bytes());
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[8 * i..8 * i + 8]);
+            u64::from_le_bytes(w)
+        };
+        Some(KeyText {
+            len: text.len(),
+            words: std::array::from_fn(word),
+        })
     }
-    hash as usize & (KEY_SLOTS - 1)
+
+    /// The key's slot: its words and length folded, multiplied by a large odd constant
+    /// (Fibonacci hashing), the top bits kept.
+    #[inline]
+    fn slot(&self) -> usize {
+        let [a, b, c, d] = self.words;
+        let folded =
+            a ^ b.rotate_left(16) ^ c.rotate_left(32) ^ d.rotate_left(48) ^ self.len as u64;
+        (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - KEY_SLOTS.trailing_zeros())) as usize
+    }
 }
 
 /// The Python value of a number token: an int of any size, or a float.
