@@ -149,14 +149,22 @@ impl Shared {
         }
     }
 
-    /// One statement of wake-ups. Best-effort: a failure costs the followers a re-read
-    /// interval at most.
+    /// One statement of wake-ups, prepared once per connection (a statement sent as text
+    /// costs a second round trip and a plan every time). Best-effort: a failure costs
+    /// the followers a re-read interval at most.
     fn send(&self, ids: &[String]) {
-        let _ = self.pool.with(|client| {
-            client
-                .execute(self.sql.notify.as_str(), &[&ids])
-                .map(drop)
-                .map_err(|e| crate::error::Error::new(crate::error::ErrorKind::Io, e.to_string()))
-        });
+        let Ok(mut conn) = self.pool.get() else {
+            return;
+        };
+        let statement = match &conn.notify {
+            Some(statement) => Ok(statement.clone()),
+            None => conn.client.prepare(&self.sql.notify),
+        };
+        if let Ok(statement) = statement {
+            conn.notify = Some(statement.clone());
+            let _ = conn.client.execute(&statement, &[&ids]);
+        }
+        // A connection that lost the server is discarded there, not given back.
+        self.pool.put(conn);
     }
 }

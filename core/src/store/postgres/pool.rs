@@ -49,6 +49,8 @@ pub(super) struct Conn {
     pub single: Option<Statement>,
     /// The many-session append, prepared on first use.
     pub group: Option<Statement>,
+    /// The notifier's wake-ups (`notify.rs`), prepared on first use.
+    pub notify: Option<Statement>,
 }
 
 /// What a waiter in the queue is handed.
@@ -336,6 +338,7 @@ impl Conn {
             suspect: false,
             single: None,
             group: None,
+            notify: None,
         }
     }
 }
