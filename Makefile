@@ -231,7 +231,7 @@ PY_SOURCES := $(shell find core/src python/src python/inboxlog -type f -not -nam
 # both), installed as a user would. A debug module `make check` left in the source tree
 # (maturin develop) goes first.
 $(VENV)/.installed: $(VENV)/.ready $(DIST)/.wheel
-	rm -f python/inboxlog/_native*.so
+	rm -f python/inboxlog/_native*.so $(VENV)/.develop
 	$(VPY) -m pip install --quiet --force-reinstall --no-deps $(DIST)/inboxlog-*.whl
 	touch $@
 
@@ -258,26 +258,61 @@ test-e2e: c-lib $(VENV)/.installed
 	$(VENV)/bin/ruff check tests/e2e tests/readme_examples.py
 	INBOXLOG_LIB=$(C_LIBDIR)/libinboxlog.so $(VENV)/bin/pytest -q -W error -p no:cacheprovider tests/e2e
 
-# The fast edit-test loop (issue #20): format, clippy, a debug build of the wheel into
-# the venv (maturin develop: no fat LTO), then the Rust and Python tests. No release
-# build, no C hosts, no valgrind: `make test` stays the full CI run. The debug build
-# replaces the venv's installed wheel, so the next `make test` reinstalls the release one.
+# The fast edit-test loop (issue #20, docs/CONTRIBUTING.md#the-fast-loop): format,
+# clippy, a debug build of the wheel into the venv (maturin develop: no fat LTO, and only
+# when a Rust source changed since the last one), then the Rust tests (nextest, all
+# binaries at once; cargo test where nextest is missing) and the Python tests, both
+# without the few that take a minute of a core each (below). No release build, no C
+# hosts, no valgrind: `make test` stays the full CI run. The debug module replaces the
+# venv's installed wheel, so the next `make test` reinstalls the release one.
 .PHONY: check check-suites
 check: $(VENV)/.ready
 	tests/pg/with-server.sh $(MAKE) --no-print-directory check-suites
 
-check-suites:
-	$(CARGO) fmt --all
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+# Left to `make test`: model runs of thousands of random cases, the soak and the
+# 2,000-session run against the server, the hostile-input and crash suites, the TLS
+# server and the import memory budget (each 5-20 s of a core; together most of the time).
+CHECK_SKIP_RUST := test(=queue::tests::matches_vec_model) | test(a_soak_of_) \
+	| test(two_thousand_sessions) | test(session_on_postgres_matches_the_reference_model) \
+	| binary(hostile_input) | binary(crash_kill) | binary(pg_tls) \
+	| test(peak_memory_stays_within_the_budget)
+# The same names for cargo test's --skip (substring matches), where nextest is missing.
+CHECK_SKIP_CARGO := matches_vec_model a_soak_of_ two_thousand_sessions \
+	session_on_postgres_matches_the_reference_model peak_memory_stays_within_the_budget
+CHECK_SKIP_PYTHON := not type_checks_against and not ten_thousand_sessions \
+	and not eight_workers_of_250_sessions
+# cargo and maturin see one environment, so pyo3's build script does not run again
+# (and rebuild everything after it) each time one of them follows the other.
+CHECK_ENV := VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+	PYO3_PYTHON=$(CURDIR)/$(VPY)
+RUST_SOURCES := $(shell find core/src python/src -name '*.rs') \
+	Cargo.toml Cargo.lock core/Cargo.toml python/Cargo.toml
+
+check-suites: $(VENV)/.develop
+	$(CHECK_ENV) $(CARGO) fmt --all
+	$(CHECK_ENV) $(CARGO) clippy --workspace --all-targets -- -D warnings
+	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
+		echo "$(CARGO) nextest run --workspace -E 'not (...)'"; \
+		$(CHECK_ENV) $(CARGO) nextest run --workspace --status-level fail \
+			--final-status-level slow -E 'not ($(strip $(CHECK_SKIP_RUST)))'; \
+	else \
+		$(CHECK_ENV) $(CARGO) test --workspace -q -- \
+			$(foreach t,$(CHECK_SKIP_CARGO),--skip $(t)); \
+	fi
+	$(VENV)/bin/ruff format python/inboxlog python/tests python/bench examples
+	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
+	@# Left to `make test`: the strict mypy and stubtest runs (tests/test_tooling.py and
+	@# the examples' type checks, minutes of a cold mypy) and the fleet-scale runs of
+	@# 10,000 sessions and of 8 worker processes (over a minute each).
+	cd python && ../$(VENV)/bin/pytest -q -x --ignore tests/test_tooling.py -k "$(CHECK_SKIP_PYTHON)"
+
+# The debug module in python/inboxlog (maturin develop installs the package editable:
+# Python edits need no rebuild), rebuilt when a Rust source changed or `make test`
+# installed the release wheel over it.
+$(VENV)/.develop: $(VENV)/.ready $(RUST_SOURCES)
 	rm -f $(VENV)/.installed
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
-		$(VENV)/bin/maturin develop --quiet --manifest-path python/Cargo.toml
-	$(CARGO) test --workspace
-	$(VENV)/bin/ruff format python/inboxlog python/tests
-	$(VENV)/bin/ruff check python/inboxlog python/tests
-	@# The strict mypy and stubtest runs (tests/test_tooling.py, minutes of a cold mypy)
-	@# are left to `make test`.
-	cd python && ../$(VENV)/bin/pytest -q --ignore tests/test_tooling.py
+	$(CHECK_ENV) $(VENV)/bin/maturin develop --quiet --manifest-path python/Cargo.toml
+	touch $@
 
 # Restarts the test server under load: alone, after every other suite (see the test).
 .PHONY: test-suites test-pg-restart demo-postgres demo-fleet
