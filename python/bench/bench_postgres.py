@@ -297,6 +297,19 @@ def reset(url: str, create: bool) -> None:
             )
 
 
+def settle(url: str) -> None:
+    """Starts the next phase from the state the first started from: the tables the last
+    one filled dropped and the server's dirty pages written out, so that no phase pays
+    for the writes of the one before it (a checkpoint or an autovacuum running meanwhile).
+    """
+    reset(url, create=True)
+    try:
+        with psycopg.connect(named(url, PREFIX + "setup"), autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+    except psycopg.Error as e:
+        print(f"between phases: cannot write the server's dirty pages out (CHECKPOINT): {e}")
+
+
 def cell(bench: Bench, n: int, side: str, run: Run, failed: str | None) -> str:
     """A side's figure, or a pointer to the note saying why it failed."""
     if failed is not None:
@@ -540,7 +553,9 @@ def main() -> None:
     try:
         bench = Bench(args.url, seconds, backends)
         throughput(bench, writers, rounds)
+        settle(args.url)
         latency(bench, args.lag_writers)
+        settle(args.url)
         open_many(bench, args.open_sessions)
     finally:
         backends.close()

@@ -205,7 +205,9 @@ pub fn run() {
     };
     throughput(&cfg, &url, &backends);
     line_sizes();
+    settle();
     latency(&cfg, &url, &backends);
+    settle();
     open_many(&cfg, &url, &backends);
     backends.stop();
     let _ = watcher.join();
@@ -213,6 +215,21 @@ pub fn run() {
         println!("{e}");
     }
     println!("load average at end: {}", load_average());
+}
+
+/// Starts the next phase from the state the first started from: the tables the last
+/// one filled (millions of rows after the throughput table) dropped and the server's
+/// dirty pages written out, so that no phase pays for the writes of the one before it
+/// (a checkpoint or an autovacuum of those rows running meanwhile).
+fn settle() {
+    let settled = reset(true).and_then(|()| {
+        sql()?
+            .batch_execute("CHECKPOINT")
+            .map_err(|e| format!("cannot write the server's dirty pages out (CHECKPOINT): {e}"))
+    });
+    if let Err(e) = settled {
+        println!("between phases: {e}");
+    }
 }
 
 fn throughput(cfg: &Config, url: &str, backends: &Backends) {
