@@ -279,8 +279,8 @@ CHECK_SKIP_RUST := test(=queue::tests::matches_vec_model) | test(a_soak_of_) \
 # The same names for cargo test's --skip (substring matches), where nextest is missing.
 CHECK_SKIP_CARGO := matches_vec_model a_soak_of_ two_thousand_sessions \
 	session_on_postgres_matches_the_reference_model peak_memory_stays_within_the_budget
-CHECK_SKIP_PYTHON := not type_checks_against and not ten_thousand_sessions \
-	and not eight_workers_of_250_sessions
+CHECK_SKIP_PYTHON := not type_checks_against and not test_pg_fleet_scale \
+	and not the_example_runs and not killed
 # cargo and maturin see one environment, so pyo3's build script does not run again
 # (and rebuild everything after it) each time one of them follows the other.
 CHECK_ENV := VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
@@ -302,8 +302,9 @@ check-suites: $(VENV)/.develop
 	$(VENV)/bin/ruff format python/inboxlog python/tests python/bench examples
 	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
 	@# Left to `make test`: the strict mypy and stubtest runs (tests/test_tooling.py and
-	@# the examples' type checks, minutes of a cold mypy) and the fleet-scale runs of
-	@# 10,000 sessions and of 8 worker processes (over a minute each).
+	@# the examples' type checks, minutes of a cold mypy), the fleet-scale runs
+	@# (tests/test_pg_fleet_scale.py: 10,000 sessions, 8 worker processes), and the
+	@# runs that start other interpreters: the examples and the killed workers.
 	cd python && ../$(VENV)/bin/pytest -q -x --ignore tests/test_tooling.py -k "$(CHECK_SKIP_PYTHON)"
 
 # The debug module in python/inboxlog (maturin develop installs the package editable:
