@@ -72,6 +72,28 @@ fn a_pending_post_the_log_already_holds_is_not_taken_in_twice() {
     assert_eq!(pending_rows(&schema), 0, "the stale row is settled");
 }
 
+/// Two workers connect to `schema`'s older tables at once: both succeed, and the tables
+/// are at the current version afterwards.
+fn upgraded_by_two_workers_at_once(schema: &pg_common::Schema) -> Vec<PgStore> {
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let options = schema.options(Durability::Sync);
+            thread::spawn(move || PgStore::connect(&pg_common::url(), options).unwrap())
+        })
+        .collect();
+    let stores = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let version: i32 = pg_common::client()
+        .unwrap()
+        .query_one(
+            &format!("SELECT version FROM \"{}\".schema_version", schema.name),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(version, SCHEMA_VERSION, "upgraded to the current version");
+    stores
+}
+
 #[test]
 fn version_1_tables_are_upgraded_in_place_and_posts_work() {
     let Some((schema, store)) = pg_common::store(Durability::Sync) else {
@@ -86,23 +108,7 @@ fn version_1_tables_are_upgraded_in_place_and_posts_work() {
         "DROP TABLE {s}.posts; DROP SEQUENCE {s}.post_numbers;
          UPDATE {s}.schema_version SET version = 1",
     );
-    // Two workers upgrading at once both succeed.
-    let workers: Vec<_> = (0..2)
-        .map(|_| {
-            let options = schema.options(Durability::Sync);
-            thread::spawn(move || PgStore::connect(&pg_common::url(), options).unwrap())
-        })
-        .collect();
-    let stores: Vec<PgStore> = workers.into_iter().map(|w| w.join().unwrap()).collect();
-    let mut c = pg_common::client().unwrap();
-    let version: i32 = c
-        .query_one(
-            &format!("SELECT version FROM \"{}\".schema_version", schema.name),
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(version, SCHEMA_VERSION, "upgraded to the current version");
+    let stores = upgraded_by_two_workers_at_once(&schema);
     stores[0].post("s", Target::NextTurn, &msg("a")).unwrap();
     let s = Session::open(&stores[1], "s").unwrap();
     assert_eq!(s.inbox().next_turn().unwrap(), vec![msg("a")]);
@@ -142,23 +148,7 @@ fn version_3_tables_lose_the_events_key_and_a_delete_takes_the_events_along() {
     };
     assert_eq!(foreign_keys(), 1, "the version 3 key is in place");
     let t_before = schema.lines("t");
-    // Two workers upgrading at once both succeed.
-    let workers: Vec<_> = (0..2)
-        .map(|_| {
-            let options = schema.options(Durability::Sync);
-            thread::spawn(move || PgStore::connect(&pg_common::url(), options).unwrap())
-        })
-        .collect();
-    let stores: Vec<PgStore> = workers.into_iter().map(|w| w.join().unwrap()).collect();
-    let mut c = pg_common::client().unwrap();
-    let version: i32 = c
-        .query_one(
-            &format!("SELECT version FROM \"{}\".schema_version", schema.name),
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(version, SCHEMA_VERSION);
+    let stores = upgraded_by_two_workers_at_once(&schema);
     assert_eq!(foreign_keys(), 0, "the upgrade drops the events' key");
 
     assert!(schema.lines("s").len() >= 3, "the three appends are stored");
