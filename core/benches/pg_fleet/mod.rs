@@ -3,7 +3,8 @@
 //!   clients (one connection per writer, a one-row `INSERT` and its commit), one
 //!   `PgStore` in `sync` mode with its default connection bound (one session per
 //!   writer, one event per call) and in `batched` mode (durable events/s, `flush()`
-//!   every [`writers::PER_FLUSH`] appends); the sides take turns, round after round;
+//!   every [`writers::PER_FLUSH`] appends); the sides take turns, round after round,
+//!   each from empty tables and a checkpoint;
 //! - the backends each side held at its peak (`pg_stat_activity`, by application name);
 //! - commit-to-follower latency with 64 writers and a second handle following their
 //!   64 sessions: p50, p99, max;
@@ -204,7 +205,6 @@ pub fn run() {
         }
     };
     throughput(&cfg, &url, &backends);
-    line_sizes();
     settle();
     latency(&cfg, &url, &backends);
     settle();
@@ -217,10 +217,11 @@ pub fn run() {
     println!("load average at end: {}", load_average());
 }
 
-/// Starts the next phase from the state the first started from: the tables the last
-/// one filled (millions of rows after the throughput table) dropped and the server's
-/// dirty pages written out, so that no phase pays for the writes of the one before it
-/// (a checkpoint or an autovacuum of those rows running meanwhile).
+/// Starts the next phase, or the next side of the throughput table, from the state the
+/// first started from: the tables the last one filled (millions of rows after a batched
+/// side) dropped and the server's dirty pages written out, so that no run pays for the
+/// writes of the one before it (a checkpoint or an autovacuum of those rows running
+/// meanwhile): without it the side after a batched one paid for its rows.
 fn settle() {
     let settled = reset(true).and_then(|()| {
         sql()?
@@ -240,6 +241,7 @@ fn throughput(cfg: &Config, url: &str, backends: &Backends) {
     );
     println!("| --- | --- | --- | --- | --- | --- |");
     let mut notes = Vec::new();
+    let mut lines: [Option<f64>; 2] = [None, None];
     for &n in &cfg.writers {
         let mut runs = [Run::default(); 3];
         let mut failed: [Option<String>; 3] = [None, None, None];
@@ -256,6 +258,7 @@ fn throughput(cfg: &Config, url: &str, backends: &Backends) {
                 }
                 let key = format!("{}-{n}-{round}", side.name());
                 let app = side.app(n);
+                settle();
                 let result = match side {
                     Side::Bare => writers::bare(url, &app, n, &key, duration, backends),
                     Side::Sync => writers::store_side(
@@ -280,6 +283,9 @@ fn throughput(cfg: &Config, url: &str, backends: &Backends) {
                 match result {
                     Ok(run) => runs[k] = runs[k].add(run),
                     Err(e) => failed[k] = Some(e),
+                }
+                if side != Side::Batched && lines[k].is_none() {
+                    lines[k] = average_line(side);
                 }
             }
         }
@@ -309,25 +315,29 @@ fn throughput(cfg: &Config, url: &str, backends: &Backends) {
     for (i, note) in notes.iter().enumerate() {
         println!("({}) {note}", i + 1);
     }
+    println!(
+        "average line: store {:.0} bytes, bare {:.0} bytes",
+        lines[Side::Sync as usize].unwrap_or(0.0),
+        lines[Side::Bare as usize].unwrap_or(0.0)
+    );
     println!("load average after the table: {}", load_average());
 }
 
-/// The average line of both tables, to show the rows compared are the same size.
-fn line_sizes() {
-    let query = format!(
-        "SELECT (SELECT avg(length(line))::float8 FROM {FLEET_SCHEMA}.events WHERE type = '{TYPE}'),
-                (SELECT avg(length(line))::float8 FROM {BARE_SCHEMA}.events)"
-    );
+/// The average line `side` wrote (read before the next side drops it), to show the
+/// rows compared are the same size.
+fn average_line(side: Side) -> Option<f64> {
+    let query = match side {
+        Side::Bare => format!("SELECT avg(length(line))::float8 FROM {BARE_SCHEMA}.events"),
+        Side::Sync | Side::Batched => format!(
+            "SELECT avg(length(line))::float8 FROM {FLEET_SCHEMA}.events WHERE type = '{TYPE}'"
+        ),
+    };
     match sql().and_then(|mut c| c.query_one(&query, &[]).map_err(|e| e.to_string())) {
-        Ok(row) => {
-            let (store, bare): (Option<f64>, Option<f64>) = (row.get(0), row.get(1));
-            println!(
-                "average line: store {:.0} bytes, bare {:.0} bytes",
-                store.unwrap_or(0.0),
-                bare.unwrap_or(0.0)
-            );
+        Ok(row) => row.get(0),
+        Err(e) => {
+            println!("cannot read the {} side's line size: {e}", side.name());
+            None
         }
-        Err(e) => println!("cannot read the line sizes: {e}"),
     }
 }
 

@@ -4,11 +4,12 @@
 //! The group statement fences each session on its own: it moves a session's `next_seq`
 //! only where the row still holds that writer's epoch and the seq its tail expects, and
 //! inserts only the rows of the sessions it moved, all in one transaction. A group of
-//! one uses the plain one-session statement; an append that takes posts in runs alone
-//! (it also deletes the posts, `fleet.rs`). A group the server refuses (a foreign row,
-//! say) is written again one request at a time, so one session's trouble never fails
-//! another's append.
+//! one uses the plain one-session statement (for one row, its form without arrays); an
+//! append that takes posts in runs alone (it also deletes the posts, `fleet.rs`). A
+//! group the server refuses (a foreign row, say) is written again one request at a
+//! time, so one session's trouble never fails another's append.
 
+use postgres::Statement;
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 
@@ -139,17 +140,21 @@ fn one(conn: &mut Conn, sql: &Sql, connector: &Connector, request: &Request) -> 
         &request.lines,
         &request.posts,
     ];
-    let result = if request.posts.is_empty() {
-        let statement = match &conn.single {
-            Some(statement) => Ok(statement.clone()),
-            None => conn.client.prepare(&sql.append),
-        };
-        statement.and_then(|statement| {
-            conn.single = Some(statement.clone());
-            conn.client.execute(&statement, &params[..7])
-        })
-    } else {
+    let result = if !request.posts.is_empty() {
         conn.client.execute(sql.append_posted.as_str(), &params)
+    } else if request.rows() == 1 {
+        let row: [&(dyn ToSql + Sync); 5] = [
+            &request.id,
+            &request.epoch,
+            &first,
+            &request.types[0],
+            &request.lines[0],
+        ];
+        prepared(&mut conn.client, &mut conn.row, &sql.append_row)
+            .and_then(|statement| conn.client.execute(&statement, &row))
+    } else {
+        prepared(&mut conn.client, &mut conn.single, &sql.append)
+            .and_then(|statement| conn.client.execute(&statement, &params[..7]))
     };
     match result {
         Ok(n) if n == request.seqs.len() as u64 => Outcome::Written,
@@ -195,14 +200,7 @@ fn many(
             lines.push(request.lines[i].as_str());
         }
     }
-    let statement = match &conn.group {
-        Some(statement) => statement.clone(),
-        None => {
-            let statement = conn.client.prepare(&sql.append_group)?;
-            conn.group = Some(statement.clone());
-            statement
-        }
-    };
+    let statement = prepared(&mut conn.client, &mut conn.group, &sql.append_group)?;
     let rows = conn.client.query(
         &statement,
         &[&ids, &epochs, &firsts, &ends, &ks, &seqs, &types, &lines],
@@ -229,6 +227,21 @@ fn many(
         };
     }
     Ok(outcomes)
+}
+
+/// The statement `text` as prepared on this connection: the one in `slot`, or prepared
+/// now and kept there.
+fn prepared(
+    client: &mut postgres::Client,
+    slot: &mut Option<Statement>,
+    text: &str,
+) -> Result<Statement, postgres::Error> {
+    if let Some(statement) = slot {
+        return Ok(statement.clone());
+    }
+    let statement = client.prepare(text)?;
+    *slot = Some(statement.clone());
+    Ok(statement)
 }
 
 /// The outcome of a statement that failed for `request`.

@@ -47,6 +47,8 @@ pub(super) struct Conn {
     suspect: bool,
     /// The one-session append, prepared on first use.
     pub single: Option<Statement>,
+    /// The one-row append, prepared on first use.
+    pub row: Option<Statement>,
     /// The many-session append, prepared on first use.
     pub group: Option<Statement>,
     /// The notifier's wake-ups (`notify.rs`), prepared on first use.
@@ -337,6 +339,7 @@ impl Conn {
             since: Instant::now(),
             suspect: false,
             single: None,
+            row: None,
             group: None,
             notify: None,
         }

@@ -104,6 +104,7 @@ pub(super) struct Sql {
     pub insert_session: String,
     pub insert_events: String,
     pub append: String,
+    pub append_row: String,
     pub append_group: String,
     pub owner: String,
     pub probe: String,
@@ -188,6 +189,17 @@ impl Sql {
                      RETURNING 1)
                  INSERT INTO {s}.events (session, seq, type, line)
                  SELECT $1, x.s, x.t, x.l FROM unnest($5::bigint[], $6::text[], $7::text[]) AS x(s, t, l)
+                 WHERE EXISTS (SELECT 1 FROM owner)"
+            ),
+            // `append` for one row, the common `sync` append: the row as plain
+            // parameters, so the server decodes no arrays and scans no function.
+            append_row: format!(
+                "WITH owner AS (
+                     UPDATE {s}.sessions SET next_seq = $3 + 1
+                     WHERE id = $1 AND epoch = $2 AND next_seq = $3
+                     RETURNING 1)
+                 INSERT INTO {s}.events (session, seq, type, line)
+                 SELECT $1::text, $3::bigint, $4::text, $5::text
                  WHERE EXISTS (SELECT 1 FROM owner)"
             ),
             // The append that takes posts in ($8, their ids) also removes them from the
@@ -324,6 +336,7 @@ impl Sql {
             ("insert_session", &self.insert_session),
             ("insert_events", &self.insert_events),
             ("append", &self.append),
+            ("append_row", &self.append_row),
             ("append_group", &self.append_group),
             ("owner", &self.owner),
             ("probe", &self.probe),
@@ -522,7 +535,7 @@ mod tests {
             ),
         ];
         let statements = sql.statements();
-        assert_eq!(statements.len(), 28, "a statement was added: list it above");
+        assert_eq!(statements.len(), 29, "a statement was added: list it above");
         // Conditions naming the sessions: one by id, or a list of ids joined on.
         let keys = [
             "id = $1",
