@@ -670,6 +670,34 @@ def test_run_sync_is_one_turn(tmp_path: Path) -> None:
     assert fold_messages(events) == round_trip(result.all_messages())
 
 
+async def test_a_response_record_that_fails_fails_the_run_at_the_next_hook(
+    store: inboxlog.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A response is written while the tools run: when writing it fails, the next hook
+    raises that error, the turn ends ``error`` and the response is recorded with the
+    rest of the history as the run ends, so nothing in it is lost."""
+    real = pa._Run.append_response
+    failures = []
+
+    def failing(run: Any, record: Any, messages: Any) -> None:
+        if not failures:
+            failures.append(record)
+            raise OSError("the disk is full")
+        real(run, record, messages)
+
+    monkeypatch.setattr(pa._Run, "append_response", failing)
+    script = Script(call_weather("Paris"), say("Sunny in Paris."))
+    with pytest.raises(OSError, match="the disk is full"):
+        await agent_with(script.model, store).run("Weather?", conversation_id="chat")
+    assert len(script.seen) == 1  # the second request never went out
+    events = log_of(store)
+    assert turn_ends(events) == [
+        {"kind": "error", "error": {"message": "the disk is full", "code": "OSError"}}
+    ]
+    last = fold_messages(events)[-1]
+    assert isinstance(last, ModelResponse) and last.parts[0].part_kind == "tool-call"
+
+
 # -- the work a model request costs, and runs at once ----------------------------------------
 
 
@@ -678,15 +706,21 @@ async def test_each_run_makes_the_same_few_worker_thread_calls(
 ) -> None:
     """A run of two model requests makes seven log calls off the event loop, however long
     the conversation: the turn's start with the first step, then per request its
-    record and its response's, the second step, and the turn's end."""
+    record and its response's (started, and waited for by the next hook), the second
+    step, and the turn's end."""
     made: list[str] = []
-    real = pa.call
+    real, real_start = pa.call, pa.start
 
     async def counted(fn: Callable[..., Any], *args: Any) -> Any:
         made.append(fn.__name__)
         return await real(fn, *args)
 
+    def started(fn: Callable[..., Any], *args: Any) -> Any:
+        made.append(fn.__name__)
+        return real_start(fn, *args)
+
     monkeypatch.setattr(pa, "call", counted)
+    monkeypatch.setattr(pa, "start", started)
     replies = [call_weather("Paris"), say("Sunny in Paris.")]
     script = Script(*replies * 3)
     agent = agent_with(script.model, store)
@@ -701,10 +735,10 @@ async def test_each_run_makes_the_same_few_worker_thread_calls(
             [
                 "begin",
                 "record_new",
-                "record_response",
+                "append_response",
                 "_step",
                 "record_new",
-                "record_response",
+                "append_response",
                 "end",
             ]
         ]

@@ -65,26 +65,18 @@ async def call(fn: Callable[..., _T], *args: Any) -> _T:
     the caller's event loop: cheaper than ``asyncio.to_thread``'s executor, whose
     futures and callbacks cost about as much again as a quick log call.
     """
-    loop = asyncio.get_running_loop()
-    job = _Job(loop, fn, args)
+    return cast("_T", await start(fn, *args).outcome())
+
+
+def start(fn: Callable[..., Any], *args: Any) -> Job:
+    """Starts :func:`call`'s work now and returns it unawaited: the caller goes on while
+    the worker runs it, and ``await job.outcome()`` later waits for it as ``call`` does."""
+    job = Job(asyncio.get_running_loop(), fn, args)
     _POOL.submit(job)
-    cancelled: asyncio.CancelledError | None = None
-    while not job.settled:
-        try:
-            await job.waiter
-        except asyncio.CancelledError as error:
-            cancelled = cancelled or error
-            if not job.settled:  # the waiter was cancelled: wait on a fresh one
-                job.waiter = loop.create_future()
-    if cancelled is not None:
-        raise cancelled
-    if job.error is not None:
-        failure, job.error = job.error, None  # no cycle through the traceback's frames
-        raise failure
-    return cast("_T", job.result)
+    return job
 
 
-class _Job:
+class Job:
     """One blocking call: what to run, where its outcome goes, and the outcome. The
     outcome's fields are written by the worker before it wakes the loop and read on the
     loop only after ``settled``, which only the loop sets."""
@@ -100,6 +92,24 @@ class _Job:
         self.settled = False
         self.result: Any = None
         self.error: BaseException | None = None
+
+    async def outcome(self) -> Any:
+        """Waits (on the loop) for the call to end, also through a cancellation of the
+        caller, which is re-raised after; returns its result or raises its error."""
+        cancelled: asyncio.CancelledError | None = None
+        while not self.settled:
+            try:
+                await self.waiter
+            except asyncio.CancelledError as error:
+                cancelled = cancelled or error
+                if not self.settled:  # the waiter was cancelled: wait on a fresh one
+                    self.waiter = self.loop.create_future()
+        if cancelled is not None:
+            raise cancelled
+        if self.error is not None:
+            failure, self.error = self.error, None  # no cycle through the traceback's frames
+            raise failure
+        return self.result
 
     def run(self) -> None:
         """Runs the call (on a worker thread), keeping its outcome for the loop."""
@@ -128,7 +138,7 @@ class _Worker:
     __slots__ = ("job", "wake")
 
     def __init__(self) -> None:
-        self.job: _Job | None = None
+        self.job: Job | None = None
         self.wake = threading.Lock()
         self.wake.acquire()
 
@@ -149,7 +159,7 @@ class _Pool:
         """The worker threads started so far."""
         return self._threads
 
-    def submit(self, job: _Job) -> None:
+    def submit(self, job: Job) -> None:
         """Hands ``job`` to the worker idle last, else to a new one, else to the backlog."""
         with self._lock:
             if self._idle:
@@ -185,7 +195,7 @@ class _Pool:
         """Starts with no worker (also in a forked child, where none survived)."""
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
-        self._backlog: collections.deque[_Job] = collections.deque()
+        self._backlog: collections.deque[Job] = collections.deque()
         self._threads = 0
 
 

@@ -72,11 +72,14 @@ The log's blocking calls run off the event loop, each hook's in at most one call
 the integrations' worker threads: a run of n model requests (no plugins) makes 3n + 1
 of them (the turn's start with the first step; per request the step, except the first,
 the request's record and the response's; the turn's end with closing the session).
+The hooks wait for each but the response's: it is written while the tools run, and the
+next hook waits until it is durable (and raises its error, ending the turn ``error``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -112,11 +115,13 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
 
 import inboxlog
 from inboxlog.integrations._common import (
+    Job,
     StepRejectedError,
     TurnEndedError,
     call,
     error_reason,
     open_or_create,
+    start,
 )
 from inboxlog.types import Decided, Decision, Message, Proposal, StepOutcome
 
@@ -193,20 +198,29 @@ class InboxlogCapability(AbstractCapability[Any]):
         except TurnEndedError:
             raise
         except asyncio.CancelledError:
+            await run.written(quietly=True)
             await call(run.end, run.finish_aborted, run.history(ctx), self.keep_inbox_on_cancel)
             raise
         except (IncompleteToolCall, OutputTokenLimitExceeded) as error:
+            await run.written(quietly=True)
             await call(run.end, run.finish, run.history(ctx), "max-tokens", error)
             raise
         except Exception as error:
+            await run.written(quietly=True)
             await call(run.end, run.finish_failed, run.history(ctx), error)
             raise
         else:
+            try:
+                await run.written()
+            except Exception as error:
+                await call(run.end, run.finish_failed, run.history(ctx), error)
+                raise
             await call(run.end, run.finish, result.all_messages(), run.outcome(), None)
             return result
         finally:
             del self._runs[ctx.run_id]
             if not run.released:  # the turn ended at a step boundary, or ending it failed
+                await run.written(quietly=True)
                 await call(run.release)
 
     async def before_model_request(
@@ -215,6 +229,7 @@ class InboxlogCapability(AbstractCapability[Any]):
         """The step boundary: claims the inbox's input, asks the plugins, records the
         step and adds the messages that entered to the request about to be sent."""
         run = self._active(ctx)
+        await run.written()
         entered = await run.enter_step()
         target = ctx.messages[-1] if ctx.messages else None
         shared = (
@@ -242,6 +257,7 @@ class InboxlogCapability(AbstractCapability[Any]):
         """Appends the prepared request (and what came before it) to the log, before the
         model is called."""
         run = self._active(ctx)
+        await run.written()
         if run.has_new(ctx.messages):  # a further attempt at the same request has none
             await call(run.record_new, ctx.messages)
         return request_context
@@ -249,14 +265,17 @@ class InboxlogCapability(AbstractCapability[Any]):
     async def after_node_run(
         self, ctx: RunContext[Any], *, node: AgentNode[Any], result: NodeResult[Any]
     ) -> NodeResult[Any]:
-        """Appends a model response to the log as soon as it is in the history; turns an
-        ``End`` into one more request while ``next-step`` holds input."""
+        """Appends a model response to the log as soon as it is in the history, while the
+        tools run (the next hook waits until it is durable); turns an ``End`` into one more
+        request while ``next-step`` holds input."""
         run = self._active(ctx)
+        await run.written()
         if isinstance(node, ModelRequestNode):
-            await call(run.record_response, ctx.messages)
+            run.write_response(ctx.messages)
             run.last_response = next(
                 (m for m in reversed(ctx.messages) if isinstance(m, ModelResponse)), None
             )
+            return result
         # Only a CallToolsNode's End: run_stream ends on a node of its own (its result is
         # already handed out, so no request could follow). Posts were taken in with the
         # response; what is pending now is read without a worker-thread call.
@@ -305,6 +324,7 @@ class _Run:
         self.placeholder: ModelRequest | None = None
         self.last_response: ModelResponse | None = None
         self.first: tuple[Decision, Decided] | None = None  # the step begin took
+        self.writing: Job | None = None  # the response record in flight
 
     def begin(
         self,
@@ -450,11 +470,34 @@ class _Run:
             self.log.end_step(outcome)
             self.step_open = False
 
-    def record_response(self, messages: list[ModelMessage]) -> None:
-        """Records the model's response (:meth:`record_new`) and takes posted input in,
-        so that an ``End`` right after it knows whether ``next-step`` holds some."""
-        self.record_new(messages)
+    def write_response(self, messages: list[ModelMessage]) -> None:
+        """On the loop: starts recording the model's response (:meth:`record_new`'s
+        record, serialized now, as the history holds it) and taking posted input in, so
+        that an ``End`` after it knows whether ``next-step`` holds some. The worker writes
+        while the tools run; :meth:`written` waits for it."""
+        self.live = messages
+        self.writing = start(self.append_response, self.added(messages), list(messages))
+
+    def append_response(
+        self, record: tuple[str, list[Any]] | None, messages: list[ModelMessage]
+    ) -> None:
+        """On a worker thread: :meth:`write_response`'s append and take-in."""
+        if record is not None:
+            self.log.append(record[0], {"messages": record[1]})
+            self.recorded = messages
         self.log.inbox.receive()
+
+    async def written(self, *, quietly: bool = False) -> None:
+        """Waits until the response record in flight is durable; its error raises here
+        (``quietly``: not, for a run ending on another error)."""
+        job, self.writing = self.writing, None
+        if job is None:
+            return
+        if not quietly:
+            await job.outcome()
+            return
+        with contextlib.suppress(Exception):
+            await job.outcome()
 
     def steer_at_end(self, messages: list[ModelMessage]) -> bool:
         """At an ``End`` with ``next-step`` input pending: records the history and ends
@@ -546,15 +589,23 @@ class _Run:
         """Appends what the history gained since the last record; the whole history when
         a hook rewrote what was already recorded."""
         self.live = messages
+        record = self.added(messages)
+        if record is not None:
+            self.log.append(record[0], {"messages": record[1]})
+            self.recorded = list(messages)
+
+    def added(self, messages: list[ModelMessage]) -> tuple[str, list[Any]] | None:
+        """The record of what the history gained since the last one (``None``: nothing),
+        as (event type, the messages' JSON)."""
         done = self.recorded
         if len(messages) >= len(done) and all(a is b for a, b in zip(messages, done, strict=False)):
             added = messages[len(done) :]
             if not added:
-                return
-            self.record(added)
+                return None
+            kind = MESSAGES
         else:
-            self.record(messages, HISTORY)
-        self.recorded = list(messages)
+            added, kind = messages, HISTORY
+        return kind, ModelMessagesTypeAdapter.dump_python(list(added), mode="json")
 
     def history(self, ctx: RunContext[Any]) -> list[ModelMessage]:
         """The run's history: the hooks' view of it once a hook ran (the graph replaces the
