@@ -1,7 +1,8 @@
 """What InboxlogCapability adds to a Pydantic AI model request (issue #23: at most 1 ms
 per request on a JSONL store with ``sync`` durability, beyond the appends' own fsync).
 
-    .venv/bin/python python/bench/bench_pydantic_ai.py [--quick | --parts | --alone SIDE N]
+    .venv/bin/python python/bench/bench_pydantic_ai.py [--quick | --parts | --calls]
+    .venv/bin/python python/bench/bench_pydantic_ai.py --alone SIDE N
 
 The same agent (``FunctionModel``, one tool call then an answer: two model requests per
 run) runs conversations of ``RUNS`` runs each, taking turns between:
@@ -32,6 +33,8 @@ Last, the parts of the log work a request does, each timed alone in CPU time
 (``--parts``: only these). ``--alone SIDE N`` runs one side (``plain``, ``noop``,
 ``sync``, ``none``) N times and prints its medians: what to run under a profiler, e.g.
 ``.venv/bin/python -m pyinstrument python/bench/bench_pydantic_ai.py --alone none 5``.
+``--calls`` times the ``sync`` side's worker-thread calls through their life (see
+:func:`calls`).
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import RunContext
 
 import inboxlog
-from inboxlog.integrations._common import call
+from inboxlog.integrations._common import Job, call
 from inboxlog.integrations.pydantic_ai import InboxlogCapability
 
 QUICK = "--quick" in sys.argv
@@ -321,8 +324,66 @@ def parts() -> None:
     print(f"parts, CPU: an append of it to a memory store {append:.1f} us")
 
 
+def calls(rounds: int) -> None:
+    """The ``sync`` side's worker-thread calls through their life, medians per call in
+    microseconds: queued (from the hook's submit until the worker starts it: the worker
+    waits for the loop's thread to let go of the GIL), work (the log call itself, its
+    fsync included), handed back (from its end until the loop runs its outcome), and
+    waited (how long the hook that awaits it waits: the whole call for those a hook
+    waits for at once, less for the response's, which runs while the tools do)."""
+    marks: dict[int, list[Any]] = {}
+    lives: list[list[Any]] = []
+    clock = time.perf_counter
+    init, run, settle, outcome = Job.__init__, Job.run, Job.settle, Job.outcome
+
+    def timed_init(job: Job, loop: Any, fn: Callable[..., Any], args: Any) -> None:
+        init(job, loop, fn, args)
+        marks[id(job)] = [getattr(fn, "__name__", "?"), clock()]
+
+    def timed_run(job: Job) -> None:
+        marks[id(job)].append(clock())
+        run(job)
+        marks[id(job)].append(clock())
+
+    def timed_settle(job: Job) -> None:
+        marks[id(job)].append(clock())
+        settle(job)
+
+    async def timed_outcome(job: Job) -> Any:
+        entered = clock()
+        try:
+            return await outcome(job)
+        finally:
+            lives.append([*marks.pop(id(job)), entered, clock()])
+
+    Job.__init__ = timed_init  # type: ignore[method-assign]
+    Job.run = timed_run  # type: ignore[method-assign]
+    Job.settle = timed_settle  # type: ignore[method-assign]
+    Job.outcome = timed_outcome  # type: ignore[method-assign]
+    try:
+        measure(["sync"], rounds)
+    finally:
+        Job.__init__, Job.run, Job.settle, Job.outcome = init, run, settle, outcome  # type: ignore[method-assign]
+    requests = REQUESTS * (rounds + 1)
+    print("the sync side's worker-thread calls, medians, us per call:")
+    columns = ("per request", "queued", "work", "handed back", "waited")
+    print(f"{'call':<18} " + " ".join(f"{c:>11}" for c in columns))
+    for name in dict.fromkeys(life[0] for life in lives):
+        mine = [life for life in lives if life[0] == name]
+        queued = median(t1 - t0 for _, t0, t1, *_ in mine) * 1e6
+        work = median(t2 - t1 for _, _, t1, t2, *_ in mine) * 1e6
+        back = median(t3 - t2 for _, _, _, t2, t3, *_ in mine) * 1e6
+        waited = median(t5 - t4 for *_, t4, t5 in mine) * 1e6
+        print(
+            f"{name:<18} {len(mine) / requests:>11.2f} {queued:>11.1f} {work:>11.1f} "
+            f"{back:>11.1f} {waited:>11.1f}"
+        )
+
+
 if __name__ == "__main__":
-    if "--alone" in sys.argv:
+    if "--calls" in sys.argv:
+        calls(ROUNDS)
+    elif "--alone" in sys.argv:
         at = sys.argv.index("--alone")
         alone(sys.argv[at + 1], int(sys.argv[at + 2]))
     else:
