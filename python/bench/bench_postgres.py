@@ -298,10 +298,10 @@ def reset(url: str, create: bool) -> None:
 
 
 def settle(url: str) -> None:
-    """Starts the next phase from the state the first started from: the tables the last
-    one filled dropped and the server's dirty pages written out, so that no phase pays
-    for the writes of the one before it (a checkpoint or an autovacuum running meanwhile).
-    """
+    """Starts the next phase, or the next side of the throughput table, from the state
+    the first started from: the tables the last one filled dropped and the server's dirty
+    pages written out, so that no run pays for the writes of the one before it (a
+    checkpoint or an autovacuum running meanwhile)."""
     reset(url, create=True)
     try:
         with psycopg.connect(named(url, PREFIX + "setup"), autocommit=True) as conn:
@@ -333,6 +333,7 @@ def throughput(bench: Bench, writers: list[int], rounds: int) -> None:
                 if side in failed:
                     continue
                 app, key = f"{PREFIX}{side}_{n}", f"{side}-{n}-{r}"
+                settle(bench.url)  # the side after a batched one would pay for its rows
                 try:
                     if side == "bare":
                         runs[side].add(*bench.bare(app, n, key))

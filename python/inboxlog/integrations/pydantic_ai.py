@@ -212,6 +212,9 @@ class InboxlogCapability(AbstractCapability[Any]):
         else:
             try:
                 await run.written()
+            except asyncio.CancelledError:
+                await call(run.end, run.finish_aborted, run.history(ctx), self.keep_inbox_on_cancel)
+                raise
             except Exception as error:
                 await call(run.end, run.finish_failed, run.history(ctx), error)
                 raise
@@ -488,15 +491,18 @@ class _Run:
         self.log.inbox.receive()
 
     async def written(self, *, quietly: bool = False) -> None:
-        """Waits until the response record in flight is durable; its error raises here
-        (``quietly``: not, for a run ending on another error)."""
+        """Waits until the response record in flight is durable; its error raises here.
+
+        ``quietly``, for a run already ending on another exception, which it re-raises
+        once the turn is ended: nothing raises, not even a second cancellation, so that
+        ending the turn is never skipped."""
         job, self.writing = self.writing, None
         if job is None:
             return
         if not quietly:
             await job.outcome()
             return
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(BaseException):
             await job.outcome()
 
     def steer_at_end(self, messages: list[ModelMessage]) -> bool:
