@@ -195,6 +195,7 @@ class InboxlogCapability(AbstractCapability[Any]):
                 run.placeholder = ModelRequest(parts=[])
                 ctx.messages.append(run.placeholder)
             result = await handler()
+            await run.written()  # normally done already, by the hook after the last response
         except TurnEndedError:
             raise
         except asyncio.CancelledError:
@@ -210,14 +211,6 @@ class InboxlogCapability(AbstractCapability[Any]):
             await call(run.end, run.finish_failed, run.history(ctx), error)
             raise
         else:
-            try:
-                await run.written()
-            except asyncio.CancelledError:
-                await call(run.end, run.finish_aborted, run.history(ctx), self.keep_inbox_on_cancel)
-                raise
-            except Exception as error:
-                await call(run.end, run.finish_failed, run.history(ctx), error)
-                raise
             await call(run.end, run.finish, result.all_messages(), run.outcome(), None)
             return result
         finally:
