@@ -329,12 +329,24 @@ def calls(rounds: int) -> None:
     microseconds: queued (from the hook's submit until the worker starts it: the worker
     waits for the loop's thread to let go of the GIL), work (the log call itself, its
     fsync included), handed back (from its end until the loop runs its outcome), and
-    waited (how long the hook that awaits it waits: the whole call for those a hook
-    waits for at once, less for the response's, which runs while the tools do)."""
+    waited (how long the hook that awaits it waits). Then the appends written behind
+    (``Behind``: each request's record, waited for at once, and each response's, by the
+    next hook): how long the hook waited, and how many had ended before it asked."""
     marks: dict[int, list[Any]] = {}
     lives: list[list[Any]] = []
     clock = time.perf_counter
+    from inboxlog.integrations._common import Behind  # here: ab.py runs older builds too
+
     init, run, settle, outcome = Job.__init__, Job.run, Job.settle, Job.outcome
+    behind_outcome = Behind.outcome
+    behinds: list[tuple[bool, float]] = []
+
+    async def timed_behind(behind: Behind) -> None:
+        ended, entered = behind.written.done, clock()
+        try:
+            await behind_outcome(behind)
+        finally:
+            behinds.append((ended, clock() - entered))
 
     def timed_init(job: Job, loop: Any, fn: Callable[..., Any], args: Any) -> None:
         init(job, loop, fn, args)
@@ -360,10 +372,12 @@ def calls(rounds: int) -> None:
     Job.run = timed_run  # type: ignore[method-assign]
     Job.settle = timed_settle  # type: ignore[method-assign]
     Job.outcome = timed_outcome  # type: ignore[method-assign]
+    Behind.outcome = timed_behind  # type: ignore[method-assign]
     try:
         measure(["sync"], rounds)
     finally:
         Job.__init__, Job.run, Job.settle, Job.outcome = init, run, settle, outcome  # type: ignore[method-assign]
+        Behind.outcome = behind_outcome  # type: ignore[method-assign]
     requests = REQUESTS * (rounds + 1)
     print("the sync side's worker-thread calls, medians, us per call:")
     columns = ("per request", "queued", "work", "handed back", "waited")
@@ -378,6 +392,12 @@ def calls(rounds: int) -> None:
             f"{name:<18} {len(mine) / requests:>11.2f} {queued:>11.1f} {work:>11.1f} "
             f"{back:>11.1f} {waited:>11.1f}"
         )
+    waits = [w for ended, w in behinds if not ended]
+    print(
+        f"appends written behind: {len(behinds) / requests:.2f} per request, "
+        f"{len(waits) / len(behinds):.0%} still being written when awaited, "
+        f"those waited {median(waits) * 1e6:.1f} us (median)"
+    )
 
 
 if __name__ == "__main__":

@@ -19,11 +19,12 @@ use serde_json::value::RawValue;
 
 use inboxlog::wire::{self, FromJson, ToJson};
 use inboxlog::{
-    CancelCause, Decision, Envelope, Extra, Session, StepOutcome, Target, TryAppend, TurnClaim,
-    TurnError,
+    CancelCause, Decision, Envelope, Extra, Session, StepBoundary, StepOutcome, Target, TryAppend,
+    TurnClaim, TurnError,
 };
 
-use crate::convert::{dict_to_json, to_json, to_json_and_copy, to_py};
+use crate::behind::{Behind, PyWritten};
+use crate::convert::{dict_to_json, to_json, to_json_and_copy, to_json_value, to_py};
 use crate::errors::{ObserverWarning, OrRaise};
 use crate::queue_view::PyQueueView;
 use crate::values;
@@ -39,6 +40,8 @@ pub(crate) struct PySession {
     quick_appends: bool,
     /// Whether an observer was ever registered (it is never unregistered).
     observed: AtomicBool,
+    /// The appends written behind their caller (`_append_behind`).
+    behind: Behind,
 }
 
 impl PySession {
@@ -64,6 +67,7 @@ impl PySession {
             inbox,
             quick_appends,
             observed: AtomicBool::new(false),
+            behind: Behind::default(),
         })
     }
 }
@@ -106,6 +110,17 @@ fn report(py: Python<'_>, callback: &Bound<'_, PyAny>, what: &str, err: &PyErr) 
         raised.write_unraisable(py, Some(callback));
     }
     failure
+}
+
+/// `step_boundary`'s answer as Python sees it: `{"proposal", "decided"}`.
+pub(crate) fn boundary_dict<'py>(
+    py: Python<'py>,
+    b: &StepBoundary,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("proposal", values::proposal(py, &b.proposal)?)?;
+    out.set_item("decided", to_py(py, &b.decided.to_json())?)?;
+    Ok(out)
 }
 
 /// An optional argument, with `None` read as absent.
@@ -255,6 +270,45 @@ impl PySession {
             PyString::new(py, &ty)
         };
         values::event_dict(py, &event, ty, data_copy, op_copy)
+    }
+
+    /// `append(type, data)` written behind the caller: converts `data` now, then a
+    /// writer thread appends it (after the appends behind asked for before) and, with
+    /// `receive`, takes the posts in; returns at once. The `Written` answered tells when
+    /// the append is durable (`done`) and raises its error (`wait()`), and gives a
+    /// socket an event loop can watch for its end (`wake_fd()`). For an event loop that
+    /// must not wait for the disk, nor for the GIL to start the write (the integrations).
+    #[pyo3(name = "_append_behind", signature = (r#type, data, receive = false))]
+    fn append_behind(
+        &self,
+        r#type: &str,
+        data: &Bound<'_, PyAny>,
+        receive: bool,
+    ) -> PyResult<PyWritten> {
+        let data = to_json_value(data, "data")?;
+        let session = self.inner.clone();
+        Ok(self
+            .behind
+            .append(session, r#type.to_owned(), data, receive))
+    }
+
+    /// `step_boundary(end_step, whole_next_turn=...)` written behind the caller, as
+    /// `_append_behind` is: returns at once; the `Written`'s `wait()` answers what
+    /// `step_boundary` would.
+    #[pyo3(name = "_step_boundary_behind", signature = (end_step = None, *, whole_next_turn = false))]
+    fn step_boundary_behind(
+        &self,
+        end_step: Option<&str>,
+        whole_next_turn: bool,
+    ) -> PyResult<PyWritten> {
+        let end = end_step.map(StepOutcome::parse).transpose().py()?;
+        let claim = if whole_next_turn {
+            TurnClaim::Whole
+        } else {
+            TurnClaim::First
+        };
+        let session = self.inner.clone();
+        Ok(self.behind.step_boundary(session, end, claim))
     }
 
     /// Makes everything appended so far durable (the barrier of `batched` mode).
@@ -414,10 +468,7 @@ impl PySession {
         let Some(b) = py.detach(|| s.step_boundary(end, claim)).py()? else {
             return Ok(None);
         };
-        let out = PyDict::new(py);
-        out.set_item("proposal", values::proposal(py, &b.proposal)?)?;
-        out.set_item("decided", to_py(py, &b.decided.to_json())?)?;
-        Ok(Some(out))
+        boundary_dict(py, &b).map(Some)
     }
 
     /// `end_step(outcome)` and, when no other step is due, `close_turn()`, as one call

@@ -676,26 +676,42 @@ async def test_a_response_record_that_fails_fails_the_run_at_the_next_hook(
     """A response is written while the tools run: when writing it fails, the next hook
     raises that error, the turn ends ``error`` and the response is recorded with the
     rest of the history as the run ends, so nothing in it is lost."""
-    real = pa._Run.append_response
+    real = pa._Run.write_behind
     failures = []
 
-    def failing(run: Any, record: Any, messages: Any) -> None:
-        if not failures:
-            failures.append(record)
-            raise OSError("the disk is full")
-        real(run, record, messages)
+    def failing(run: Any, messages: Any, *, receive: bool = False) -> None:
+        if failures or not receive:  # the request's record, or a later response's
+            return real(run, messages, receive=receive)
+        log = run.log
 
-    monkeypatch.setattr(pa._Run, "append_response", failing)
+        class Refusing:
+            """The run's session, whose append behind is refused: a reserved type."""
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(log, name)
+
+            def _append_behind(self, type: str, data: Any, *args: Any) -> Any:
+                failures.append(type)
+                return log._append_behind("turn/start", data, *args)
+
+        run.log = Refusing()
+        try:
+            real(run, messages, receive=receive)
+        finally:
+            run.log = log
+
+    monkeypatch.setattr(pa._Run, "write_behind", failing)
     script = Script(call_weather("Paris"), say("Sunny in Paris."))
-    with pytest.raises(OSError, match="the disk is full"):
+    with pytest.raises(inboxlog.InvalidInputError, match="turn/start is written only by"):
         await agent_with(script.model, store).run("Weather?", conversation_id="chat")
+    assert failures == [pa.MESSAGES]
     assert len(script.seen) == 1  # the second request never went out
     events = log_of(store)
-    assert turn_ends(events) == [
-        {"kind": "error", "error": {"message": "the disk is full", "code": "OSError"}}
-    ]
+    [end] = turn_ends(events)
+    assert end["kind"] == "error" and end["error"]["code"] == "InvalidInputError"
     last = fold_messages(events)[-1]
     assert isinstance(last, ModelResponse) and last.parts[0].part_kind == "tool-call"
+    assert sum(e["type"] == pa.MESSAGES for e in events) == 2  # the request, the response
 
 
 # -- the work a model request costs, and runs at once ----------------------------------------
@@ -705,11 +721,23 @@ async def test_each_run_makes_the_same_few_worker_thread_calls(
     store: inboxlog.Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run of two model requests makes seven log calls off the event loop, however long
-    the conversation: the turn's start with the first step, then per request its
-    record and its response's (started, and waited for by the next hook), the second
-    step, and the turn's end."""
+    the conversation: on the integrations' worker threads the turn's start with the
+    first step and the turn's end; written behind (by a writer thread that needs no GIL
+    and wakes the loop when done) per request its record and its response's, and the
+    second step (the request's record and the step waited for at once, the response's
+    by the next hook)."""
     made: list[str] = []
-    real, real_start = pa.call, pa.start
+    real, real_start, real_write = pa.call, pa.start, pa._Run.write_behind
+    real_boundary = pa._Run._boundary
+
+    async def boundary(run: Any) -> Any:
+        made.append("step: Behind")
+        return await real_boundary(run)
+
+    def write(run: Any, messages: Any, *, receive: bool = False) -> None:
+        real_write(run, messages, receive=receive)
+        what = "response" if receive else "request"
+        made.append(f"{what}: {run.writing[0].__class__.__name__}")
 
     async def counted(fn: Callable[..., Any], *args: Any) -> Any:
         made.append(fn.__name__)
@@ -721,6 +749,8 @@ async def test_each_run_makes_the_same_few_worker_thread_calls(
 
     monkeypatch.setattr(pa, "call", counted)
     monkeypatch.setattr(pa, "start", started)
+    monkeypatch.setattr(pa._Run, "write_behind", write)
+    monkeypatch.setattr(pa._Run, "_boundary", boundary)
     replies = [call_weather("Paris"), say("Sunny in Paris.")]
     script = Script(*replies * 3)
     agent = agent_with(script.model, store)
@@ -734,11 +764,11 @@ async def test_each_run_makes_the_same_few_worker_thread_calls(
         == [
             [
                 "begin",
-                "record_new",
-                "append_response",
-                "_step",
-                "record_new",
-                "append_response",
+                "request: Behind",
+                "response: Behind",
+                "step: Behind",
+                "request: Behind",
+                "response: Behind",
                 "end",
             ]
         ]

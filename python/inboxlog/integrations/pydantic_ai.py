@@ -68,18 +68,19 @@ steering message that arrives during that last response cannot get one more requ
 the turn ends ``aborted`` (cause ``hook``) with the inbox kept, and the next run's first
 request takes that message first.
 
-The log's blocking calls run off the event loop, each hook's in at most one call on
-the integrations' worker threads: a run of n model requests (no plugins) makes 3n + 1
-of them (the turn's start with the first step; per request the step, except the first,
-the request's record and the response's; the turn's end with closing the session).
-The hooks wait for each but the response's: it is written while the tools run, and the
-next hook waits until it is durable (and raises its error, ending the turn ``error``).
+The log's blocking calls run off the event loop, each hook's in at most one call: a
+run of n model requests (no plugins) makes 3n + 1 of them. On the integrations' worker
+threads: the turn's start with the first step, and the turn's end with closing the
+session. Written behind the loop by a writer thread that runs no Python
+(``Session._append_behind``, ``Session._step_boundary_behind``): per request the step
+(except the first), the request's record and the response's. The hooks wait for each
+but the response's: it is written while the tools run, and the next hook waits until
+it is durable (and raises its error, ending the turn ``error``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -115,6 +116,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
 
 import inboxlog
 from inboxlog.integrations._common import (
+    Behind,
     Job,
     StepRejectedError,
     TurnEndedError,
@@ -123,7 +125,7 @@ from inboxlog.integrations._common import (
     open_or_create,
     start,
 )
-from inboxlog.types import Decided, Decision, Message, Proposal, StepOutcome
+from inboxlog.types import Decided, Decision, Message, Proposal, StepBoundary, StepOutcome
 
 MESSAGES = "pydantic-ai/messages"
 """The event type of messages added to the history: ``{"messages": [...]}``."""
@@ -255,7 +257,8 @@ class InboxlogCapability(AbstractCapability[Any]):
         run = self._active(ctx)
         await run.written()
         if run.has_new(ctx.messages):  # a further attempt at the same request has none
-            await call(run.record_new, ctx.messages)
+            run.write_behind(ctx.messages)
+            await run.written()
         return request_context
 
     async def after_node_run(
@@ -267,7 +270,7 @@ class InboxlogCapability(AbstractCapability[Any]):
         run = self._active(ctx)
         await run.written()
         if isinstance(node, ModelRequestNode):
-            run.write_response(ctx.messages)
+            run.write_behind(ctx.messages, receive=True)
             run.last_response = next(
                 (m for m in reversed(ctx.messages) if isinstance(m, ModelResponse)), None
             )
@@ -320,7 +323,8 @@ class _Run:
         self.placeholder: ModelRequest | None = None
         self.last_response: ModelResponse | None = None
         self.first: tuple[Decision, Decided] | None = None  # the step begin took
-        self.writing: Job | None = None  # the response record in flight
+        # The response record in flight, and the history it records.
+        self.writing: tuple[Job | Behind, list[ModelMessage]] | None = None
 
     def begin(
         self,
@@ -373,9 +377,9 @@ class _Run:
     async def enter_step(self) -> list[Message]:
         """Proposes, decides and records the next step; returns the messages that entered.
 
-        Without plugins the step is one worker-thread call (the first one was taken with
-        the turn's start); with them, one to claim and one to decide, the plugins
-        running on the loop in between."""
+        Without plugins the step is one ``step_boundary`` written behind the loop (the
+        first one was taken with the turn's start); with them, one worker-thread call to
+        claim and one to decide, the plugins running on the loop in between."""
         if self.first is not None:
             (decision, decided), self.first = self.first, None
             if decided["kind"] != "step":
@@ -385,8 +389,10 @@ class _Run:
             proposal = await call(self._propose)
             decision = await inboxlog.pre_step_async(proposal, self.plugins)
             decision, decided = await call(self._decide, proposal, decision)
-        else:
+        elif self.steps == 0 and not self.pending:
             decision, decided = await call(self._step)
+        else:
+            decision, decided = await self._boundary()
         if decided["kind"] != "step":
             raise _turn_ended(decided)
         self.step_open = True
@@ -398,6 +404,19 @@ class _Run:
         of the next one."""
         self.end_open_step("continue")
         return self.log.propose_step(whole_next_turn=True)
+
+    async def _boundary(self) -> tuple[Decision, Decided]:
+        """:meth:`_step` past a turn's first boundary, its ``step_boundary`` written
+        behind the loop (``Session._step_boundary_behind``): no worker thread waits for
+        the GIL to start it, nor hands its answer back."""
+        owed: StepOutcome | None = "continue" if self.step_open else None
+        written = self.log._step_boundary_behind(owed, whole_next_turn=True)
+        boundary: StepBoundary | None = await Behind(written).outcome()
+        self.step_open = False
+        if boundary is None:  # as in _step: the owed step concluded the turn
+            return {"kind": "enter", "messages": []}, await call(self.log.close_turn)
+        entered = boundary["proposal"]["messages"]
+        return {"kind": "enter", "messages": entered}, boundary["decided"]
 
     def _step(self) -> tuple[Decision, Decided]:
         """:meth:`_propose`, and the claim enters as it is (no plugins): one log call
@@ -466,22 +485,24 @@ class _Run:
             self.log.end_step(outcome)
             self.step_open = False
 
-    def write_response(self, messages: list[ModelMessage]) -> None:
-        """On the loop: starts recording the model's response (:meth:`record_new`'s
-        record, serialized now, as the history holds it) and taking posted input in, so
-        that an ``End`` after it knows whether ``next-step`` holds some. The worker writes
-        while the tools run; :meth:`written` waits for it."""
+    def write_behind(self, messages: list[ModelMessage], *, receive: bool = False) -> None:
+        """On the loop: starts recording what the history gained (:meth:`record_new`'s
+        record, serialized now, as the history holds it) and, with ``receive``, taking
+        posted input in after it (so that an ``End`` after a response knows whether
+        ``next-step`` holds some). A writer thread that needs no GIL
+        (``Session._append_behind``) writes it at once, while the loop goes on (for a
+        response: while the tools run); :meth:`written` waits for it."""
         self.live = messages
-        self.writing = start(self.append_response, self.added(messages), list(messages))
-
-    def append_response(
-        self, record: tuple[str, list[Any]] | None, messages: list[ModelMessage]
-    ) -> None:
-        """On a worker thread: :meth:`write_response`'s append and take-in."""
+        record = self.added(messages)
+        pending: Job | Behind
         if record is not None:
-            self.log.append(record[0], {"messages": record[1]})
-            self.recorded = messages
-        self.log.inbox.receive()
+            kind, data = record[0], {"messages": record[1]}
+            pending = Behind(self.log._append_behind(kind, data, receive))
+        elif receive:
+            pending = start(self.log.inbox.receive)
+        else:
+            return
+        self.writing = pending, list(messages)
 
     async def written(self, *, quietly: bool = False) -> None:
         """Waits until the response record in flight is durable; its error raises here.
@@ -489,14 +510,18 @@ class _Run:
         ``quietly``, for a run already ending on another exception, which it re-raises
         once the turn is ended: nothing raises, not even a second cancellation, so that
         ending the turn is never skipped."""
-        job, self.writing = self.writing, None
-        if job is None:
+        if self.writing is None:
             return
-        if not quietly:
-            await job.outcome()
-            return
-        with contextlib.suppress(BaseException):
-            await job.outcome()
+        (pending, messages), self.writing = self.writing, None
+        try:
+            await pending.outcome()
+        except BaseException:
+            if not quietly:
+                raise
+        finally:
+            # Also when taking the posts in failed after it: never recorded twice.
+            if isinstance(pending, Behind) and pending.written.appended:
+                self.recorded = messages
 
     def steer_at_end(self, messages: list[ModelMessage]) -> bool:
         """At an ``End`` with ``next-step`` input pending: records the history and ends

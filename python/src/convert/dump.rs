@@ -57,11 +57,16 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
 
 /// Compact JSON text of `value`; `root` names it in errors (`data["a"][2]: …`).
 pub(crate) fn to_json(value: &Bound<'_, PyAny>, root: &str) -> PyResult<String> {
+    to_json_value(value, root).map(Json::into_string)
+}
+
+/// [`to_json`] as the core takes it: text it stores without parsing it again.
+pub(crate) fn to_json_value(value: &Bound<'_, PyAny>, root: &str) -> PyResult<Json> {
     if let Some((text, _)) = flat(value, false) {
-        return Ok(text.into_string());
+        return Ok(text);
     }
     let (text, _) = Writer::new(value.py(), false).write(value, root)?;
-    Ok(text.into_string())
+    Ok(text)
 }
 
 /// [`to_json`], and the value's plain copy (see the module doc): equal to what reading
