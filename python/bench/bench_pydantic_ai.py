@@ -329,9 +329,10 @@ def calls(rounds: int) -> None:
     microseconds: queued (from the hook's submit until the worker starts it: the worker
     waits for the loop's thread to let go of the GIL), work (the log call itself, its
     fsync included), handed back (from its end until the loop runs its outcome), and
-    waited (how long the hook that awaits it waits). Then the appends written behind
-    (``Behind``: each request's record, waited for at once, and each response's, by the
-    next hook): how long the hook waited, and how many had ended before it asked."""
+    waited (how long the hook that awaits it waits). Then the calls written behind
+    (``Behind``: each request's record and each later step boundary, waited for at once,
+    and each response's record, by the next hook): how many had ended before the hook
+    asked, and how long it waited for the others."""
     marks: dict[int, list[Any]] = {}
     lives: list[list[Any]] = []
     clock = time.perf_counter
@@ -341,10 +342,10 @@ def calls(rounds: int) -> None:
     behind_outcome = Behind.outcome
     behinds: list[tuple[bool, float]] = []
 
-    async def timed_behind(behind: Behind) -> None:
+    async def timed_behind(behind: Behind) -> Any:
         ended, entered = behind.written.done, clock()
         try:
-            await behind_outcome(behind)
+            return await behind_outcome(behind)
         finally:
             behinds.append((ended, clock() - entered))
 
@@ -394,8 +395,8 @@ def calls(rounds: int) -> None:
         )
     waits = [w for ended, w in behinds if not ended]
     print(
-        f"appends written behind: {len(behinds) / requests:.2f} per request, "
-        f"{len(waits) / len(behinds):.0%} still being written when awaited, "
+        f"calls written behind (records, step boundaries): {len(behinds) / requests:.2f} "
+        f"per request, {len(waits) / len(behinds):.0%} still running when awaited, "
         f"those waited {median(waits) * 1e6:.1f} us (median)"
     )
 
