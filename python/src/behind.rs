@@ -50,9 +50,10 @@ impl PyWritten {
     }
 
     /// A socket to watch for reading until `done`, or `None` when it already is: once
-    /// the append ends, a byte is written to it (read what is there, then look at
-    /// `done` again: a byte may be left from an earlier append). One per session, so a
-    /// loop waits for an append without a thread of its own.
+    /// the call ends, a byte is written to it (read what is there, then look at `done`
+    /// again: a byte may be left from an earlier call). One per session, so a loop waits
+    /// for a call without a thread of its own; one loop at a time may watch it (one
+    /// reader could take the byte another waits for), as one run holds a session.
     fn wake_fd(&self) -> PyResult<Option<RawFd>> {
         let mut state = lock(&self.outcome.state);
         if self.outcome.ended.load(Ordering::Acquire) {
