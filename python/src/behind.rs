@@ -1,14 +1,15 @@
-//! Appends written behind their caller (`Session._append_behind`): the event's JSON is
-//! made on the calling thread, then a writer thread appends it (and, when asked, takes
-//! the session's posts in) while the caller goes on; the [`PyWritten`] it gets back
-//! tells when the append is durable and raises its error, and wakes an event loop
-//! that waits for it through a socket the loop watches (`wake_fd`).
+//! Calls written behind their caller (`Session._append_behind`,
+//! `Session._step_boundary_behind`): the arguments are converted on the calling thread,
+//! then a writer thread makes the call (an append, after which it may take the
+//! session's posts in, or a step boundary) while the caller goes on; the [`PyWritten`]
+//! it gets back tells when the call has ended, answers it or raises its error, and
+//! wakes an event loop that waits for it through a socket the loop watches (`wake_fd`).
 //!
 //! For an event loop that must neither wait for a disk nor wait for the GIL to start a
-//! write: the writer threads run no Python, so the write starts as soon as one is free,
+//! write: the writer threads run no Python, so the call starts as soon as one is free,
 //! even while the loop's thread keeps the GIL (a Python worker thread would wait for
-//! the loop to let go of it before it could begin). Appends behind one session are
-//! written in the order they were asked for.
+//! the loop to let go of it before it could begin). Calls behind one session are made
+//! in the order they were asked for.
 
 use std::collections::VecDeque;
 use std::io::{self, Write as _};
@@ -27,7 +28,7 @@ use inboxlog::{Envelope, Session, StepBoundary, StepOutcome, TurnClaim};
 use crate::errors::raise;
 use crate::session::boundary_dict;
 
-/// One append written behind its caller: `done` once it ended, and `wait()` for its
+/// One call written behind its caller: `done` once it ended, and `wait()` for its
 /// outcome.
 #[pyclass(frozen, name = "Written", module = "inboxlog._native")]
 pub(crate) struct PyWritten {
