@@ -135,9 +135,9 @@ class Job:
 class Behind:
     """A call written behind the loop (``Session._append_behind``,
     ``Session._step_boundary_behind``), seen from it: a writer thread that needs no GIL
-    starts it at once; ``await behind.outcome()`` waits
-    for it as for a :class:`Job`, by watching the session's wake-up socket, so no thread
-    of the loop's waits for it and the loop wakes once."""
+    starts it at once; ``await behind.outcome()`` waits for it as for a :class:`Job`,
+    by watching the session's wake-up socket, so no thread of the loop's waits for it
+    and the loop wakes once."""
 
     __slots__ = ("written",)
 
@@ -169,7 +169,7 @@ class Behind:
 
 def _woken(fd: int, waiter: asyncio.Future[None]) -> None:
     """The wake-up socket is readable: takes what is there and wakes the waiter, which
-    looks at whether its append has ended."""
+    looks at whether its call has ended."""
     with contextlib.suppress(BlockingIOError):
         os.read(fd, 4096)
     if not waiter.done():
