@@ -1,7 +1,7 @@
 //! Posting and following on PostgreSQL (ARCHITECTURE.md#posting).
 //!
 //! **Posting.** A post is one row of `posts` (`schema.rs`), inserted in one statement
-//! that also checks the session exists; it is acknowledged once that statement has
+//! that also checks the session exists and sends the post's wake-up (below); it is acknowledged once that statement has
 //! committed (synchronously, whatever the store's durability mode). Its id is
 //! `pg-<n>`, `n` from a sequence: a poster's next post starts after its previous one
 //! committed, so each poster's posts are in `n` order, which is the order

@@ -1,6 +1,6 @@
 //! The home connection of a store handle: it holds the handle's owner lock (`owner.rs`)
-//! for every session the handle writes, and LISTENs for the followers of the handle
-//! (`fleet.rs`), on a thread of the store's own.
+//! for every session the handle writes, and LISTENs for the followers of the handle and
+//! for posts to its mailboxes (`fleet.rs`), on a thread of the store's own.
 //!
 //! The connection is made by the first call that needs an owner (a create or an open):
 //! a store that only reads, lists or posts has none. The thread waits on the connection
