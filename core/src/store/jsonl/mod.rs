@@ -10,6 +10,7 @@
 //! tail (bytes after the last `\n`) only after every complete line validated; anything
 //! else wrong is refused as corruption, and a refused open leaves the file untouched.
 
+mod chain;
 #[cfg(feature = "testing")]
 pub mod fault;
 mod file;
@@ -353,9 +354,11 @@ fn deleted_meanwhile(id: &str, path: &Path) -> Error {
     .with_path(path)
 }
 
-/// The header line and the seed as the bytes of a new file; the tail they leave.
+/// The header line and the seed as the bytes of a new file (in the header's format
+/// version); the tail they leave once written and fdatasynced.
 fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String, Tail)> {
     let mut buf = header.to_json();
+    let mut chain = (header.version >= 2).then(|| chain::seal(&mut buf, 0, chain::START, None));
     if buf.len() > limit {
         return Err(Error::new(
             ErrorKind::TooLarge,
@@ -376,7 +379,12 @@ fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String,
             )));
         }
         let start = buf.len();
+        let before = chain.unwrap_or(0);
         event.write_json(&mut buf);
+        if let Some(prev) = &mut chain {
+            // Nothing of the file is durable before its first write.
+            *prev = chain::seal(&mut buf, start, *prev, Some(0));
+        }
         if buf.len() - start > limit {
             return Err(Error::new(
                 ErrorKind::TooLarge,
@@ -387,12 +395,14 @@ fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String,
             ));
         }
         buf.push('\n');
-        index.note(seq, start as u64);
+        index.note(seq, start as u64, before);
     }
     let tail = Tail {
         next_seq: seed.len() as u64,
         len: buf.len() as u64,
+        durable: buf.len() as u64,
         index,
+        chain,
     };
     Ok((buf, tail))
 }
@@ -504,12 +514,16 @@ impl Store for JsonlStore {
         }
         let queue = self.queue()?;
         let replayed = read_log(&file, &path, id, self.limit, visit)?;
+        let torn = replayed.torn;
         let tail = Tail {
             next_seq: replayed.next_seq,
             len: replayed.end,
+            // Cutting a torn tail fdatasyncs the file; otherwise a killed writer's bytes
+            // may still be only in the page cache.
+            durable: if torn > 0 { replayed.end } else { 0 },
             index: replayed.index,
+            chain: (replayed.header.version >= 2).then_some(replayed.chain),
         };
-        let torn = replayed.torn;
         let writer = self.writer(id, path.clone(), self.log_file(file), queue, tail);
         let writer = Named {
             writer,
