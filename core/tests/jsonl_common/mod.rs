@@ -107,7 +107,9 @@ fn rewrite(bytes: &[u8], mut line: impl FnMut(usize, usize, Vec<u8>) -> Vec<u8>)
         out.extend_from_slice(&text);
         out.push(b'\n');
     }
-    let end = starts.last().map_or(0, |&s| s + ls.last().unwrap().len() + 1);
+    let end = starts
+        .last()
+        .map_or(0, |&s| s + ls.last().unwrap().len() + 1);
     out.extend_from_slice(&bytes[end..]);
     out
 }
@@ -119,7 +121,8 @@ pub fn v1(bytes: &[u8]) -> Vec<u8> {
         let l = strip(&l);
         if n == 1 {
             let text = String::from_utf8(l).unwrap();
-            text.replacen("\"version\":2,", "\"version\":1,", 1).into_bytes()
+            text.replacen("\"version\":2,", "\"version\":1,", 1)
+                .into_bytes()
         } else {
             l
         }
@@ -135,7 +138,9 @@ pub fn reseal(bytes: &[u8]) -> Vec<u8> {
         let mut l = strip(&l);
         if n == 1 && l.starts_with(b"{") {
             let text = String::from_utf8(l).unwrap();
-            l = text.replacen("\"version\":1,", "\"version\":2,", 1).into_bytes();
+            l = text
+                .replacen("\"version\":1,", "\"version\":2,", 1)
+                .into_bytes();
         }
         let mut body = l[..l.len().saturating_sub(1)].to_vec();
         if n > 1 {

@@ -18,6 +18,16 @@ const SYNCED_KEY: &[u8] = b",\"synced\":";
 /// Bytes from `,"crc32c":` to the end of the line.
 const CRC_END: usize = CRC_KEY.len() + 8 + 2;
 
+/// The most a version 2 line adds to its version 1 object: `,"synced":` with 20 digits
+/// and the checksum. The record limit bounds the object (the event as ARCHITECTURE.md#events
+/// spells it), so a reader takes lines up to [`line_limit`].
+pub(crate) const OVERHEAD: usize = SYNCED_KEY.len() + 20 + CRC_END;
+
+/// The longest line a reader with the record limit `limit` reads.
+pub(crate) fn line_limit(limit: usize) -> usize {
+    limit.saturating_add(OVERHEAD)
+}
+
 /// The checksum chain before the header: line 1's value is the plain CRC-32C of its bytes.
 pub(crate) const START: u32 = 0;
 

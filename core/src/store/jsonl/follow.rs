@@ -89,7 +89,12 @@ impl JsonlFeed {
         file.seek(SeekFrom::Start(self.offset))
             .map_err(|e| read_error(&self.path, e))?;
         let reader = BufReader::with_capacity(64 << 10, file);
-        let mut lines = Lines::resume(reader, self.limit, self.offset, self.lines);
+        let mut lines = Lines::resume(
+            reader,
+            super::chain::line_limit(self.limit),
+            self.offset,
+            self.lines,
+        );
         while out.len() < BATCH {
             let Some(line) = lines.next().map_err(|e| read_error(&self.path, e))? else {
                 break;

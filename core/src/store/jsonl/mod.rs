@@ -114,8 +114,9 @@ impl JsonlStore {
         })
     }
 
-    /// The same store with another record limit in bytes (one event line, without its
-    /// `\n`); larger records are refused on append and reported on open.
+    /// The same store with another record limit in bytes (one event as JSON: a line
+    /// without its `\n` and, in version 2, without its checksum); larger records are
+    /// refused on append and reported on open.
     #[must_use]
     pub fn with_record_limit(mut self, bytes: u64) -> JsonlStore {
         self.limit = usize::try_from(bytes).unwrap_or(usize::MAX).max(1);
@@ -358,7 +359,6 @@ fn deleted_meanwhile(id: &str, path: &Path) -> Error {
 /// version); the tail they leave once written and fdatasynced.
 fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String, Tail)> {
     let mut buf = header.to_json();
-    let mut chain = (header.version >= 2).then(|| chain::seal(&mut buf, 0, chain::START, None));
     if buf.len() > limit {
         return Err(Error::new(
             ErrorKind::TooLarge,
@@ -369,6 +369,7 @@ fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String,
             ),
         ));
     }
+    let mut chain = (header.version >= 2).then(|| chain::seal(&mut buf, 0, chain::START, None));
     buf.push('\n');
     let mut index = SeqIndex::default();
     for (seq, event) in (0..).zip(seed) {
@@ -381,10 +382,6 @@ fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String,
         let start = buf.len();
         let before = chain.unwrap_or(0);
         event.write_json(&mut buf);
-        if let Some(prev) = &mut chain {
-            // Nothing of the file is durable before its first write.
-            *prev = chain::seal(&mut buf, start, *prev, Some(0));
-        }
         if buf.len() - start > limit {
             return Err(Error::new(
                 ErrorKind::TooLarge,
@@ -393,6 +390,10 @@ fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String,
                     buf.len() - start
                 ),
             ));
+        }
+        if let Some(prev) = &mut chain {
+            // Nothing of the file is durable before its first write.
+            *prev = chain::seal(&mut buf, start, *prev, Some(0));
         }
         buf.push('\n');
         index.note(seq, start as u64, before);

@@ -88,12 +88,25 @@ impl At<'_> {
     }
 }
 
+/// Refuses an object (a version 1 line, or a version 2 line's without its checksum) of
+/// `len` bytes over the record limit.
+fn within(len: usize, at: &At<'_>, limit: usize) -> Result<()> {
+    if len > limit {
+        return Err(too_long(len as u64, at, limit));
+    }
+    Ok(())
+}
+
+fn too_long(len: u64, at: &At<'_>, limit: usize) -> Error {
+    at.corrupt(format_args!(
+        "record of {len} bytes is larger than the limit of {limit} bytes"
+    ))
+}
+
 /// The text of a complete line, or why it cannot be one.
 fn text<'l>(checked: Checked<'l>, at: &At<'_>, limit: usize) -> Result<&'l str> {
     checked.map_err(|fault| match fault {
-        Fault::TooLong(len) => at.corrupt(format_args!(
-            "record of {len} bytes is larger than the limit of {limit} bytes"
-        )),
+        Fault::TooLong(len) => too_long(len, at, limit),
         Fault::NotUtf8(e) => at.corrupt(format_args!("record is not UTF-8: {e}")),
     })
 }
@@ -145,8 +158,10 @@ pub(crate) fn header(
         if !framed.continues(chain::START) {
             return Err(at.corrupt(mismatch(&framed, chain::START)));
         }
+        within(framed.body.len() + 1, &at, limit)?;
         (Header::from_json(&framed.object()), framed.stored)
     } else {
+        within(text.len(), &at, limit)?;
         (Header::from_json(text), 0)
     };
     let header = header.map_err(unsupported)?;
@@ -183,7 +198,7 @@ pub(crate) fn read_header<R: BufRead>(
     id: &str,
     limit: usize,
 ) -> Result<Result<Header, u64>> {
-    let mut lines = Lines::new(reader, limit);
+    let mut lines = Lines::new(reader, chain::line_limit(limit));
     match lines.next().map_err(|e| read_error(path, e))? {
         Some(line) => header(line.checked(), path, id, limit).map(|(h, _)| Ok(h)),
         None => Ok(Err(lines.torn())),
@@ -277,6 +292,7 @@ fn checked_event(
     let event = match chain {
         None => {
             let text = self::text(text, &at, limit)?;
+            within(text.len(), &at, limit)?;
             match shape(false) {
                 Some(shape) => Event::from_shape(text, shape),
                 None => Event::from_json(text),
@@ -285,7 +301,7 @@ fn checked_event(
         Some(prev) => {
             let text = match text {
                 // Over this reader's limit, maybe not the writer's: never cut as torn.
-                Err(Fault::TooLong(_)) => return Err(self::text(text, &at, limit).unwrap_err()),
+                Err(Fault::TooLong(len)) => return Err(too_long(len, &at, limit)),
                 _ => match self::text(text, &at, limit) {
                     Ok(text) => text,
                     Err(error) => return Ok(Read::Broken(Broken::new(error, None, *prev))),
@@ -299,6 +315,7 @@ fn checked_event(
                 let error = at.corrupt(mismatch(&framed, *prev));
                 return Ok(Read::Broken(Broken::new(error, Some(text), *prev)));
             }
+            within(framed.body.len() + 1, &at, limit)?;
             *prev = framed.stored;
             Event::from_open(framed.body, shape(true))
         }
@@ -491,7 +508,7 @@ pub(crate) fn replay<R: BufRead>(
     visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
 ) -> Result<Replayed> {
     let mut replay = Replay::new(path, id, limit, visit);
-    let mut lines = Lines::new(reader, limit);
+    let mut lines = Lines::new(reader, chain::line_limit(limit));
     while let Some(line) = lines.next().map_err(|e| read_error(path, e))? {
         replay.line(line.number, line.offset, line.checked(), None)?;
     }
@@ -530,7 +547,7 @@ pub(crate) fn replay_pipelined<R: BufRead + Send>(
             io::Error::other("the reader thread stopped"),
         ))
     };
-    pipeline::run(reader, limit, look_ahead, consume)
+    pipeline::run(reader, chain::line_limit(limit), look_ahead, consume)
         .map_err(|e| Error::io("cannot start the log reader thread", e))?
 }
 
@@ -544,7 +561,7 @@ pub(crate) fn read_from<R: BufRead>(
     (first, mark, v2): (u64, Mark, bool),
     since: u64,
 ) -> Result<Vec<Event>> {
-    let mut lines = Lines::resume(reader, limit, mark.offset, first + 1);
+    let mut lines = Lines::resume(reader, chain::line_limit(limit), mark.offset, first + 1);
     let mut events = Vec::new();
     let mut seq = first;
     let mut chain = v2.then_some(mark.chain);
@@ -864,7 +881,10 @@ mod tests {
         assert!(text.lines().all(|l| l.contains(",\"crc32c\":\"")), "{text}");
         let (r, seen) = run(&bytes).unwrap();
         assert_eq!(seen, [0, 1, 2]);
-        assert_eq!((r.header.version, r.end, r.torn), (2, bytes.len() as u64, 0));
+        assert_eq!(
+            (r.header.version, r.end, r.torn),
+            (2, bytes.len() as u64, 0)
+        );
         let all = read_from(
             &bytes[..],
             Path::new("/r/s.jsonl"),
@@ -882,7 +902,11 @@ mod tests {
             1,
         )
         .unwrap();
-        assert_eq!(events2[0].to_json(), ev(1), "the event is the version 1 text");
+        assert_eq!(
+            events2[0].to_json(),
+            ev(1),
+            "the event is the version 1 text"
+        );
     }
 
     #[test]
@@ -902,7 +926,10 @@ mod tests {
                     // Only a change to the last line may read as a torn tail, cut whole.
                     assert_eq!(line, 3, "byte {i} accepted");
                     assert_eq!(seen, [0, 1], "byte {i}");
-                    assert_eq!((r.end, r.torn), (at[3] as u64, (bytes.len() - at[3]) as u64));
+                    assert_eq!(
+                        (r.end, r.torn),
+                        (at[3] as u64, (bytes.len() - at[3]) as u64)
+                    );
                 }
                 Err(e) if line == 0 => {
                     assert!(e.line() == Some(1), "byte {i}: {e}");
@@ -936,8 +963,16 @@ mod tests {
         let mut zeroed = bytes.clone();
         zeroed[at[2] + 3..at[2] + 9].fill(b'x');
         let err = run(&zeroed).unwrap_err();
-        assert_eq!((err.kind(), err.line()), (ErrorKind::Corrupt, Some(3)), "{err}");
-        assert!(err.to_string().contains("is not a torn tail left by a crash"), "{err}");
+        assert_eq!(
+            (err.kind(), err.line()),
+            (ErrorKind::Corrupt, Some(3)),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("is not a torn tail left by a crash"),
+            "{err}"
+        );
 
         // A line repeated: the copy breaks the chain, the next line holds its seq.
         let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();

@@ -175,10 +175,11 @@ impl JsonlWriter {
             let start = self.buf.len();
             let before = chain.unwrap_or(0);
             event.write_json(&mut self.buf);
+            // The limit bounds the event as written, whatever its checksum adds.
+            let size = self.buf.len() - start;
             if let Some(prev) = &mut chain {
                 *prev = chain::seal(&mut self.buf, start, *prev, Some(synced));
             }
-            let size = self.buf.len() - start;
             if size > self.limit {
                 return Err(Error::new(
                     ErrorKind::TooLarge,
