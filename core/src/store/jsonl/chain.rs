@@ -15,6 +15,9 @@ const CRC_KEY: &[u8] = b",\"crc32c\":\"";
 /// What comes before the `synced` digits of an event line.
 const SYNCED_KEY: &[u8] = b",\"synced\":";
 
+/// The checksum's digits.
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 /// Bytes from `,"crc32c":` to the end of the line.
 const CRC_END: usize = CRC_KEY.len() + 8 + 2;
 
@@ -146,7 +149,6 @@ pub(crate) fn seal(buf: &mut String, start: usize, prev: u32, synced: Option<u64
     }
     let value = link(prev, &buf.as_bytes()[start..]);
     buf.push_str(",\"crc32c\":\"");
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut hex = [0u8; 8];
     for (i, h) in hex.iter_mut().enumerate() {
         *h = HEX[(value >> (28 - 4 * i) & 0xf) as usize];
@@ -184,7 +186,7 @@ mod tests {
         assert_eq!(f.object(), "{\"seq\":0}");
         assert!(f.continues(h) && !f.continues(START));
         // The chain is the CRC-32C of everything covered so far.
-        let all = format!("{{\"format\":\"inboxlog\"{{\"seq\":0,\"synced\":120");
+        let all = "{\"format\":\"inboxlog\"{\"seq\":0,\"synced\":120";
         assert_eq!(e, crc32c::crc32c(all.as_bytes()));
     }
 

@@ -22,6 +22,7 @@ mod pipeline;
 mod recovery;
 mod spool;
 mod sync;
+mod upgrade;
 mod writer;
 
 use std::fmt;
@@ -40,7 +41,7 @@ use recovery::{Replayed, incomplete_header, read_error, read_header, replay, rep
 use sync::{Flusher, Queue};
 use writer::{JsonlWriter, Tail};
 
-use super::{Durability, Feed, LogWriter, Mailbox, Opened, Store, Verified};
+use super::{Durability, Feed, LogWriter, Mailbox, Opened, Store, Upgraded, Verified};
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::header::Header;
@@ -603,6 +604,10 @@ impl Store for JsonlStore {
         let path = self.path(id)?;
         let file = self.open_file(id, &path, false)?;
         Ok(Box::new(follow::JsonlFeed::new(id, path, file, self.limit)))
+    }
+
+    fn upgrade(&self, id: &str) -> Result<Upgraded> {
+        upgrade::upgrade(self, id).map_err(|e| e.with_session(id))
     }
 
     fn list(&self) -> Result<Vec<Header>> {

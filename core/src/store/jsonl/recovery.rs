@@ -275,7 +275,7 @@ fn checked_event(
     number: u64,
     offset: u64,
     text: Checked<'_>,
-    ahead: Option<Ahead>,
+    ahead: Option<&Ahead>,
     chain: &mut Chain,
     (path, expected, limit): (&Path, u64, usize),
 ) -> Result<Read> {
@@ -285,7 +285,7 @@ fn checked_event(
         offset,
         seq: Some(expected),
     };
-    let shape = |open: bool| match &ahead {
+    let shape = |open: bool| match ahead {
         Some(Some((o, shape))) if *o == open => Some(shape),
         _ => None,
     };
@@ -432,7 +432,7 @@ impl<'a> Replay<'a> {
         number: u64,
         offset: u64,
         text: Checked<'_>,
-        ahead: Option<Ahead>,
+        ahead: Option<&Ahead>,
     ) -> Result<()> {
         if let Some(damage) = &mut self.damage {
             return damage.next(number, offset, text);
@@ -535,7 +535,7 @@ pub(crate) fn replay_pipelined<R: BufRead + Send>(
                     for (number, offset, item) in &batch.lines {
                         let text = item.clone().map(|range| &batch.text[range]);
                         let found = if text.is_ok() { ahead.next() } else { None };
-                        replay.line(*number, *offset, text, found)?;
+                        replay.line(*number, *offset, text, found.as_ref())?;
                     }
                 }
                 Msg::End { end, torn } => return replay.finish(end, torn),
@@ -959,7 +959,7 @@ mod tests {
         assert_eq!((r.end, r.torn), (synced_end, (bytes.len() - at[2]) as u64));
 
         // The same damage where seq 3 says seq 1 was durable: corruption.
-        let bytes = log2(&events, |i, at| if i < 3 { at } else { at });
+        let bytes = log2(&events, |_, at| at);
         let mut zeroed = bytes.clone();
         zeroed[at[2] + 3..at[2] + 9].fill(b'x');
         let err = run(&zeroed).unwrap_err();

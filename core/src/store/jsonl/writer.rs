@@ -18,6 +18,9 @@ use crate::store::LogWriter;
 /// Serialize buffers above this size are not kept between appends.
 const KEEP_BUF: usize = 1 << 20;
 
+/// Index entries of lines being written: (seq, offset, chain value before the line).
+type Marks = Vec<(u64, u64, u32)>;
+
 /// Where a new writer starts.
 pub(crate) struct Tail {
     /// The seq the next event gets.
@@ -155,7 +158,7 @@ impl JsonlWriter {
     /// Serializes `events` into `buf`, one `\n`-terminated line each (sealed with their
     /// checksums in a version 2 log); returns the index entries the lines add and the
     /// chain value after them.
-    fn serialize(&mut self, events: &[Event]) -> Result<(Vec<(u64, u64, u32)>, Option<u32>)> {
+    fn serialize(&mut self, events: &[Event]) -> Result<(Marks, Option<u32>)> {
         self.buf.clear();
         let mut marks = Vec::new();
         let mut chain = self.chain;
