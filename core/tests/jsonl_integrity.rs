@@ -1,5 +1,5 @@
-//! The checksums of JSONL format version 2 (core/FORMAT.md#checksums,
-//! core/FORMAT.md#torn-or-corrupt): every change to a stored log's lines is reported
+//! The checksums of JSONL format version 2 (core/FORMAT.md#checksums-version-2,
+//! core/FORMAT.md#torn-or-corrupt-version-2): every change to a stored log's lines is reported
 //! by `verify` and never read back as good by `open`; the crash states of an unsynced
 //! write that reached the disk out of order all open by themselves, keeping every
 //! acknowledged event; version 1 logs upgrade.

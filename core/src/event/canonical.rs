@@ -50,7 +50,7 @@ pub(crate) fn shape(line: &str) -> Option<Shape> {
 }
 
 /// The [`Shape`] of an event object whose closing `}` is not in `body` (a version 2
-/// line's body: core/FORMAT.md#checksums); `None` as for [`shape`].
+/// line's body: core/FORMAT.md#checksums-version-2); `None` as for [`shape`].
 pub(crate) fn shape_open(body: &str) -> Option<Shape> {
     shape_of(body, false)
 }

@@ -522,7 +522,7 @@ impl Event {
     }
 
     /// The event of a version 2 line's `body` (its object without the closing `}`:
-    /// core/FORMAT.md#checksums), with the body's [`Shape`] when it was found ahead.
+    /// core/FORMAT.md#checksums-version-2), with the body's [`Shape`] when it was found ahead.
     pub(crate) fn from_open(body: &str, ahead: Option<&Shape>) -> Result<Event> {
         let found = match ahead {
             Some(shape) => canonical::build(body, shape),

@@ -85,13 +85,13 @@ pub trait Store: Send + Sync {
     fn follow(&self, id: &str) -> Result<Box<dyn Feed>>;
 
     /// Rewrites log `id` in the newest on-disk format, atomically: a JSONL log of format
-    /// version 1 becomes version 2 (core/FORMAT.md#upgrading a version 1 log); a log
+    /// version 1 becomes version 2 (core/FORMAT.md#upgrading-a-version-1-log); a log
     /// already in it is checked and left as it is. The default, for the stores without
     /// format versions (memory, PostgreSQL), only checks that the log reads.
     fn upgrade(&self, id: &str) -> Result<Upgraded> {
         let (_, events) = self.inspect(id)?;
         Ok(Upgraded {
-            from: crate::FORMAT_VERSION,
+            from: crate::header::FORMAT_VERSION,
             events: events.len() as u64,
             torn_bytes: 0,
         })

@@ -78,7 +78,7 @@ pub fn populated(store: &JsonlStore) -> Session {
     s
 }
 
-/// The end of a version 2 line: `,"crc32c":"` + 8 hex digits + `"}` (core/FORMAT.md#checksums).
+/// The end of a version 2 line: `,"crc32c":"` + 8 hex digits + `"}` (core/FORMAT.md#checksums-version-2).
 const CRC_END: usize = 21;
 
 /// A version 2 line as its version 1 object: without `,"synced":N` and the checksum.

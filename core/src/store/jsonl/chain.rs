@@ -1,4 +1,4 @@
-//! The checksum chain of format version 2 (core/FORMAT.md#checksums): how a record
+//! The checksum chain of format version 2 (core/FORMAT.md#checksums-version-2): how a record
 //! ends, what its CRC-32C covers, and how one record's checksum continues the last.
 //!
 //! A version 2 line is its version 1 object with the closing `}` replaced by

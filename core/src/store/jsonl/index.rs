@@ -1,6 +1,6 @@
 //! A sparse seq → byte offset index, so that reading a log's suffix seeks instead of
 //! re-reading the whole file. Each entry keeps the checksum chain's value before its
-//! line (version 2, core/FORMAT.md#checksums), so the suffix is checked as it is read.
+//! line (version 2, core/FORMAT.md#checksums-version-2), so the suffix is checked as it is read.
 
 /// Every `STRIDE`-th event line's offset is kept.
 const STRIDE: u64 = 1024;

@@ -332,7 +332,7 @@ fn checked_event(
 }
 
 /// The lines after the first broken line of a version 2 log, read to decide what it is
-/// (core/FORMAT.md#torn-or-corrupt): the start of a torn tail, cut on open, unless a
+/// (core/FORMAT.md#torn-or-corrupt-version-2): the start of a torn tail, cut on open, unless a
 /// later line proves that the broken bytes had been durable before it was written.
 #[derive(Debug)]
 pub(crate) struct Damage {
@@ -498,7 +498,7 @@ impl<'a> Replay<'a> {
 /// Any failure on a complete line, including one returned by `visit`, is corruption
 /// named by its location; the torn tail is measured, not judged. In a version 2 log a
 /// stretch of lines breaking the checksum chain at the end, which no later line proves
-/// durable, is part of the torn tail (core/FORMAT.md#torn-or-corrupt). The header is
+/// durable, is part of the torn tail (core/FORMAT.md#torn-or-corrupt-version-2). The header is
 /// checked before any event line is looked at.
 pub(crate) fn replay<R: BufRead>(
     reader: R,

@@ -27,7 +27,7 @@ pub(crate) struct SyncCell {
     /// Signalled whenever an fdatasync finishes.
     synced: Condvar,
     /// `State::durable`, readable without the lock: what a version 2 record's `synced`
-    /// says (core/FORMAT.md#checksums).
+    /// says (core/FORMAT.md#checksums-version-2).
     durable: AtomicU64,
 }
 
