@@ -24,7 +24,7 @@ def test_version_comes_from_cargo() -> None:
 def test_public_names() -> None:
     for name in inboxlog.__all__:
         assert hasattr(inboxlog, name), name
-    assert inboxlog.FORMAT_VERSION == 1
+    assert inboxlog.FORMAT_VERSION == 2
     assert inboxlog.MAX_DEPTH == 512
 
 
