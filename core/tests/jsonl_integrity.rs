@@ -350,3 +350,48 @@ fn an_upgrade_is_refused_under_a_writer_and_for_a_corrupt_log() {
     assert_eq!(store.list().unwrap().len(), 1);
     assert_err(store.upgrade("absent"), ErrorKind::NotFound, &["absent"]);
 }
+
+/// A follower checks the chain as it reads: a broken last line is waited before (a torn
+/// tail the next owner cuts), a broken line a later one proves durable ends the follow.
+#[test]
+fn a_follower_waits_before_a_torn_tail_and_stops_at_corruption() {
+    let (_dir, store) = store(Durability::Sync);
+    let header = Header::new("s", 1, SessionMeta::default()).unwrap();
+    let mut w = store.create(&header, &[]).unwrap();
+    for seq in 0..3 {
+        w.append(&[ev(seq, "{}")]).unwrap();
+    }
+    drop(w);
+    let path = store.path("s").unwrap();
+    let good = bytes(&path);
+    let no_wait = std::time::Duration::ZERO;
+
+    let mut torn = good.clone();
+    let last = *line_starts(&good).last().unwrap();
+    torn[last + 3] ^= 0x01;
+    fs::write(&path, &torn).unwrap();
+    let mut feed = store.follow("s").unwrap();
+    let seen: Vec<u64> = feed
+        .poll(0, no_wait)
+        .unwrap()
+        .iter()
+        .map(Event::seq)
+        .collect();
+    assert_eq!(seen, [0, 1]);
+    assert!(feed.poll(2, no_wait).unwrap().is_empty());
+
+    let mut corrupt = good.clone();
+    corrupt[line_starts(&good)[2] + 3] ^= 0x01;
+    fs::write(&path, &corrupt).unwrap();
+    let mut feed = store.follow("s").unwrap();
+    let err = feed.poll(0, no_wait).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.line()),
+        (ErrorKind::Corrupt, Some(3)),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("not a torn tail left by a crash"),
+        "{err}"
+    );
+}
