@@ -251,13 +251,40 @@ pub(crate) fn event(
     chain: &mut Chain,
     (path, expected, limit): (&Path, u64, usize),
 ) -> Result<Read> {
-    checked_event(number, offset, text, None, chain, (path, expected, limit))
+    checked_event(
+        number,
+        offset,
+        text,
+        (None, None),
+        chain,
+        (path, expected, limit),
+    )
 }
 
 /// What the reader thread found out about an event line ahead of the replay: its
 /// [`Shape`] when it is in the library's spelling, and whether that is the shape of a
 /// version 2 line's body (`true`) or of the whole line.
 type Ahead = Option<(bool, Shape)>;
+
+/// What the reader thread found of a version 2 event line, checked in order against the
+/// line before it: the length of its body and its checksum, when its checksum continues
+/// the previous line's. The replay uses it only while every line before was intact, so
+/// it is exactly the check [`checked_event`] would make.
+type Sealed = Option<(usize, u32)>;
+
+/// The reader thread's check of every line, in order (see [`Sealed`]).
+fn seal_check() -> impl FnMut(u64, &str) -> Sealed + Send {
+    let mut prev: Option<u32> = None;
+    move |number, text| {
+        let framed = chain::split(text, number > 1);
+        let intact = match (framed, prev) {
+            (Some(f), Some(p)) if number > 1 && f.continues(p) => Some((f.body.len(), f.stored)),
+            _ => None,
+        };
+        prev = framed.map(|f| f.stored);
+        intact
+    }
+}
 
 /// The reader thread's look at line `number`.
 fn look_ahead(number: u64, text: &str) -> Ahead {
@@ -270,16 +297,16 @@ fn look_ahead(number: u64, text: &str) -> Ahead {
     }
 }
 
-/// [`event`], with the line's shape maybe found already (by the reader thread).
+/// [`event`], with the line's shape and seal maybe found already (by the reader thread).
 fn checked_event(
     number: u64,
     offset: u64,
     text: Checked<'_>,
-    ahead: Option<&Ahead>,
+    (ahead, sealed): (Option<&Ahead>, Option<Sealed>),
     chain: &mut Chain,
     (path, expected, limit): (&Path, u64, usize),
 ) -> Result<Read> {
-    let mut at = At {
+    let at = At {
         path,
         number,
         offset,
@@ -299,6 +326,16 @@ fn checked_event(
             }
         }
         Some(prev) => {
+            if let (Ok(text), Some(Some((len, stored)))) = (text, sealed) {
+                // Checked on the reader thread against the line before, which was intact.
+                within(len + 1, &at, limit)?;
+                *prev = stored;
+                return check_seq(
+                    Event::from_open(&text[..len], shape(true)).map_err(|e| at.wrap(e))?,
+                    at,
+                    expected,
+                );
+            }
             let text = match text {
                 // Over this reader's limit, maybe not the writer's: never cut as torn.
                 Err(Fault::TooLong(len)) => return Err(too_long(len, &at, limit)),
@@ -321,6 +358,11 @@ fn checked_event(
         }
     }
     .map_err(|e| at.wrap(e))?;
+    check_seq(event, at, expected)
+}
+
+/// The event read at `at`, unless it does not hold the `expected` seq.
+fn check_seq(event: Event, mut at: At<'_>, expected: u64) -> Result<Read> {
     if event.seq() != expected {
         at.seq = Some(event.seq());
         return Err(at.corrupt(format_args!(
@@ -426,13 +468,13 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// Line `number` at `offset`; `ahead` is what the reader thread found, if it looked.
+    /// Line `number` at `offset`; `found` is what the reader thread found, if it looked.
     fn line(
         &mut self,
         number: u64,
         offset: u64,
         text: Checked<'_>,
-        ahead: Option<&Ahead>,
+        found: (Option<&Ahead>, Option<Sealed>),
     ) -> Result<()> {
         if let Some(damage) = &mut self.damage {
             return damage.next(number, offset, text);
@@ -448,7 +490,7 @@ impl<'a> Replay<'a> {
             number,
             offset,
             text,
-            ahead,
+            found,
             &mut self.chain,
             (self.path, self.next_seq, self.limit),
         )?;
@@ -510,7 +552,7 @@ pub(crate) fn replay<R: BufRead>(
     let mut replay = Replay::new(path, id, limit, visit);
     let mut lines = Lines::new(reader, chain::line_limit(limit));
     while let Some(line) = lines.next().map_err(|e| read_error(path, e))? {
-        replay.line(line.number, line.offset, line.checked(), None)?;
+        replay.line(line.number, line.offset, line.checked(), (None, None))?;
     }
     replay.finish(lines.end(), lines.torn())
 }
@@ -527,15 +569,20 @@ pub(crate) fn replay_pipelined<R: BufRead + Send>(
     let mut replay = Replay::new(path, id, limit, visit);
     // The reader thread checks lines ahead (no allocation: events are built and
     // dropped on this thread).
-    let consume = |rx: Receiver<Msg<Ahead>>| {
+    let consume = |rx: Receiver<Msg<Ahead, Sealed>>| {
         for msg in rx {
             match msg {
                 Msg::Lines(batch) => {
                     let mut ahead = batch.prepared.into_iter();
+                    let mut sealed = batch.checked.into_iter();
                     for (number, offset, item) in &batch.lines {
                         let text = item.clone().map(|range| &batch.text[range]);
-                        let found = if text.is_ok() { ahead.next() } else { None };
-                        replay.line(*number, *offset, text, found.as_ref())?;
+                        let (found, seal) = if text.is_ok() {
+                            (ahead.next(), sealed.next())
+                        } else {
+                            (None, None)
+                        };
+                        replay.line(*number, *offset, text, (found.as_ref(), seal))?;
                     }
                 }
                 Msg::End { end, torn } => return replay.finish(end, torn),
@@ -547,8 +594,13 @@ pub(crate) fn replay_pipelined<R: BufRead + Send>(
             io::Error::other("the reader thread stopped"),
         ))
     };
-    pipeline::run(reader, chain::line_limit(limit), look_ahead, consume)
-        .map_err(|e| Error::io("cannot start the log reader thread", e))?
+    pipeline::run(
+        reader,
+        chain::line_limit(limit),
+        (look_ahead, seal_check()),
+        consume,
+    )
+    .map_err(|e| Error::io("cannot start the log reader thread", e))?
 }
 
 /// Reads the events with `seq >= since` from `reader`, which starts at the line of
