@@ -523,12 +523,12 @@ mod tests {
     #[test]
     fn versions_other_than_ours_are_refused_naming_both() {
         check_version(SCHEMA_VERSION, "s").unwrap();
-        let newer = check_version(5, "s").unwrap_err();
+        let newer = check_version(6, "s").unwrap_err();
         assert_eq!(newer.kind(), ErrorKind::FormatUnsupported);
         assert_eq!(
             newer.to_string(),
-            "PostgreSQL schema \"s\" holds inboxlog tables of version 5 (written by a newer \
-             inboxlog); this inboxlog reads version 4"
+            "PostgreSQL schema \"s\" holds inboxlog tables of version 6 (written by a newer \
+             inboxlog); this inboxlog reads version 5"
         );
         let older = check_version(0, "s").unwrap_err();
         assert!(
