@@ -618,6 +618,28 @@ pub(crate) fn read_from<R: BufRead>(
     let mut seq = first;
     let mut chain = v2.then_some(mark.chain);
     while let Some(line) = lines.next().map_err(|e| read_error(path, e))? {
+        if seq < since {
+            // Before `since`: only the chain is carried on (nothing to parse in version 1).
+            let framed = line.checked().ok().and_then(|t| chain::split(t, true));
+            match (&mut chain, framed) {
+                (None, _) => {}
+                (Some(prev), Some(f)) if f.continues(*prev) => *prev = f.stored,
+                (Some(_), _) => {
+                    let read = event(
+                        line.number,
+                        line.offset,
+                        line.checked(),
+                        &mut chain,
+                        (path, seq, limit),
+                    )?;
+                    if let Read::Broken(broken) = read {
+                        return Err(broken.error);
+                    }
+                }
+            }
+            seq += 1;
+            continue;
+        }
         let read = event(
             line.number,
             line.offset,
@@ -959,6 +981,32 @@ mod tests {
             ev(1),
             "the event is the version 1 text"
         );
+    }
+
+    #[test]
+    fn read_from_checks_the_chain_before_and_after_since() {
+        let bytes = log2(&[ev(0), ev(1), ev(2), ev(3)], |_, at| at);
+        let (r, _) = run(&bytes).unwrap();
+        let (first, mark) = r.index.seek(0).unwrap();
+        let read = |b: &[u8], since| {
+            read_from(
+                &b[mark.offset as usize..],
+                Path::new("/r/s.jsonl"),
+                1 << 20,
+                (first, mark, true),
+                since,
+            )
+        };
+        assert_eq!(read(&bytes, 2).unwrap().len(), 2);
+        let at = starts(&bytes);
+        for (line, since) in [(2, 3), (4, 1)] {
+            let mut bad = bytes.clone();
+            bad[at[line] + 12] ^= 0x02;
+            let err = read(&bad, since).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+            assert!(err.to_string().contains("checksum"), "{err}");
+            assert_eq!(err.line(), Some(line as u64 + 1), "{err}");
+        }
     }
 
     #[test]
