@@ -568,7 +568,7 @@ void inboxlog_session_free(struct inboxlog_session *session);
 int inboxlog_session_id(const struct inboxlog_session *session, char **out, char **error);
 
 /**
- * The log's header as JSON ({"format":"inboxlog","version":1,"id":...,"createdAt":...}
+ * The log's header as JSON ({"format":"inboxlog","version":2,"id":...,"createdAt":...}
  * plus optional keys).
  *
  * Ownership: *out_json receives a new string owned by the caller; free it with

@@ -209,6 +209,13 @@ impl Error {
         self
     }
 
+    /// The same error with `more` put after the message.
+    #[must_use]
+    pub(crate) fn context_after(mut self, more: impl fmt::Display) -> Self {
+        self.message = format!("{}{more}", self.message);
+        self
+    }
+
     /// The same error with another kind (e.g. a validation failure found while loading
     /// becomes `corrupt`).
     #[must_use]

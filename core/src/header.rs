@@ -6,8 +6,12 @@ use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::id::validate_session_id;
 use crate::json;
 
-/// The on-disk format version this library reads and writes.
-pub const FORMAT_VERSION: u64 = 1;
+/// The on-disk format version this library writes (and the newest it reads).
+pub const FORMAT_VERSION: u64 = 2;
+
+/// The oldest on-disk format version this library reads: version 1 JSONL logs, without
+/// checksums, still open, verify and upgrade (core/FORMAT.md#versions).
+pub const OLDEST_FORMAT_VERSION: u64 = 1;
 
 /// The value of the header's `format` key.
 pub const FORMAT_NAME: &str = "inboxlog";
@@ -116,6 +120,22 @@ impl Header {
     /// Parses a stored header: the format marker and the version are checked before
     /// anything else, so a log from another tool or version is named as such.
     pub fn from_json(text: &str) -> Result<Header> {
+        Header::stored_version(text)?;
+        let compacted = json::compact(text)?;
+        let header: Header =
+            json::from_str(&compacted).map_err(|e| invalid(format!("invalid header: {e}")))?;
+        validate_session_id(&header.id)?;
+        if let Some(parent) = &header.parent_session {
+            validate_session_id(parent).map_err(|e| e.context("parentSession"))?;
+        }
+        header.meta().validate()?;
+        Ok(header)
+    }
+
+    /// The format version a stored header line names, checked before anything else: a
+    /// log from another tool, or from a version this library does not read, is named as
+    /// such (`format_unsupported`), whatever else the line holds.
+    pub fn stored_version(text: &str) -> Result<u64> {
         let compacted = json::compact(text)?;
         let head: Versioned = json::from_str(&compacted).map_err(|e| {
             Error::new(
@@ -129,39 +149,23 @@ impl Header {
                 "not an inboxlog log: header has no \"format\":\"inboxlog\"",
             ));
         }
+        let reads =
+            format!("this library reads versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}");
         match head.version.as_ref().and_then(serde_json::Value::as_u64) {
-            Some(FORMAT_VERSION) => {}
-            Some(v) if v > FORMAT_VERSION => {
-                return Err(Error::new(
-                    ErrorKind::FormatUnsupported,
-                    format!(
-                        "log format version {v} was written by a newer inboxlog (this library reads version {FORMAT_VERSION})"
-                    ),
-                ));
-            }
-            Some(v) => {
-                return Err(Error::new(
-                    ErrorKind::FormatUnsupported,
-                    format!(
-                        "log format version {v} is an older format, no upgrade path (this library reads version {FORMAT_VERSION})"
-                    ),
-                ));
-            }
-            None => {
-                return Err(Error::new(
-                    ErrorKind::FormatUnsupported,
-                    "header \"version\" is missing or not a non-negative integer",
-                ));
-            }
+            Some(v @ OLDEST_FORMAT_VERSION..=FORMAT_VERSION) => Ok(v),
+            Some(v) if v > FORMAT_VERSION => Err(Error::new(
+                ErrorKind::FormatUnsupported,
+                format!("log format version {v} was written by a newer inboxlog ({reads})"),
+            )),
+            Some(v) => Err(Error::new(
+                ErrorKind::FormatUnsupported,
+                format!("log format version {v} is an older format, no upgrade path ({reads})"),
+            )),
+            None => Err(Error::new(
+                ErrorKind::FormatUnsupported,
+                "header \"version\" is missing or not a non-negative integer",
+            )),
         }
-        let header: Header =
-            json::from_str(&compacted).map_err(|e| invalid(format!("invalid header: {e}")))?;
-        validate_session_id(&header.id)?;
-        if let Some(parent) = &header.parent_session {
-            validate_session_id(parent).map_err(|e| e.context("parentSession"))?;
-        }
-        header.meta().validate()?;
-        Ok(header)
     }
 
     /// The header as compact JSON.
@@ -204,19 +208,20 @@ mod tests {
         let text = h.to_json();
         assert_eq!(
             text,
-            r#"{"format":"inboxlog","version":1,"id":"s1","createdAt":5,"cwd":"/w","seedLength":3}"#
+            r#"{"format":"inboxlog","version":2,"id":"s1","createdAt":5,"cwd":"/w","seedLength":3}"#
         );
         assert_eq!(Header::from_json(&text).unwrap(), h);
     }
 
     #[test]
     fn version_and_format_are_checked_first() {
-        let newer = r#"{"format":"inboxlog","version":2,"id":"../bad"}"#;
+        let newer = r#"{"format":"inboxlog","version":3,"id":"../bad"}"#;
         let err = Header::from_json(newer).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::FormatUnsupported);
         assert!(
-            err.to_string()
-                .contains("version 2 was written by a newer inboxlog"),
+            err.to_string().contains(
+                "version 3 was written by a newer inboxlog (this library reads versions 1 to 2)"
+            ),
             "{err}"
         );
         let older = Header::from_json(r#"{"format":"inboxlog","version":0}"#).unwrap_err();
@@ -224,6 +229,10 @@ mod tests {
             older.to_string().contains("older format, no upgrade path"),
             "{older}"
         );
+        for v in [1, 2] {
+            let h = format!(r#"{{"format":"inboxlog","version":{v},"id":"a","createdAt":0}}"#);
+            assert_eq!(Header::from_json(&h).unwrap().version, v);
+        }
         let other = Header::from_json(r#"{"type":"session","id":"x"}"#).unwrap_err();
         assert!(other.to_string().contains("not an inboxlog log"), "{other}");
         let bad_id =

@@ -42,7 +42,7 @@ pub use event::{
 pub use extra::{Extra, LIBRARY_KEYS};
 pub use fleet::Follower;
 pub use fold::{ConsumedWork, fold_consumed_work};
-pub use header::{FORMAT_NAME, FORMAT_VERSION, Header, SessionMeta};
+pub use header::{FORMAT_NAME, FORMAT_VERSION, Header, OLDEST_FORMAT_VERSION, SessionMeta};
 pub use id::{MAX_ID_LEN, validate_session_id};
 #[cfg(feature = "testing")]
 pub use import::between_import_passes;

@@ -286,7 +286,7 @@ fn deep_data_stored_in_postgresql_is_too_large_naming_session_and_seq() {
     s.close().unwrap();
     let deep = format!("{}{}", "[".repeat(513), "]".repeat(513));
     schema.exec(&format!(
-        "UPDATE {{s}}.events SET line = '{{\"type\":\"host/x\",\"seq\":0,\"time\":0,\"data\":{deep}}}' \
+        "UPDATE {{s}}.events SET crc = NULL, line = '{{\"type\":\"host/x\",\"seq\":0,\"time\":0,\"data\":{deep}}}' \
          WHERE session = 's' AND seq = 0"
     ));
     let before = schema.snapshot("s");

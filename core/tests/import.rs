@@ -106,7 +106,7 @@ fn a_text_run_expands_member_by_member() {
     let h = session.header();
     assert_eq!(
         h.to_json(),
-        r#"{"format":"inboxlog","version":1,"id":"ref-text","createdAt":1700000000000,"cwd":"/work/app","delegationDepth":0,"agentPreset":"default"}"#
+        r#"{"format":"inboxlog","version":2,"id":"ref-text","createdAt":1700000000000,"cwd":"/work/app","delegationDepth":0,"agentPreset":"default"}"#
     );
     // The inbox was replayed: m1 was claimed by turn 1, m2 is still pending.
     let pending = session.inbox().next_turn().unwrap();
@@ -360,6 +360,17 @@ fn an_imported_jsonl_log_opens_and_reads_back_the_same() {
         let (header, stored) = Session::inspect(&store, &id).unwrap();
         assert_eq!(&header, session.header(), "{name}");
         assert_eq!(stored, events, "{name}");
+        // Written as version 2: every line sealed with its checksum, none in the events.
+        let raw = fs::read_to_string(store.path(&id).unwrap()).unwrap();
+        assert!(
+            raw.starts_with(r#"{"format":"inboxlog","version":2,"#),
+            "{name}"
+        );
+        assert!(raw.lines().all(|l| l.contains(r#","crc32c":""#)), "{name}");
+        assert!(
+            events.iter().all(|e| !e.to_json().contains("crc32c")),
+            "{name}"
+        );
         let reopened = Session::open(&store, &id).unwrap();
         assert_eq!(reopened.open_report().repaired_turn, None, "{name}");
         assert_eq!(reopened.events(0).unwrap(), events, "{name}");

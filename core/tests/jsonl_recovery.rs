@@ -102,9 +102,10 @@ enum Level {
     Session,
 }
 
-/// Writes `bad` as the log of "s" and checks every opener of `level` refuses it as
-/// corruption at `line` (1-based) with `seq`, the cause containing `cause`, leaving the
-/// file byte-identical.
+/// Writes `bad` as the log of "s", as version 1 and sealed as version 2 (so the
+/// checksums match whatever the lines hold: a foreign writer's lines), and checks every
+/// opener of `level` refuses it as corruption at `line` (1-based) with `seq`, the cause
+/// containing `cause`, leaving the file byte-identical.
 #[track_caller]
 fn refused(store: &JsonlStore, bad: &[u8], level: Level, line: usize, seq: u64, cause: &str) {
     refused_as(store, bad, level, ErrorKind::Corrupt, (line, seq), cause);
@@ -112,6 +113,19 @@ fn refused(store: &JsonlStore, bad: &[u8], level: Level, line: usize, seq: u64, 
 
 /// [`refused`] with the error kind expected (a depth over the limits is `too_large`).
 fn refused_as(
+    store: &JsonlStore,
+    bad: &[u8],
+    level: Level,
+    kind: ErrorKind,
+    (line, seq): (usize, u64),
+    cause: &str,
+) {
+    for bad in [v1(bad), reseal(bad)] {
+        refused_once(store, &bad, level, kind, (line, seq), cause);
+    }
+}
+
+fn refused_once(
     store: &JsonlStore,
     bad: &[u8],
     level: Level,
@@ -263,19 +277,35 @@ fn corruption_before_the_tail_is_refused_by_location_and_changes_nothing() {
 fn foreign_future_past_and_malformed_headers_are_refused_first() {
     let (_dir, store) = store(Durability::None);
     let path = store.path("s").unwrap();
-    let cases: [(&str, ErrorKind, &[&str]); 6] = [
+    let cases: [(&str, ErrorKind, &[&str]); 9] = [
         (
-            "{\"format\":\"inboxlog\",\"version\":2,\"id\":\"s\",\"createdAt\":1,\"new\":true}\n\0\0not an event\n",
+            "{\"format\":\"inboxlog\",\"version\":2,\"id\":\"s\",\"createdAt\":1}\n",
+            ErrorKind::Corrupt,
+            &["line 1 (byte 0, header): record does not end with a checksum"],
+        ),
+        (
+            "{\"format\":\"inboxlog\",\"version\":2,\"id\":\"s\",\"createdAt\":1,\"crc32c\":\"00000000\"}\n",
+            ErrorKind::Corrupt,
+            &["line 1 (byte 0, header): checksum 00000000 does not match the record (expected "],
+        ),
+        (
+            // A version 1 header with a checksum: not a key of version 1.
+            "{\"format\":\"inboxlog\",\"version\":1,\"id\":\"s\",\"createdAt\":1,\"crc32c\":\"00000000\"}\n",
+            ErrorKind::Corrupt,
+            &["line 1 (byte 0, header): invalid header: unknown field `crc32c`"],
+        ),
+        (
+            "{\"format\":\"inboxlog\",\"version\":3,\"id\":\"s\",\"createdAt\":1,\"new\":true}\n\0\0not an event\n",
             ErrorKind::FormatUnsupported,
             &[
-                "line 1: log format version 2 was written by a newer inboxlog (this library reads version 1)",
+                "line 1: log format version 3 was written by a newer inboxlog (this library reads versions 1 to 2)",
             ],
         ),
         (
             "{\"format\":\"inboxlog\",\"version\":0,\"id\":\"s\",\"createdAt\":1}\n",
             ErrorKind::FormatUnsupported,
             &[
-                "line 1: log format version 0 is an older format, no upgrade path (this library reads version 1)",
+                "line 1: log format version 0 is an older format, no upgrade path (this library reads versions 1 to 2)",
             ],
         ),
         (
@@ -362,13 +392,28 @@ fn records_over_the_limit_are_refused_where_they_are_and_the_default_is_64_mib()
         .with_record_limit(200);
     let stored = bytes(&path);
     let offset = line_starts(&stored)[1];
+    // The limit holds for the event, not what its checksum adds to the line (a line
+    // longer than both is not read whole and is named by its own length).
+    let len = lines(&stored)[1].len();
+    assert!(len > 300, "{len}");
     assert_err(
         open_plain(&small, "s"),
         ErrorKind::Corrupt,
         &[&format!(
-            "line 2 (byte {offset}, seq 0): record of 300 bytes is larger than the limit of 200 bytes"
+            "line 2 (byte {offset}, seq 0): record of {len} bytes is larger than the limit of 200 bytes"
         )],
     );
+    let snug = JsonlStore::open(dir.path(), Durability::None)
+        .unwrap()
+        .with_record_limit(299);
+    assert_err(
+        open_plain(&snug, "s"),
+        ErrorKind::Corrupt,
+        &[&format!(
+            "line 2 (byte {offset}, seq 0): record of 300 bytes is larger than the limit of 299 bytes"
+        )],
+    );
+    assert!(open_plain(&store, "s").is_ok());
     assert_eq!(bytes(&path), stored);
 
     // The default limit: 64 MiB.

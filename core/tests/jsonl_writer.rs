@@ -46,10 +46,19 @@ fn the_file_is_the_header_then_one_compact_event_per_line() {
         .into_iter()
         .map(|l| std::str::from_utf8(l).unwrap())
         .collect();
+    // Version 2: each line is its version 1 object sealed with its checksum.
+    for line in &ls {
+        assert!(line.contains(r#","crc32c":""#), "{line}");
+    }
+    let v1_lines: Vec<String> = ls
+        .iter()
+        .map(|l| String::from_utf8(strip(l.as_bytes())).unwrap())
+        .collect();
+    let ls: Vec<&str> = v1_lines.iter().map(String::as_str).collect();
     let header = Header::from_json(ls[0]).unwrap();
     assert_eq!(ls[0], header.to_json());
     assert!(
-        ls[0].starts_with(r#"{"format":"inboxlog","version":1,"id":"s","createdAt":"#),
+        ls[0].starts_with(r#"{"format":"inboxlog","version":2,"id":"s","createdAt":"#),
         "{}",
         ls[0]
     );
@@ -549,10 +558,13 @@ fn durability_names_parse() {
 }
 
 /// Appends `line` and a `\n` to `path` through a plain handle, behind the writer's lock.
+/// Appends `line` to the version 2 log at `path` as a program following core/FORMAT.md
+/// would: sealed, its checksum continuing the log's chain.
 fn foreign_append(path: &std::path::Path, line: &str) {
     use std::io::Write;
+    let sealed = sealed_next(&bytes(path), line);
     let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
-    f.write_all(format!("{line}\n").as_bytes()).unwrap();
+    f.write_all(format!("{sealed}\n").as_bytes()).unwrap();
 }
 
 #[test]

@@ -49,7 +49,8 @@ fn a_log_is_one_select_of_the_lines_the_jsonl_store_writes() {
         "each row is the event's compact JSON line"
     );
     assert!(lines[1].contains(r#"{"z":1,"a":[12345678901234567890,1.5e300],"m":{"b":null"#));
-    // The same calls on the JSONL store write the same lines (but for their times).
+    // The same calls on the JSONL store write the same lines (but for their times, and
+    // the JSONL line's checksum after the event: core/FORMAT.md#checksums-version-2).
     let dir = tempfile::tempdir().unwrap();
     let jsonl = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
     let j = Session::create(&jsonl, "s", SessionMeta::default()).unwrap();
@@ -60,7 +61,8 @@ fn a_log_is_one_select_of_the_lines_the_jsonl_store_writes() {
         let end = at + l[at..].find(r#","data""#).unwrap();
         format!("{}{}", &l[..at], &l[end..])
     };
-    let file: Vec<String> = text.lines().skip(1).map(strip).collect();
+    let unsealed = |l: &str| format!("{}}}", &l[..l.rfind(r#","synced":"#).unwrap()]);
+    let file: Vec<String> = text.lines().skip(1).map(|l| strip(&unsealed(l))).collect();
     assert_eq!(lines.iter().map(|l| strip(l)).collect::<Vec<_>>(), file);
     // The type column, and the header row.
     let mut c = pg_common::client().unwrap();
@@ -232,6 +234,48 @@ fn a_newer_schema_version_is_refused_naming_both() {
     assert!(err.to_string().contains(&schema.name), "{err}");
 }
 
+/// Version 4 had no `events.crc`: connecting upgrades the tables in place, the rows
+/// written before read as they are (no checksum), the rows written after carry one.
+#[test]
+fn version_4_tables_gain_event_checksums_in_place() {
+    let Some(schema) = Schema::new() else { return };
+    let store = schema.store(Durability::Sync);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    s.append("host/old", "{}", Envelope::default()).unwrap();
+    s.close().unwrap();
+    drop(store);
+    schema
+        .exec("ALTER TABLE {s}.events DROP COLUMN crc; UPDATE {s}.schema_version SET version = 4");
+    let store = PgStore::connect(&url(), schema.options(Durability::Sync)).unwrap();
+    let mut c = pg_common::client().unwrap();
+    let version: i32 = c
+        .query_one(
+            &format!("SELECT version FROM \"{}\".schema_version", schema.name),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(version, SCHEMA_VERSION);
+    let s = Session::open(&store, "s").unwrap();
+    s.append("host/new", "{}", Envelope::default()).unwrap();
+    s.close().unwrap();
+    let crcs: Vec<Option<i32>> = c
+        .query(
+            &format!(
+                "SELECT crc FROM \"{}\".events WHERE session = 's' ORDER BY seq",
+                schema.name
+            ),
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(crcs[0], None, "written before the upgrade");
+    assert!(crcs[1..].iter().all(Option::is_some), "{crcs:?}");
+    Session::verify(&store, "s").unwrap();
+}
+
 #[test]
 fn an_unreachable_server_is_unavailable_naming_host_and_port_never_the_password() {
     for (url, needles) in [
@@ -316,10 +360,43 @@ fn rows_edited_by_hand_are_refused_naming_session_and_seq_and_nothing_changes() 
     s.close().unwrap();
     let clean = schema.snapshot("s");
 
+    // A line changed by hand, still a valid event, is refused by its checksum (schema
+    // version 5); rows without one (written before it) are read as before.
+    schema.exec(
+        "UPDATE {s}.events SET line = replace(line, '\"host/tail\"', '\"host/tall\"'), type = 'host/tall' \
+         WHERE session = 's' AND type = 'host/tail'",
+    );
+    for err in [
+        Session::verify(&store, "s").map(drop).unwrap_err(),
+        Session::inspect(&store, "s").map(drop).unwrap_err(),
+    ] {
+        assert_eq!((err.kind(), err.session()), (ErrorKind::Corrupt, Some("s")));
+        assert!(
+            err.to_string().contains("does not match its checksum"),
+            "{err}"
+        );
+    }
+    schema.exec("UPDATE {s}.events SET crc = NULL WHERE session = 's' AND type = 'host/tall'");
+    assert_eq!(
+        Session::inspect(&store, "s")
+            .unwrap()
+            .1
+            .last()
+            .unwrap()
+            .ty(),
+        "host/tall"
+    );
+    schema.exec(
+        "UPDATE {s}.events SET line = replace(line, '\"host/tall\"', '\"host/tail\"'), type = 'host/tail' \
+         WHERE session = 's' AND type = 'host/tall'",
+    );
+    schema.exec("DELETE FROM {s}.events; DELETE FROM {s}.sessions");
+    restore(&mut pg_common::client().unwrap(), &schema.name, &clean);
+
     // A host row into invalid JSON: every reader of rows refuses it, naming its seq;
     // open, which reads the replayed rows alone, is not slowed by it (verify's job).
     schema.exec(
-        "UPDATE {s}.events SET line = '{\"type\":\"host/x\",' WHERE session = 's' AND seq = 1",
+        "UPDATE {s}.events SET crc = NULL, line = '{\"type\":\"host/x\",' WHERE session = 's' AND seq = 1",
     );
     let broken = schema.snapshot("s");
     let needles = ["corrupt session \"s\"", "at seq 1", "invalid event"];
@@ -349,7 +426,7 @@ fn rows_edited_by_hand_are_refused_naming_session_and_seq_and_nothing_changes() 
     // too, the same way verify does, and nothing changes.
     for (edit, seq, needle) in [
         (
-            "UPDATE {s}.events SET line = 'nonsense' WHERE session = 's' AND seq = 2",
+            "UPDATE {s}.events SET crc = NULL, line = 'nonsense' WHERE session = 's' AND seq = 2",
             2,
             "invalid event",
         ),

@@ -465,7 +465,7 @@ fn splices_before_seed_length_are_not_replayed() {
 
 #[test]
 fn the_header_and_its_version() {
-    let newer = HEADER.replace(r#""version":1"#, r#""version":2"#);
+    let newer = HEADER.replace(r#""version":1"#, r#""version":3"#);
     let err = jsonl(&newer, &lines(&[("host/a", "{}")]), "").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::FormatUnsupported, "{err}");
     assert!(

@@ -364,7 +364,7 @@ pub unsafe extern "C" fn inboxlog_session_id(
     }
 }
 
-/// The log's header as JSON ({"format":"inboxlog","version":1,"id":...,"createdAt":...}
+/// The log's header as JSON ({"format":"inboxlog","version":2,"id":...,"createdAt":...}
 /// plus optional keys).
 ///
 /// Ownership: *out_json receives a new string owned by the caller; free it with

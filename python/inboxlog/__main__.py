@@ -5,9 +5,12 @@
     python -m inboxlog verify  ROOT [ID ...]     run every check opening runs (header and
                                                  version, each record, turn/step rules, inbox
                                                  replay) without lock, repair or write
-    python -m inboxlog repair  ROOT ID           open for writing: drop a torn tail, close
+    python -m inboxlog repair  ROOT ID [--upgrade]
+                                                 open for writing: drop a torn tail, close
                                                  an interrupted turn; never drops or rewrites
-                                                 a complete record
+                                                 an intact record; --upgrade then rewrites a
+                                                 format version 1 log as version 2 (with
+                                                 checksums), atomically
     python -m inboxlog delete  ROOT ID           remove a session for good (refused while a
                                                  writer holds it)
     python -m inboxlog import  ROOT FILE [--id ID]
@@ -38,8 +41,8 @@ A log that opening would refuse, on stderr, located from the error's attributes:
 verify stops at the first refused log; on a terminal it shows its progress on stderr.
 
 ``--json`` prints the core's own JSON text, one value per line: the header and the
-events as the library spells them (byte for byte the lines of a JSONL log, numbers and
-key order as stored), the same bytes the C library hands out; the other lines show
+events as the library spells them (byte for byte the lines of a version 1 JSONL log, a
+version 2 line without its checksum; numbers and key order as stored), the same bytes the C library hands out; the other lines show
 values as the core writes them too: compact, non-ASCII characters as they are. Times
 are shown in ISO 8601 UTC (``2026-12-01T10:58:33.000Z``); ``--json`` prints them as
 stored, Unix milliseconds. Output into a pipe that closes early (``| head``) ends the
@@ -61,7 +64,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import NoReturn
 
-from . import InboxlogError, Store, fold_consumed_work, import_reference
+from . import FORMAT_VERSION, InboxlogError, Store, fold_consumed_work, import_reference
 from ._native import _json_text
 from .types import Event
 
@@ -69,7 +72,7 @@ _EXAMPLES = {
     "list": "example:\n  inboxlog list sessions/",
     "inspect": "example:\n  inboxlog inspect sessions/ s1 --json | jq .type",
     "verify": "examples:\n  inboxlog verify sessions/\n  inboxlog verify sessions/ s1 s2",
-    "repair": "example:\n  inboxlog repair sessions/ s1",
+    "repair": "examples:\n  inboxlog repair sessions/ s1\n  inboxlog repair sessions/ s1 --upgrade",
     "delete": "example:\n  inboxlog delete sessions/ s1",
     "import": "example:\n  inboxlog import sessions/ run.jsonl.zstd --id s9",
     "tail": (
@@ -214,6 +217,15 @@ def _repair(store: Store, args: argparse.Namespace) -> int:
     torn, turn = report["tornBytes"], report["repairedTurn"]
     print(f"{args.id}: dropped {torn} torn byte(s)", end="")
     print(f", closed interrupted turn {turn}" if turn is not None else ", no open turn")
+    if args.upgrade:
+        up = store.upgrade(args.id)
+        if up["from"] == FORMAT_VERSION:
+            print(f"{args.id}: already format version {FORMAT_VERSION}, nothing to upgrade")
+        else:
+            print(
+                f"{args.id}: upgraded from format version {up['from']} to {FORMAT_VERSION}, "
+                f"{up['events']} events"
+            )
     return 0
 
 
@@ -328,6 +340,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_argument("--since", type=int, default=0, help="first seq (default 0)")
         if name == "fold":
             sub.add_argument("--json", action="store_true", help="the fold as JSON")
+        if name == "repair":
+            sub.add_argument(
+                "--upgrade",
+                action="store_true",
+                help="then rewrite a format version 1 log as version 2 (with checksums)",
+            )
         if name == "post":
             sub.add_argument("message", help="the message as a JSON object, or - for stdin")
             sub.add_argument(

@@ -19,6 +19,7 @@ from inboxlog.types import (
     StepOutcome,
     Target,
     TurnEnded,
+    UpgradeReport,
     VerifyReport,
 )
 
@@ -204,6 +205,15 @@ class Store:
         The report's ``tornBytes`` and ``openTurn``/``openStep`` are the repairs opening
         would make (``needsRepair``), not errors; ``nextTurn``/``nextStep`` count the
         pending messages. Whether another writer holds the session is not checked.
+        """
+
+    def upgrade(self, id: str) -> UpgradeReport:
+        """Rewrites log ``id`` in the newest on-disk format, atomically: a JSONL log of
+        format version 1 becomes version 2 (every line sealed with a chained CRC-32C);
+        a log already in it is checked and left as it is (``from`` is then 2).
+
+        Raises ``LockedError`` while a writer holds it, and what ``open`` would raise
+        for a log that does not read (nothing is changed then).
         """
 
     def list(self) -> builtins.list[Header]:

@@ -43,6 +43,7 @@ from .types import (
     StepOutcome,
     Target,
     TurnEnded,
+    UpgradeReport,
     VerifyReport,
 )
 
@@ -211,6 +212,10 @@ class Store:
     async def verify(self, id: str) -> VerifyReport:
         """Checks log ``id`` as opening would, changing nothing."""
         return await self._run.run(self._store.verify, id)
+
+    async def upgrade(self, id: str) -> UpgradeReport:
+        """Rewrites log ``id`` in the newest on-disk format, atomically."""
+        return await self._run.run(self._store.upgrade, id)
 
     async def list(self) -> list[Header]:
         """The headers of every stored log, sorted by id."""

@@ -148,6 +148,12 @@ class VerifyReport(TypedDict):
     nextStep: int
 
 
+# What ``Store.upgrade`` did: ``from`` is the format version the log had (the newest
+# when there was nothing to do), ``events`` how many it holds, ``tornBytes`` a torn tail
+# left out. (``from`` is a Python keyword, hence the functional form.)
+UpgradeReport = TypedDict("UpgradeReport", {"from": int, "events": int, "tornBytes": int})
+
+
 __all__ = [
     "Baseline",
     "ConsumedWork",
@@ -167,5 +173,6 @@ __all__ = [
     "StepOutcome",
     "Target",
     "TurnEnded",
+    "UpgradeReport",
     "VerifyReport",
 ]

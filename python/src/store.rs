@@ -339,6 +339,21 @@ impl PyStore {
         to_py(py, &report.to_json())
     }
 
+    /// Rewrites log `id` in the newest on-disk format, atomically (a JSONL log of format
+    /// version 1 becomes version 2, with checksums); a log already in it is checked and
+    /// left as it is. Raises `LockedError` while a writer holds it and what `open` would
+    /// raise for a log that does not read. Returns `from` (the version it had),
+    /// `events` and `tornBytes` (a torn tail left out).
+    fn upgrade<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
+        let store = &*self.inner;
+        let up = py.detach(|| store.upgrade(id)).py()?;
+        let text = format!(
+            r#"{{"from":{},"events":{},"tornBytes":{}}}"#,
+            up.from, up.events, up.torn_bytes
+        );
+        to_py(py, &text)
+    }
+
     /// The headers of every stored log, sorted by id.
     fn list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let store = &*self.inner;

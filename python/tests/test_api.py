@@ -24,7 +24,7 @@ def test_version_comes_from_cargo() -> None:
 def test_public_names() -> None:
     for name in inboxlog.__all__:
         assert hasattr(inboxlog, name), name
-    assert inboxlog.FORMAT_VERSION == 1
+    assert inboxlog.FORMAT_VERSION == 2
     assert inboxlog.MAX_DEPTH == 512
 
 
@@ -35,9 +35,12 @@ def test_store_path_and_durability(tmp_path: Path, durability: str) -> None:
         s.inbox.append("next-turn", m("m1"))
         s.flush()
     lines = (tmp_path / "d" / "a.jsonl").read_text().splitlines()
-    assert lines[0].startswith('{"format":"inboxlog","version":1,"id":"a","createdAt":')
+    assert lines[0].startswith('{"format":"inboxlog","version":2,"id":"a","createdAt":')
     assert lines[1].startswith('{"type":"agent/inbox/spliced","seq":0,"time":')
-    assert lines[1].endswith(',"data":{"target":"next-turn","start":0,"inserted":[{"id":"m1"}]}}')
+    # Format version 2: the event, then its checksum (never part of the event).
+    event, seal = lines[1].split(',"synced":')
+    assert event.endswith(',"data":{"target":"next-turn","start":0,"inserted":[{"id":"m1"}]}')
+    assert re.fullmatch(r'[0-9]+,"crc32c":"[0-9a-f]{8}"\}', seal), seal
     assert "Store(" in repr(store)
 
 

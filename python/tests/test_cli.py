@@ -13,10 +13,11 @@ import pytest
 
 import inboxlog
 from inboxlog.__main__ import main
+from inboxlog.types import Durability
 
 
-def make_log(root: Path, id: str = "s1") -> Path:
-    store = inboxlog.Store(root, durability="none")
+def make_log(root: Path, id: str = "s1", durability: Durability = "none") -> Path:
+    store = inboxlog.Store(root, durability=durability)
     with store.create(id) as s:
         s.inbox.append("next-turn", {"id": "a"})
         s.inbox.append("next-turn", {"id": "b"})
@@ -64,7 +65,9 @@ def test_repair_drops_the_torn_tail_and_closes_the_turn(
 def test_corruption_is_refused_with_its_location(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = make_log(tmp_path)
+    # Written in sync mode: the later lines say the changed one was durable, so the
+    # change cannot be a crash's torn tail.
+    path = make_log(tmp_path, durability="sync")
     lines = path.read_bytes().split(b"\n")
     lines[2] = lines[2].replace(b'"seq":1', b'"seq":7')
     path.write_bytes(b"\n".join(lines))
@@ -72,7 +75,8 @@ def test_corruption_is_refused_with_its_location(
     assert main(["verify", str(tmp_path), "s1"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"s1: REFUSED (corrupt) at {path} line 3, byte "), err
-    assert ", seq 7: corrupt log " in err, err
+    assert ", seq 1: corrupt log " in err, err
+    assert "checksum" in err and "not a torn tail left by a crash" in err, err
     assert main(["repair", str(tmp_path), "s1"]) == 1
     assert "inboxlog: corrupt:" in capsys.readouterr().err
     assert path.read_bytes() == before
@@ -163,7 +167,8 @@ def test_verify_stops_at_the_first_bad_log(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     make_log(tmp_path, "a")
-    bad = make_log(tmp_path, "b")
+    # In sync mode: the lines after the changed one prove it durable (not a torn tail).
+    bad = make_log(tmp_path, "b", durability="sync")
     make_log(tmp_path, "c")
     lines = bad.read_bytes().split(b"\n")
     lines[2] = lines[2].replace(b'"seq":1', b'"seq":9')
@@ -348,7 +353,9 @@ def test_fold_reports_the_consumed_work(tmp_path: Path, capsys: pytest.CaptureFi
     fold = json.loads(text)
     assert fold["end"]["data"]["reason"] == {"kind": "interrupted"}
     # The end event as the log holds it, inside the core's text of the fold.
-    stored = (tmp_path / "s1.jsonl").read_text().splitlines()[-1]
+    # The last event as the library spells it: the line without its checksum.
+    last = (tmp_path / "s1.jsonl").read_text().splitlines()[-1]
+    stored = last[: last.rindex(',"synced":')] + "}"
     assert text == f'{{"end":{stored},"droppedUnrun":false}}\n'
 
     assert main(["fold", str(tmp_path), "s1"]) == 0
@@ -447,3 +454,71 @@ def test_every_command_takes_a_postgresql_url(
     assert main(["list", "postgresql://u:hunter2@127.0.0.1:9/db?connect_timeout=2"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("inboxlog: unavailable:") and "hunter2" not in err
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "core" / "tests" / "fixtures" / "jsonl"
+
+
+def test_repair_upgrade_rewrites_a_version_1_log_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "v1-basic.jsonl"
+    original = (FIXTURES / "v1-basic.jsonl").read_bytes()
+    path.write_bytes(original)
+    store = inboxlog.Store(tmp_path)
+    header, events = store.inspect("v1-basic")
+    assert header["version"] == 1
+    assert main(["repair", str(tmp_path), "v1-basic", "--upgrade"]) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        "v1-basic: dropped 0 torn byte(s), no open turn\n"
+        "v1-basic: upgraded from format version 1 to 2, 16 events\n"
+    )
+    lines = path.read_text().splitlines()
+    assert all(',"crc32c":"' in line for line in lines)
+    assert json.loads(lines[0])["version"] == 2  # still one JSON object a line
+    header2, events2 = store.inspect("v1-basic")
+    assert header2 == {**header, "version": 2}
+    assert events2 == events
+    assert not any("crc32c" in e or "synced" in e for e in events2)
+    # Twice: nothing to do, nothing written.
+    upgraded = path.read_bytes()
+    assert main(["repair", str(tmp_path), "v1-basic", "--upgrade"]) == 0
+    assert capsys.readouterr().out.endswith(
+        "v1-basic: already format version 2, nothing to upgrade\n"
+    )
+    assert path.read_bytes() == upgraded
+    assert store.upgrade("v1-basic") == {"from": 2, "events": 16, "tornBytes": 0}
+    # Refused while a writer holds it.
+    path.write_bytes(original)
+    with (
+        store.open("v1-basic"),
+        pytest.raises(inboxlog.LockedError, match="cannot be upgraded"),
+    ):
+        store.upgrade("v1-basic")
+    assert main(["repair", str(tmp_path), "absent", "--upgrade"]) == 1
+    assert "inboxlog: not_found:" in capsys.readouterr().err
+
+
+def test_a_version_2_log_reads_back_without_its_checksums(tmp_path: Path) -> None:
+    path = make_log(tmp_path, durability="sync")
+    raw = path.read_text().splitlines()
+    assert json.loads(raw[0])["version"] == 2
+    assert all(',"crc32c":"' in line for line in raw)
+    store = inboxlog.Store(tmp_path)
+    _, events = store.inspect("s1")
+    with store.open("s1") as s:
+        events_open = s.events()
+        for e in [*events, *events_open]:
+            assert set(e) <= {
+                "type",
+                "seq",
+                "time",
+                "data",
+                "ignorable",
+                "surfaceOp",
+                "sourceEventSeqs",
+            }, e
+    with store.follow("s1") as f:
+        first = f.next(0)
+    assert first is not None and "crc32c" not in first

@@ -77,12 +77,26 @@ def test_storage_error(tmp_path: Path) -> None:
     check(err, "io", 1)
 
 
+def crc32c_append(crc: int, data: bytes) -> int:
+    """CRC-32C (Castagnoli) continuing ``crc``, as core/FORMAT.md defines the chain."""
+    crc ^= 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
 def test_corrupt_log(jsonl: inboxlog.Store, tmp_path: Path) -> None:
     with jsonl.create("s") as s:
         s.append("note", {"n": 1})
     path = tmp_path / "logs" / "s.jsonl"
     before = path.read_bytes()
-    path.write_bytes(before + b'{"type":"note","seq":7,"time":0,"data":{}}\n')
+    # A version 2 line whose checksum continues the chain but whose seq does not.
+    prev = int(before.rstrip(b"\n").rsplit(b'"crc32c":"', 1)[1][:8], 16)
+    body = b'{"type":"note","seq":7,"time":0,"data":{},"synced":0'
+    crc = crc32c_append(prev, body)
+    path.write_bytes(before + body + b',"crc32c":"%08x"}\n' % crc)
     corrupted = path.read_bytes()
     with pytest.raises(inboxlog.CorruptLogError, match=r"line 3 .*seq 7") as err:
         jsonl.open("s")
@@ -180,7 +194,7 @@ def test_invalid_session_id(store: inboxlog.Store) -> None:
 
 
 def test_format_unsupported(jsonl: inboxlog.Store, tmp_path: Path) -> None:
-    header = {"format": "inboxlog", "version": 2, "id": "new", "createdAt": 0}
+    header = {"format": "inboxlog", "version": 3, "id": "new", "createdAt": 0}
     (tmp_path / "logs" / "new.jsonl").write_text(json.dumps(header) + "\n")
     with pytest.raises(inboxlog.FormatUnsupportedError, match="newer inboxlog") as err:
         jsonl.open("new")

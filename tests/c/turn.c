@@ -143,6 +143,25 @@ int main(void) {
     OK(inboxlog_inbox_next_step(s, &json, &err));
     EXPECT_STR(json, "[{\"id\":\"late\"}]");
     free_str(json);
+    /* The file is format version 2: every stored line ends with its checksum, which
+     * no event handed out carries. */
+    OK(inboxlog_session_events(s, 0, &json, &err));
+    EXPECT(strstr(json, "crc32c") == NULL && strstr(json, "\"synced\"") == NULL);
+    free_str(json);
+    {
+        char path[128];
+        char line[4096];
+        FILE *f = NULL;
+        snprintf(path, sizeof path, "%s/c-host.jsonl", root);
+        f = fopen(path, "r");
+        EXPECT(f != NULL);
+        EXPECT(fgets(line, sizeof line, f) != NULL);
+        EXPECT_CONTAINS(line, "\"version\":2,");
+        EXPECT(fgets(line, sizeof line, f) != NULL);
+        EXPECT_CONTAINS(line, ",\"synced\":");
+        EXPECT_CONTAINS(line, ",\"crc32c\":\"");
+        fclose(f);
+    }
     OK(inboxlog_store_list(store, &json, &err));
     EXPECT_CONTAINS(json, "\"id\":\"c-host\",");
     EXPECT_CONTAINS(json, "\"cwd\":\"/work\"");

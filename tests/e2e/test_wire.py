@@ -170,9 +170,11 @@ def test_both_faces_print_identical_json(c: C, stores: tuple[Path, Path]) -> Non
 
 
 def test_located_errors_have_the_same_fields(c: C, tmp_path: Path) -> None:
-    inboxlog.Store(tmp_path).create("bad").close()
-    with (tmp_path / "bad.jsonl").open("a") as f:
-        f.write('{"type":"host/x","seq":5,"time":1,"data":{}}\n')
+    # A version 1 log (no checksums, so the bad line is read, not cut as a torn tail).
+    (tmp_path / "bad.jsonl").write_text(
+        '{"format":"inboxlog","version":1,"id":"bad","createdAt":0}\n'
+        '{"type":"host/x","seq":5,"time":1,"data":{}}\n'
+    )
     c_store = c.handle("inboxlog_store_open_jsonl", str(tmp_path).encode(), b"sync")
     try:
         status, text = c.call_text(

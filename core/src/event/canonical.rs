@@ -36,9 +36,26 @@ pub(crate) struct Shape {
     source_event_seqs: Option<Range<usize>>,
 }
 
+impl Shape {
+    /// The line's seq.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
 /// The [`Shape`] of `line`, or `None` when it is not in the library's spelling (or not
 /// valid JSON): then the general parser must read it.
 pub(crate) fn shape(line: &str) -> Option<Shape> {
+    shape_of(line, true)
+}
+
+/// The [`Shape`] of an event object whose closing `}` is not in `body` (a version 2
+/// line's body: core/FORMAT.md#checksums-version-2); `None` as for [`shape`].
+pub(crate) fn shape_open(body: &str) -> Option<Shape> {
+    shape_of(body, false)
+}
+
+fn shape_of(line: &str, closed: bool) -> Option<Shape> {
     let mut c = Cursor {
         b: line.as_bytes(),
         i: 0,
@@ -68,7 +85,9 @@ pub(crate) fn shape(line: &str) -> Option<Shape> {
             Some(()) => Some(c.uints()?),
             None => None,
         };
-    c.eat(b"}")?;
+    if closed {
+        c.eat(b"}")?;
+    }
     (c.i == line.len()).then_some(Shape {
         ty,
         seq,

@@ -14,7 +14,7 @@ use crate::splice::SpliceRecord;
 
 mod canonical;
 
-pub(crate) use canonical::{Shape, shape};
+pub(crate) use canonical::{Shape, shape, shape_open};
 
 /// The spelling of each key of an event's JSON (ARCHITECTURE.md#events) as a literal,
 /// so that `concat!` can build the writer's and the one-pass reader's byte patterns
@@ -519,6 +519,22 @@ impl Event {
             Some(event) => Ok(event),
             None => Event::from_json(line),
         }
+    }
+
+    /// The event of a version 2 line's `body` (its object without the closing `}`:
+    /// core/FORMAT.md#checksums-version-2), with the body's [`Shape`] when it was found ahead.
+    pub(crate) fn from_open(body: &str, ahead: Option<&Shape>) -> Result<Event> {
+        let found = match ahead {
+            Some(shape) => canonical::build(body, shape),
+            None => canonical::shape_open(body).and_then(|shape| canonical::build(body, &shape)),
+        };
+        if let Some(event) = found {
+            return Ok(event);
+        }
+        let mut text = String::with_capacity(body.len() + 1);
+        text.push_str(body);
+        text.push('}');
+        Event::from_json(&text)
     }
 
     /// The event type, e.g. `turn/start`.

@@ -83,6 +83,30 @@ pub trait Store: Send + Sync {
     /// first poll after the session was deleted, even if events it had not read yet
     /// were stored: a deleted log is forgotten for every reader at once.
     fn follow(&self, id: &str) -> Result<Box<dyn Feed>>;
+
+    /// Rewrites log `id` in the newest on-disk format, atomically: a JSONL log of format
+    /// version 1 becomes version 2 (core/FORMAT.md#upgrading-a-version-1-log); a log
+    /// already in it is checked and left as it is. The default, for the stores without
+    /// format versions (memory, PostgreSQL), only checks that the log reads.
+    fn upgrade(&self, id: &str) -> Result<Upgraded> {
+        let (_, events) = self.inspect(id)?;
+        Ok(Upgraded {
+            from: crate::header::FORMAT_VERSION,
+            events: events.len() as u64,
+            torn_bytes: 0,
+        })
+    }
+}
+
+/// What [`Store::upgrade`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Upgraded {
+    /// The format version the log had: the newest when there was nothing to do.
+    pub from: u64,
+    /// How many events the log holds.
+    pub events: u64,
+    /// The bytes of a torn tail left out of the rewritten log.
+    pub torn_bytes: u64,
 }
 
 /// One post waiting in a session's mailbox (ARCHITECTURE.md#posting).

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use super::lines::Lines;
 use super::os::unlinked;
-use super::recovery::{event, header, read_error};
+use super::recovery::{Chain, Damage, Read, event, header, read_error};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::json;
@@ -46,6 +46,8 @@ pub(super) struct JsonlFeed {
     lines: u64,
     /// The seq of the event at `offset`.
     next: u64,
+    /// The checksum chain of a version 2 log, as of `offset`.
+    chain: Chain,
 }
 
 impl JsonlFeed {
@@ -59,6 +61,7 @@ impl JsonlFeed {
             offset: 0,
             lines: 0,
             next: 0,
+            chain: None,
         }
     }
 
@@ -86,26 +89,45 @@ impl JsonlFeed {
         file.seek(SeekFrom::Start(self.offset))
             .map_err(|e| read_error(&self.path, e))?;
         let reader = BufReader::with_capacity(64 << 10, file);
-        let mut lines = Lines::resume(reader, self.limit, self.offset, self.lines);
+        let mut lines = Lines::resume(
+            reader,
+            super::chain::line_limit(self.limit),
+            self.offset,
+            self.lines,
+        );
         while out.len() < BATCH {
             let Some(line) = lines.next().map_err(|e| read_error(&self.path, e))? else {
                 break;
             };
             if self.started {
-                let e = event(
+                let mut chain = self.chain;
+                let read = event(
                     line.number,
                     line.offset,
                     line.checked(),
-                    &self.path,
-                    self.next,
-                    self.limit,
+                    &mut chain,
+                    (&self.path, self.next, self.limit),
                 )?;
+                let e = match read {
+                    Read::Event(e) => e,
+                    Read::Broken(broken) => {
+                        // A version 2 line breaking the chain: a torn tail the next
+                        // owner cuts, unless a later line proves it corruption.
+                        let mut damage = Damage::new(line.offset, self.next, broken);
+                        while let Some(l) = lines.next().map_err(|e| read_error(&self.path, e))? {
+                            damage.next(l.number, l.offset, l.checked())?;
+                        }
+                        break;
+                    }
+                };
+                self.chain = chain;
                 self.next += 1;
                 if e.seq() >= from {
                     out.push(e);
                 }
             } else {
-                header(line.checked(), &self.path, &self.id, self.limit)?;
+                let (header, chain) = header(line.checked(), &self.path, &self.id, self.limit)?;
+                self.chain = (header.version >= 2).then_some(chain);
                 self.started = true;
             }
             self.lines = line.number;
@@ -120,6 +142,7 @@ impl Feed for JsonlFeed {
         if from < self.next {
             // Asked for events already passed: read again from the start.
             (self.started, self.offset, self.lines, self.next) = (false, 0, 0, 0);
+            self.chain = None;
         }
         let mut backoff = Backoff::new(timeout);
         let mut out = Vec::new();

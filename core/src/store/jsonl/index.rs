@@ -1,20 +1,32 @@
 //! A sparse seq → byte offset index, so that reading a log's suffix seeks instead of
-//! re-reading the whole file.
+//! re-reading the whole file. Each entry keeps the checksum chain's value before its
+//! line (version 2, core/FORMAT.md#checksums-version-2), so the suffix is checked as it is read.
 
 /// Every `STRIDE`-th event line's offset is kept.
 const STRIDE: u64 = 1024;
 
-/// `offsets[k]` is the byte offset of the line holding seq `k * STRIDE`.
+/// Where an indexed line is: its byte offset and the chain value before it (0 in a
+/// version 1 log, which has no chain).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Mark {
+    /// Byte offset of the line.
+    pub offset: u64,
+    /// The previous line's checksum.
+    pub chain: u32,
+}
+
+/// `offsets[k]` is where the line holding seq `k * STRIDE` is.
 #[derive(Debug, Default)]
 pub(crate) struct SeqIndex {
-    offsets: Vec<u64>,
+    offsets: Vec<Mark>,
 }
 
 impl SeqIndex {
-    /// Records that seq `seq`'s line starts at `offset` (seqs arrive in order).
-    pub(crate) fn note(&mut self, seq: u64, offset: u64) {
+    /// Records that seq `seq`'s line starts at `offset`, after the chain value `chain`
+    /// (seqs arrive in order).
+    pub(crate) fn note(&mut self, seq: u64, offset: u64, chain: u32) {
         if seq.is_multiple_of(STRIDE) && seq / STRIDE == self.offsets.len() as u64 {
-            self.offsets.push(offset);
+            self.offsets.push(Mark { offset, chain });
         }
     }
 
@@ -23,9 +35,9 @@ impl SeqIndex {
         seq.is_multiple_of(STRIDE)
     }
 
-    /// The closest indexed seq at or before `since`, and its line's offset; `None` when
+    /// The closest indexed seq at or before `since`, and where its line is; `None` when
     /// no event is indexed (the log has no events).
-    pub(crate) fn seek(&self, since: u64) -> Option<(u64, u64)> {
+    pub(crate) fn seek(&self, since: u64) -> Option<(u64, Mark)> {
         let k = ((since / STRIDE) as usize).min(self.offsets.len().checked_sub(1)?);
         Some((k as u64 * STRIDE, self.offsets[k]))
     }
@@ -40,13 +52,14 @@ mod tests {
         let mut index = SeqIndex::default();
         assert_eq!(index.seek(5), None);
         for seq in 0..2500 {
-            index.note(seq, 1000 + seq * 10);
+            index.note(seq, 1000 + seq * 10, seq as u32);
         }
-        index.note(0, 7); // a repeat is ignored
-        assert_eq!(index.seek(0), Some((0, 1000)));
-        assert_eq!(index.seek(1023), Some((0, 1000)));
-        assert_eq!(index.seek(1024), Some((1024, 1000 + 10240)));
-        assert_eq!(index.seek(99_999), Some((2048, 1000 + 20480)));
+        index.note(0, 7, 7); // a repeat is ignored
+        let at = |offset, chain| Mark { offset, chain };
+        assert_eq!(index.seek(0), Some((0, at(1000, 0))));
+        assert_eq!(index.seek(1023), Some((0, at(1000, 0))));
+        assert_eq!(index.seek(1024), Some((1024, at(1000 + 10240, 1024))));
+        assert_eq!(index.seek(99_999), Some((2048, at(1000 + 20480, 2048))));
         assert!(SeqIndex::wants(2048) && !SeqIndex::wants(2049));
     }
 }

@@ -10,6 +10,7 @@
 //! tail (bytes after the last `\n`) only after every complete line validated; anything
 //! else wrong is refused as corruption, and a refused open leaves the file untouched.
 
+mod chain;
 #[cfg(feature = "testing")]
 pub mod fault;
 mod file;
@@ -21,6 +22,7 @@ mod pipeline;
 mod recovery;
 mod spool;
 mod sync;
+mod upgrade;
 mod writer;
 
 use std::fmt;
@@ -39,7 +41,7 @@ use recovery::{Replayed, incomplete_header, read_error, read_header, replay, rep
 use sync::{Flusher, Queue};
 use writer::{JsonlWriter, Tail};
 
-use super::{Durability, Feed, LogWriter, Mailbox, Opened, Store, Verified};
+use super::{Durability, Feed, LogWriter, Mailbox, Opened, Store, Upgraded, Verified};
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::header::Header;
@@ -113,8 +115,9 @@ impl JsonlStore {
         })
     }
 
-    /// The same store with another record limit in bytes (one event line, without its
-    /// `\n`); larger records are refused on append and reported on open.
+    /// The same store with another record limit in bytes (one event as JSON: a line
+    /// without its `\n` and, in version 2, without its checksum); larger records are
+    /// refused on append and reported on open.
     #[must_use]
     pub fn with_record_limit(mut self, bytes: u64) -> JsonlStore {
         self.limit = usize::try_from(bytes).unwrap_or(usize::MAX).max(1);
@@ -353,7 +356,8 @@ fn deleted_meanwhile(id: &str, path: &Path) -> Error {
     .with_path(path)
 }
 
-/// The header line and the seed as the bytes of a new file; the tail they leave.
+/// The header line and the seed as the bytes of a new file (in the header's format
+/// version); the tail they leave once written and fdatasynced.
 fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String, Tail)> {
     let mut buf = header.to_json();
     if buf.len() > limit {
@@ -366,6 +370,7 @@ fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String,
             ),
         ));
     }
+    let mut chain = (header.version >= 2).then(|| chain::seal(&mut buf, 0, chain::START, None));
     buf.push('\n');
     let mut index = SeqIndex::default();
     for (seq, event) in (0..).zip(seed) {
@@ -376,6 +381,7 @@ fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String,
             )));
         }
         let start = buf.len();
+        let before = chain.unwrap_or(0);
         event.write_json(&mut buf);
         if buf.len() - start > limit {
             return Err(Error::new(
@@ -386,13 +392,19 @@ fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String,
                 ),
             ));
         }
+        if let Some(prev) = &mut chain {
+            // Nothing of the file is durable before its first write.
+            *prev = chain::seal(&mut buf, start, *prev, Some(0));
+        }
         buf.push('\n');
-        index.note(seq, start as u64);
+        index.note(seq, start as u64, before);
     }
     let tail = Tail {
         next_seq: seed.len() as u64,
         len: buf.len() as u64,
+        durable: buf.len() as u64,
         index,
+        chain,
     };
     Ok((buf, tail))
 }
@@ -504,12 +516,16 @@ impl Store for JsonlStore {
         }
         let queue = self.queue()?;
         let replayed = read_log(&file, &path, id, self.limit, visit)?;
+        let torn = replayed.torn;
         let tail = Tail {
             next_seq: replayed.next_seq,
             len: replayed.end,
+            // Cutting a torn tail fdatasyncs the file; otherwise a killed writer's bytes
+            // may still be only in the page cache.
+            durable: if torn > 0 { replayed.end } else { 0 },
             index: replayed.index,
+            chain: (replayed.header.version >= 2).then_some(replayed.chain),
         };
-        let torn = replayed.torn;
         let writer = self.writer(id, path.clone(), self.log_file(file), queue, tail);
         let writer = Named {
             writer,
@@ -588,6 +604,10 @@ impl Store for JsonlStore {
         let path = self.path(id)?;
         let file = self.open_file(id, &path, false)?;
         Ok(Box::new(follow::JsonlFeed::new(id, path, file, self.limit)))
+    }
+
+    fn upgrade(&self, id: &str) -> Result<Upgraded> {
+        upgrade::upgrade(self, id).map_err(|e| e.with_session(id))
     }
 
     fn list(&self) -> Result<Vec<Header>> {

@@ -3,7 +3,9 @@
 //! validates events. Whenever the caller falls behind (the queue of batches is full),
 //! the helper prepares the batch in hand itself (for a log: parses its events) instead
 //! of waiting, so both cores stay busy whichever side is slower. The order of lines,
-//! and what each one is, stay exactly those of [`Lines`]; only the work is split.
+//! and what each one is, stay exactly those of [`Lines`]; only the work is split. The
+//! helper also runs a check over every line in order (for a log: its checksum against
+//! the line before, core/FORMAT.md#checksums-version-2), whose results ride with the batch.
 
 use std::io::{self, BufRead};
 use std::ops::Range;
@@ -20,7 +22,7 @@ const IN_FLIGHT: usize = 4;
 
 /// Consecutive complete lines: their checked text, concatenated.
 #[derive(Debug)]
-pub(crate) struct Batch<P> {
+pub(crate) struct Batch<P, C = ()> {
     /// The lines' text, without their `\n`s.
     pub text: String,
     /// (number, offset, the line's range in `text` or why it has no text).
@@ -28,23 +30,26 @@ pub(crate) struct Batch<P> {
     /// What `prepare` made of each line with text, in line order: empty when the
     /// helper handed the batch over unprepared.
     pub prepared: Vec<P>,
+    /// What `check` made of each line with text, in line order: always there.
+    pub checked: Vec<C>,
 }
 
-impl<P> Default for Batch<P> {
+impl<P, C> Default for Batch<P, C> {
     fn default() -> Self {
         Batch {
             text: String::new(),
             lines: Vec::new(),
             prepared: Vec::new(),
+            checked: Vec::new(),
         }
     }
 }
 
 /// What the helper thread sends, in file order.
 #[derive(Debug)]
-pub(crate) enum Msg<P> {
+pub(crate) enum Msg<P, C = ()> {
     /// More complete lines.
-    Lines(Batch<P>),
+    Lines(Batch<P, C>),
     /// No more complete lines: where they end, and the torn tail after them.
     End { end: u64, torn: u64 },
     /// Reading failed.
@@ -52,34 +57,40 @@ pub(crate) enum Msg<P> {
 }
 
 /// Runs [`Lines`] over `reader` on a helper thread and `consume` over its messages on
-/// this one; the helper runs `prepare(number, text)` over the lines of the batches it
-/// would otherwise wait to hand over. When `consume` returns early the helper stops at
-/// its next send.
-pub(crate) fn run<R, P, T>(
+/// this one; the helper runs `check(number, text)` over every line with text, in order,
+/// and `prepare(number, text)` over the lines of the batches it would otherwise wait to
+/// hand over. When `consume` returns early the helper stops at its next send.
+pub(crate) fn run<R, P, C, T>(
     reader: R,
     limit: usize,
-    prepare: impl Fn(u64, &str) -> P + Send,
-    consume: impl FnOnce(Receiver<Msg<P>>) -> T,
+    (prepare, mut check): (
+        impl Fn(u64, &str) -> P + Send,
+        impl FnMut(u64, &str) -> C + Send,
+    ),
+    consume: impl FnOnce(Receiver<Msg<P, C>>) -> T,
 ) -> io::Result<T>
 where
     R: BufRead + Send,
     P: Send,
+    C: Send,
 {
     thread::scope(|scope| {
         let (tx, rx) = sync_channel(IN_FLIGHT);
         thread::Builder::new()
             .name("inboxlog-read".into())
-            .spawn_scoped(scope, move || produce(reader, limit, &prepare, &tx))?;
+            .spawn_scoped(scope, move || {
+                produce(reader, limit, (&prepare, &mut check), &tx);
+            })?;
         Ok(consume(rx))
     })
 }
 
 /// Hands `batch` over; when the queue is full, prepares it first. `false` when the
 /// consumer is gone.
-fn hand_over<P>(
-    mut batch: Batch<P>,
+fn hand_over<P, C>(
+    mut batch: Batch<P, C>,
     prepare: &impl Fn(u64, &str) -> P,
-    tx: &SyncSender<Msg<P>>,
+    tx: &SyncSender<Msg<P, C>>,
 ) -> bool {
     match tx.try_send(Msg::Lines(batch)) {
         Ok(()) => true,
@@ -100,11 +111,11 @@ fn hand_over<P>(
     }
 }
 
-fn produce<R: BufRead, P>(
+fn produce<R: BufRead, P, C>(
     reader: R,
     limit: usize,
-    prepare: &impl Fn(u64, &str) -> P,
-    tx: &SyncSender<Msg<P>>,
+    (prepare, check): (&impl Fn(u64, &str) -> P, &mut impl FnMut(u64, &str) -> C),
+    tx: &SyncSender<Msg<P, C>>,
 ) {
     let mut lines = Lines::new(reader, limit);
     let mut batch = Batch::default();
@@ -117,6 +128,7 @@ fn produce<R: BufRead, P>(
             Ok(None) => break,
             Ok(Some(line)) => {
                 let item = line.checked().map(|text| {
+                    batch.checked.push(check(line.number, text));
                     let start = batch.text.len();
                     batch.text.push_str(text);
                     start..batch.text.len()
@@ -150,31 +162,26 @@ mod tests {
         // Line 3 is not UTF-8.
         let z = input.iter().position(|&b| b == b'z').unwrap();
         input[z] = 0xff;
-        let got = run(
-            &input[..],
-            400_000,
-            |_, _| (),
-            |rx| {
-                let mut seen = Vec::new();
-                for msg in rx {
-                    match msg {
-                        Msg::Lines(batch) => {
-                            for (n, off, item) in batch.lines {
-                                seen.push((
-                                    n,
-                                    off,
-                                    item.map(|r| batch.text[r].len())
-                                        .map_err(|f| matches!(f, Fault::NotUtf8(_))),
-                                ));
-                            }
+        let got = run(&input[..], 400_000, (|_, _| (), |_, _| ()), |rx| {
+            let mut seen = Vec::new();
+            for msg in rx {
+                match msg {
+                    Msg::Lines(batch) => {
+                        for (n, off, item) in batch.lines {
+                            seen.push((
+                                n,
+                                off,
+                                item.map(|r| batch.text[r].len())
+                                    .map_err(|f| matches!(f, Fault::NotUtf8(_))),
+                            ));
                         }
-                        Msg::End { end, torn } => return (seen, end, torn),
-                        Msg::Failed(e) => panic!("{e}"),
                     }
+                    Msg::End { end, torn } => return (seen, end, torn),
+                    Msg::Failed(e) => panic!("{e}"),
                 }
-                unreachable!("no end")
-            },
-        )
+            }
+            unreachable!("no end")
+        })
         .unwrap();
         let (seen, end, torn) = got;
         assert_eq!(seen[0], (1, 0, Ok(1)));
@@ -194,7 +201,7 @@ mod tests {
             preparing.store(true, Ordering::Relaxed);
             (n, text.len())
         };
-        let (batches, prepared) = run(&input[..], 10, prepare, |rx| {
+        let (batches, prepared) = run(&input[..], 10, (prepare, |_, _| ()), |rx| {
             // Receive nothing until the queue is full and the helper prepares.
             while !preparing.load(Ordering::Relaxed) {
                 thread::yield_now();
@@ -219,15 +226,12 @@ mod tests {
     #[test]
     fn an_early_stop_ends_the_helper() {
         let input = "x\n".repeat(1_000_000).into_bytes();
-        let first = run(
-            &input[..],
-            10,
-            |_, _| (),
-            |rx| match rx.recv().unwrap() {
+        let first = run(&input[..], 10, (|_, _| (), |_, _| ()), |rx| {
+            match rx.recv().unwrap() {
                 Msg::Lines(batch) => batch.lines.len(),
                 other => panic!("{other:?}"),
-            },
-        )
+            }
+        })
         .unwrap();
         assert!(first > 0);
     }

@@ -5,7 +5,7 @@
 //! (`syncing`); after an fdatasync fails nothing syncs that handle again (`failure` is
 //! set for good and the log is poisoned until reopened).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
@@ -26,6 +26,9 @@ pub(crate) struct SyncCell {
     failed: AtomicBool,
     /// Signalled whenever an fdatasync finishes.
     synced: Condvar,
+    /// `State::durable`, readable without the lock: what a version 2 record's `synced`
+    /// says (core/FORMAT.md#checksums-version-2).
+    durable: AtomicU64,
 }
 
 struct State {
@@ -44,10 +47,12 @@ struct State {
 }
 
 impl SyncCell {
-    /// The state of a log whose `len` bytes are all durable.
+    /// The state of a log whose `len` bytes are all written; the first `known` of
+    /// them are known to be durable (`len` after an fdatasync; a file opened as it was
+    /// found may hold bytes a killed writer left in the page cache).
     pub(crate) fn new(
         file: Arc<dyn LogFile>,
-        len: u64,
+        (len, known): (u64, u64),
         session: String,
         path: String,
     ) -> Arc<SyncCell> {
@@ -65,6 +70,7 @@ impl SyncCell {
             state: Mutex::new(state),
             failed: AtomicBool::new(false),
             synced: Condvar::new(),
+            durable: AtomicU64::new(known.min(len)),
         })
     }
 
@@ -82,6 +88,12 @@ impl SyncCell {
             .failure
             .as_ref()
             .map(|f| Error::new(ErrorKind::Poisoned, f.clone()))
+    }
+
+    /// The end of the bytes known fdatasynced: every byte before it was durable before
+    /// anything written from now on.
+    pub(crate) fn durable(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
     }
 
     /// Records that the file now ends at `end`. Returns true when the cell must be
@@ -133,7 +145,10 @@ impl SyncCell {
             st = self.lock();
             st.syncing = false;
             match failure {
-                None => st.durable = st.durable.max(target),
+                None => {
+                    st.durable = st.durable.max(target);
+                    self.durable.store(st.durable, Ordering::Release);
+                }
                 Some(f) => {
                     st.failure = Some(f);
                     self.failed.store(true, Ordering::Release);

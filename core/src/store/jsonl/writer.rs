@@ -5,6 +5,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::chain;
 use super::file::LogFile;
 use super::index::SeqIndex;
 use super::recovery::{read_error, read_from};
@@ -17,14 +18,22 @@ use crate::store::LogWriter;
 /// Serialize buffers above this size are not kept between appends.
 const KEEP_BUF: usize = 1 << 20;
 
+/// Index entries of lines being written: (seq, offset, chain value before the line).
+type Marks = Vec<(u64, u64, u32)>;
+
 /// Where a new writer starts.
 pub(crate) struct Tail {
     /// The seq the next event gets.
     pub next_seq: u64,
-    /// Length of the file (all complete, durable records).
+    /// Length of the file (all complete records).
     pub len: u64,
+    /// How many of its bytes are known durable (fdatasynced by this process).
+    pub durable: u64,
     /// Offsets of the stored event lines.
     pub index: SeqIndex,
+    /// The last line's checksum in a version 2 log; `None` for a version 1 log, whose
+    /// writer goes on writing version 1 lines (core/FORMAT.md#versions).
+    pub chain: Option<u32>,
 }
 
 /// The exclusive writer of one log. It holds the OS lock through `file` (shared with
@@ -46,6 +55,8 @@ pub(crate) struct JsonlWriter {
     next_seq: u64,
     len: u64,
     index: SeqIndex,
+    /// The last line's checksum (version 2), as in [`Tail`].
+    chain: Option<u32>,
     /// Reused serialize buffer.
     buf: String,
     /// Why the writer is poisoned by a failed rollback (fsync failures live in `cell`).
@@ -65,7 +76,7 @@ impl JsonlWriter {
         let session = format!("session {}", crate::json::quote(id));
         let cell = SyncCell::new(
             file.clone(),
-            tail.len,
+            (tail.len, tail.durable),
             session.clone(),
             path.display().to_string(),
         );
@@ -80,6 +91,7 @@ impl JsonlWriter {
             next_seq: tail.next_seq,
             len: tail.len,
             index: tail.index,
+            chain: tail.chain,
             buf: String::new(),
             poison: None,
         }
@@ -143,11 +155,15 @@ impl JsonlWriter {
         ))
     }
 
-    /// Serializes `events` into `buf`, one `\n`-terminated line each; returns the index
-    /// entries the lines add.
-    fn serialize(&mut self, events: &[Event]) -> Result<Vec<(u64, u64)>> {
+    /// Serializes `events` into `buf`, one `\n`-terminated line each (sealed with their
+    /// checksums in a version 2 log); returns the index entries the lines add and the
+    /// chain value after them.
+    fn serialize(&mut self, events: &[Event]) -> Result<(Marks, Option<u32>)> {
         self.buf.clear();
         let mut marks = Vec::new();
+        let mut chain = self.chain;
+        // Every byte before it was durable before any of these lines was written.
+        let synced = self.cell.durable();
         for (seq, event) in (self.next_seq..).zip(events) {
             if event.seq() != seq {
                 return Err(Error::new(
@@ -160,8 +176,13 @@ impl JsonlWriter {
                 ));
             }
             let start = self.buf.len();
+            let before = chain.unwrap_or(0);
             event.write_json(&mut self.buf);
+            // The limit bounds the event as written, whatever its checksum adds.
             let size = self.buf.len() - start;
+            if let Some(prev) = &mut chain {
+                *prev = chain::seal(&mut self.buf, start, *prev, Some(synced));
+            }
             if size > self.limit {
                 return Err(Error::new(
                     ErrorKind::TooLarge,
@@ -174,10 +195,10 @@ impl JsonlWriter {
             }
             self.buf.push('\n');
             if SeqIndex::wants(seq) {
-                marks.push((seq, self.len + start as u64));
+                marks.push((seq, self.len + start as u64, before));
             }
         }
-        Ok(marks)
+        Ok((marks, chain))
     }
 
     /// Writes `buf` at the end of the file; on failure truncates back to `len`, and
@@ -219,7 +240,7 @@ impl LogWriter for JsonlWriter {
         if self.buf.capacity() > KEEP_BUF {
             self.buf = String::new();
         }
-        let marks = written?;
+        let (marks, chain) = written?;
         match self.durability {
             Durability::Sync => {
                 self.cell.wrote(end);
@@ -243,8 +264,9 @@ impl LogWriter for JsonlWriter {
         }
         self.len = end;
         self.next_seq += events.len() as u64;
-        for (seq, offset) in marks {
-            self.index.note(seq, offset);
+        self.chain = chain;
+        for (seq, offset, before) in marks {
+            self.index.note(seq, offset, before);
         }
         Ok(())
     }
@@ -253,15 +275,16 @@ impl LogWriter for JsonlWriter {
         if since >= self.next_seq {
             return Ok(Vec::new());
         }
-        let Some((first, offset)) = self.index.seek(since) else {
+        let Some((first, mark)) = self.index.seek(since) else {
             return Ok(Vec::new());
         };
         let mut file = File::open(&self.path).map_err(|e| read_error(&self.path, e))?;
-        file.seek(SeekFrom::Start(offset))
+        file.seek(SeekFrom::Start(mark.offset))
             .map_err(|e| read_error(&self.path, e))?;
         // Only this writer's complete records, whatever follows them.
-        let reader = BufReader::with_capacity(64 << 10, file.take(self.len - offset));
-        read_from(reader, &self.path, self.limit, (first, offset), since)
+        let reader = BufReader::with_capacity(64 << 10, file.take(self.len - mark.offset));
+        let at = (first, mark, self.chain.is_some());
+        read_from(reader, &self.path, self.limit, at, since)
     }
 
     fn flush(&mut self) -> Result<()> {

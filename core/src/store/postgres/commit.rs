@@ -15,7 +15,7 @@ use postgres::types::ToSql;
 
 use super::conn::{Connector, Stmt};
 use super::pool::Conn;
-use super::schema::Sql;
+use super::schema::{Sql, crc};
 use crate::error::{Error, ErrorKind};
 use crate::json;
 
@@ -130,7 +130,8 @@ fn one(conn: &mut Conn, sql: &Sql, connector: &Connector, request: &Request) -> 
         };
     }
     let (first, end) = (request.first(), request.end());
-    let params: [&(dyn ToSql + Sync); 8] = [
+    let crcs: Vec<i32> = request.lines.iter().map(|l| crc(l)).collect();
+    let params: [&(dyn ToSql + Sync); 9] = [
         &request.id,
         &request.epoch,
         &first,
@@ -138,23 +139,25 @@ fn one(conn: &mut Conn, sql: &Sql, connector: &Connector, request: &Request) -> 
         &request.seqs,
         &request.types,
         &request.lines,
+        &crcs,
         &request.posts,
     ];
     let result = if !request.posts.is_empty() {
         conn.client.execute(sql.append_posted.as_str(), &params)
     } else if request.rows() == 1 {
-        let row: [&(dyn ToSql + Sync); 5] = [
+        let row: [&(dyn ToSql + Sync); 6] = [
             &request.id,
             &request.epoch,
             &first,
             &request.types[0],
             &request.lines[0],
+            &crcs[0],
         ];
         prepared(&mut conn.client, &mut conn.row, &sql.append_row)
             .and_then(|statement| conn.client.execute(&statement, &row))
     } else {
         prepared(&mut conn.client, &mut conn.single, &sql.append)
-            .and_then(|statement| conn.client.execute(&statement, &params[..7]))
+            .and_then(|statement| conn.client.execute(&statement, &params[..8]))
     };
     match result {
         Ok(n) if n == request.seqs.len() as u64 => Outcome::Written,
@@ -186,7 +189,8 @@ fn many(
     let firsts: Vec<i64> = requests.iter().map(|r| r.first()).collect();
     let ends: Vec<i64> = requests.iter().map(|r| r.end()).collect();
     let total: usize = requests.iter().map(|r| r.rows()).sum();
-    let (mut ks, mut seqs, mut types, mut lines) = (
+    let (mut ks, mut seqs, mut types, mut lines, mut crcs) = (
+        Vec::with_capacity(total),
         Vec::with_capacity(total),
         Vec::with_capacity(total),
         Vec::with_capacity(total),
@@ -198,12 +202,15 @@ fn many(
             seqs.push(request.seqs[i]);
             types.push(request.types[i].as_str());
             lines.push(request.lines[i].as_str());
+            crcs.push(crc(&request.lines[i]));
         }
     }
     let statement = prepared(&mut conn.client, &mut conn.group, &sql.append_group)?;
     let rows = conn.client.query(
         &statement,
-        &[&ids, &epochs, &firsts, &ends, &ks, &seqs, &types, &lines],
+        &[
+            &ids, &epochs, &firsts, &ends, &ks, &seqs, &types, &lines, &crcs,
+        ],
     )?;
     let mut outcomes: Vec<Outcome> = requests.iter().map(|_| Outcome::Refused).collect();
     for row in rows {

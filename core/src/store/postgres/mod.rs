@@ -505,9 +505,10 @@ impl Store for PgStore {
                 ));
             };
             if !seed.is_empty() {
+                let crcs: Vec<i32> = rows.lines.iter().map(|l| schema::crc(l)).collect();
                 tx.execute(
                     inner.sql.insert_events.as_str(),
-                    &[&id, &rows.seqs, &rows.types, &rows.lines],
+                    &[&id, &rows.seqs, &rows.types, &rows.lines, &crcs],
                 )
                 .map_err(fail)?;
             }

@@ -8,7 +8,7 @@ use std::fmt;
 use postgres::GenericClient;
 
 use super::conn::{Connector, Stmt};
-use super::schema::Sql;
+use super::schema::{self, Sql};
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::header::Header;
@@ -104,12 +104,30 @@ pub(super) fn reading(id: &str) -> String {
     format!("cannot read session {}", json::quote(id))
 }
 
-/// Parses one stored row `(seq, type, line)`: the line must be a valid event whose seq
-/// and type are the row's columns.
-pub(super) fn event(at: &At<'_>, seq: i64, ty: &str, line: &str) -> Result<Event> {
+/// Parses one stored row `(seq, type, line, crc)`: the line must match its checksum
+/// (when the row has one: rows written before schema version 5 have none) and be a
+/// valid event whose seq and type are the row's columns.
+pub(super) fn event(
+    at: &At<'_>,
+    seq: i64,
+    ty: &str,
+    line: &str,
+    crc: Option<i32>,
+) -> Result<Event> {
     let Ok(seq) = u64::try_from(seq) else {
         return Err(at.corrupt(None, format_args!("a row has the negative seq {seq}")));
     };
+    if let Some(stored) = crc
+        && stored != schema::crc(line)
+    {
+        return Err(at.corrupt(
+            Some(seq),
+            format_args!(
+                "the row of seq {seq} does not match its checksum (crc {stored:#010x}, its line gives {:#010x}): the line was changed after it was written",
+                schema::crc(line)
+            ),
+        ));
+    }
     let event = Event::from_json(line).map_err(|e| at.wrap(seq, e))?;
     if event.seq() != seq {
         return Err(at.corrupt(
@@ -166,7 +184,7 @@ pub(super) fn read_all(
         if u64::try_from(seq).is_ok_and(|s| s != expected) {
             return Err(gap(at, seq as u64, expected));
         }
-        let event = event(at, seq, row.get(1), row.get(2))?;
+        let event = event(at, seq, row.get(1), row.get(2), row.get(3))?;
         visit(event)?;
         expected += 1;
     }
@@ -223,7 +241,7 @@ pub(super) fn read_for_open(
         if seq >= 0 && seq as u64 >= stop {
             break;
         }
-        let event = event(at, seq, row.get(1), row.get(2))?;
+        let event = event(at, seq, row.get(1), row.get(2), row.get(3))?;
         seen = Some(event.seq());
         visit(event)?;
     }
@@ -236,7 +254,7 @@ pub(super) fn read_for_open(
     {
         let seq: i64 = last.get(0);
         if seen != u64::try_from(seq).ok() {
-            visit(event(at, seq, last.get(1), last.get(2))?)?;
+            visit(event(at, seq, last.get(1), last.get(2), last.get(3))?)?;
         }
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! every statement the store runs, with the schema's name put in once.
 //!
 //! ```sql
-//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 4
+//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 5
 //! CREATE SEQUENCE <schema>.epochs;             -- ownership epochs and owner ids, never reused
 //! CREATE TABLE <schema>.sessions (
 //!     id text PRIMARY KEY, header text NOT NULL,   -- the ARCHITECTURE.md#header header, compact JSON
@@ -13,6 +13,7 @@
 //!     session text NOT NULL,                       -- a session's id (no foreign key: below)
 //!     seq bigint NOT NULL, type text NOT NULL,
 //!     line text NOT NULL,                          -- the ARCHITECTURE.md#events event, compact JSON text
+//!     crc integer,                                 -- CRC-32C of `line`'s bytes (version 5; NULL before)
 //!     PRIMARY KEY (session, seq));
 //! CREATE INDEX events_reserved ON <schema>.events (session, seq)
 //!     WHERE type IN ('turn/start', 'turn/end', 'step/start', 'step/end',
@@ -35,6 +36,15 @@
 //! Stop the workers of an older version first: they read the version only when they
 //! connect, and one of version 3 would delete a session's row without its events.
 //!
+//! Version 5 adds `events.crc`, the CRC-32C of the line's UTF-8 bytes (as a signed
+//! 32-bit integer, [`crc`]) that the library computes and writes with every row and
+//! checks on every read (`verify`, `inspect`, `open`, follow): a line changed after it
+//! was written — by hand, by a restore or a replica, anything the server's page
+//! checksums do not see — is refused as `corrupt`, named by session and seq. Upgrading
+//! a version 4 schema adds the column (`ADD COLUMN IF NOT EXISTS`, no rewrite of the
+//! table); the rows written before have no checksum (NULL) and are read as before.
+//! Workers of version 4 must be stopped first: they would write rows without one.
+//!
 //! `events` has no foreign key: the key cost every inserted row a row-locking lookup of
 //! its session (about three times the insert's own cost in a bulk insert), and proved
 //! nothing an append does not prove already, since every append moves its session's row
@@ -46,8 +56,9 @@
 //! by id (a test holds this), so sessions can be spread over servers by id
 //! (docs/SCALING.md).
 //!
-//! `line` is text, never `jsonb`: it is byte for byte the line the JSONL store would
-//! write (key order and big integers survive), so `SELECT line FROM
+//! `line` is text, never `jsonb`: it is byte for byte the event the JSONL store would
+//! write (key order and big integers survive; a JSONL line of format version 2 adds its
+//! checksum after it, which here is the `crc` column), so `SELECT line FROM
 //! inboxlog.events WHERE session = 's' ORDER BY seq` is the log. The partial index lets
 //! opening read the events that rebuild the inbox and the protocol state without
 //! touching host events.
@@ -60,11 +71,17 @@ use crate::event::REPLAYED;
 use crate::json;
 
 /// The version of the tables this library reads and writes.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// The versions upgraded in place to [`SCHEMA_VERSION`]: 1 (no mailbox), 2 (no `owner`
-/// column) and 3 (a foreign key on `events.session`).
-const UPGRADED: [i32; 3] = [1, 2, 3];
+/// column), 3 (a foreign key on `events.session`) and 4 (no `events.crc`).
+const UPGRADED: [i32; 4] = [1, 2, 3, 4];
+
+/// The checksum stored beside an event's line: the CRC-32C of its bytes, as the signed
+/// 32-bit integer PostgreSQL's `integer` holds (the same bits).
+pub(super) fn crc(line: &str) -> i32 {
+    crc32c::crc32c(line.as_bytes()) as i32
+}
 
 /// The default schema.
 pub const DEFAULT_SCHEMA: &str = "inboxlog";
@@ -150,7 +167,7 @@ impl Sql {
 
     pub fn new(schema: &str) -> Sql {
         let s = format!("\"{schema}\"");
-        let events_cols = "seq, type, line";
+        let events_cols = "seq, type, line, crc";
         Sql {
             schema: schema.to_owned(),
             version: format!("SELECT version FROM {s}.schema_version"),
@@ -170,8 +187,10 @@ impl Sql {
                      seq bigint NOT NULL,
                      type text NOT NULL,
                      line text NOT NULL,
+                     crc integer,
                      PRIMARY KEY (session, seq));
                  ALTER TABLE {s}.events DROP CONSTRAINT IF EXISTS events_session_fkey;
+                 ALTER TABLE {s}.events ADD COLUMN IF NOT EXISTS crc integer;
                  CREATE INDEX IF NOT EXISTS events_reserved ON {s}.events (session, seq)
                      WHERE type IN ({});
                  CREATE SEQUENCE IF NOT EXISTS {s}.post_numbers;
@@ -192,8 +211,9 @@ impl Sql {
                  ON CONFLICT (id) DO NOTHING RETURNING epoch"
             ),
             insert_events: format!(
-                "INSERT INTO {s}.events (session, seq, type, line)
-                 SELECT $1, x.s, x.t, x.l FROM unnest($2::bigint[], $3::text[], $4::text[]) AS x(s, t, l)"
+                "INSERT INTO {s}.events (session, seq, type, line, crc)
+                 SELECT $1, x.s, x.t, x.l, x.c
+                 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::integer[]) AS x(s, t, l, c)"
             ),
             // One statement, so one transaction: the fence (this writer's epoch), the
             // tail check (its next seq) and the rows commit together or not at all.
@@ -203,8 +223,9 @@ impl Sql {
                      UPDATE {s}.sessions SET next_seq = $4
                      WHERE id = $1 AND epoch = $2 AND next_seq = $3
                      RETURNING 1)
-                 INSERT INTO {s}.events (session, seq, type, line)
-                 SELECT $1, x.s, x.t, x.l FROM unnest($5::bigint[], $6::text[], $7::text[]) AS x(s, t, l)
+                 INSERT INTO {s}.events (session, seq, type, line, crc)
+                 SELECT $1, x.s, x.t, x.l, x.c
+                 FROM unnest($5::bigint[], $6::text[], $7::text[], $8::integer[]) AS x(s, t, l, c)
                  WHERE EXISTS (SELECT 1 FROM owner)"
             ),
             // `append` for one row, the common `sync` append: the row as plain
@@ -214,11 +235,11 @@ impl Sql {
                      UPDATE {s}.sessions SET next_seq = $3 + 1
                      WHERE id = $1 AND epoch = $2 AND next_seq = $3
                      RETURNING 1)
-                 INSERT INTO {s}.events (session, seq, type, line)
-                 SELECT $1::text, $3::bigint, $4::text, $5::text
+                 INSERT INTO {s}.events (session, seq, type, line, crc)
+                 SELECT $1::text, $3::bigint, $4::text, $5::text, $6::integer
                  WHERE EXISTS (SELECT 1 FROM owner)"
             ),
-            // The append that takes posts in ($8, their ids) also removes them from the
+            // The append that takes posts in ($9, their ids) also removes them from the
             // mailbox: one statement, so the events and the removal commit together.
             append_posted: format!(
                 "WITH owner AS (
@@ -227,14 +248,15 @@ impl Sql {
                      RETURNING 1),
                  gone AS (
                      DELETE FROM {s}.posts
-                     WHERE session = $1 AND post = ANY($8::text[]) AND EXISTS (SELECT 1 FROM owner))
-                 INSERT INTO {s}.events (session, seq, type, line)
-                 SELECT $1, x.s, x.t, x.l FROM unnest($5::bigint[], $6::text[], $7::text[]) AS x(s, t, l)
+                     WHERE session = $1 AND post = ANY($9::text[]) AND EXISTS (SELECT 1 FROM owner))
+                 INSERT INTO {s}.events (session, seq, type, line, crc)
+                 SELECT $1, x.s, x.t, x.l, x.c
+                 FROM unnest($5::bigint[], $6::text[], $7::text[], $8::integer[]) AS x(s, t, l, c)
                  WHERE EXISTS (SELECT 1 FROM owner)"
             ),
             // Many sessions' appends in one statement, each fenced on its own: request k
             // is ($1[k], $2[k], $3[k], $4[k]) = (id, epoch, first seq, next seq after), and
-            // its rows are those of ($5..$8) with k. Returns (k, rows inserted) for each
+            // its rows are those of ($5..$9) with k. Returns (k, rows inserted) for each
             // request whose fence held; the others wrote nothing.
             append_group: format!(
                 "WITH r AS (
@@ -245,9 +267,10 @@ impl Sql {
                      WHERE s.id = r.id AND s.epoch = r.epoch AND s.next_seq = r.first
                      RETURNING r.k, r.id),
                  ins AS (
-                     INSERT INTO {s}.events (session, seq, type, line)
-                     SELECT o.id, x.s, x.t, x.l
-                     FROM unnest($5::bigint[], $6::bigint[], $7::text[], $8::text[]) AS x(k, s, t, l)
+                     INSERT INTO {s}.events (session, seq, type, line, crc)
+                     SELECT o.id, x.s, x.t, x.l, x.c
+                     FROM unnest($5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::integer[])
+                         AS x(k, s, t, l, c)
                      JOIN owner o ON o.k = x.k
                      RETURNING session)
                  SELECT o.k, (SELECT count(*) FROM ins WHERE ins.session = o.id) FROM owner o"
@@ -456,8 +479,8 @@ fn create(client: &mut Client, sql: &Sql, connector: &Connector) -> Result<i32> 
             SCHEMA_VERSION
         }
         Some(_) => {
-            // Version 1, 2 or 3: the mailbox and the owner column were added and the
-            // events' foreign key dropped just above.
+            // Version 1 to 4: the mailbox, the owner column and the events' checksum
+            // column were added and the events' foreign key dropped just above.
             tx.execute(
                 &format!("UPDATE \"{}\".schema_version SET version = $1", sql.schema),
                 &[&SCHEMA_VERSION],
@@ -522,12 +545,12 @@ mod tests {
     #[test]
     fn versions_other_than_ours_are_refused_naming_both() {
         check_version(SCHEMA_VERSION, "s").unwrap();
-        let newer = check_version(5, "s").unwrap_err();
+        let newer = check_version(6, "s").unwrap_err();
         assert_eq!(newer.kind(), ErrorKind::FormatUnsupported);
         assert_eq!(
             newer.to_string(),
-            "PostgreSQL schema \"s\" holds inboxlog tables of version 5 (written by a newer \
-             inboxlog); this inboxlog reads version 4"
+            "PostgreSQL schema \"s\" holds inboxlog tables of version 6 (written by a newer \
+             inboxlog); this inboxlog reads version 5"
         );
         let older = check_version(0, "s").unwrap_err();
         assert!(

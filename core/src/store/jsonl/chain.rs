@@ -1,0 +1,221 @@
+//! The checksum chain of format version 2 (core/FORMAT.md#checksums-version-2): how a record
+//! ends, what its CRC-32C covers, and how one record's checksum continues the last.
+//!
+//! A version 2 line is its version 1 object with the closing `}` replaced by
+//! `,"synced":N` (event lines only) and then `,"crc32c":"hhhhhhhh"}`. The checksum
+//! covers every byte of the line before `,"crc32c":`, and continues the previous
+//! line's: the value on line n is the CRC-32C of the covered bytes of lines 1..n, one
+//! after the other. So a reader that trusts line n − 1's value checks line n alone,
+//! and a changed, dropped, duplicated or reordered line breaks the chain where it is.
+//! Pure: no I/O.
+
+/// What comes before the checksum's 8 hex digits.
+const CRC_KEY: &[u8] = b",\"crc32c\":\"";
+
+/// What comes before the `synced` digits of an event line.
+const SYNCED_KEY: &[u8] = b",\"synced\":";
+
+/// The checksum's digits.
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Bytes from `,"crc32c":` to the end of the line.
+const CRC_END: usize = CRC_KEY.len() + 8 + 2;
+
+/// The most a version 2 line adds to its version 1 object: `,"synced":` with 20 digits
+/// and the checksum. The record limit bounds the object (the event as ARCHITECTURE.md#events
+/// spells it), so a reader takes lines up to [`line_limit`].
+pub(crate) const OVERHEAD: usize = SYNCED_KEY.len() + 20 + CRC_END;
+
+/// The longest line a reader with the record limit `limit` reads.
+pub(crate) fn line_limit(limit: usize) -> usize {
+    limit.saturating_add(OVERHEAD)
+}
+
+/// The checksum chain before the header: line 1's value is the plain CRC-32C of its bytes.
+pub(crate) const START: u32 = 0;
+
+/// The chain value after a line whose covered bytes are `covered`, continuing `prev`.
+pub(crate) fn link(prev: u32, covered: &[u8]) -> u32 {
+    crc32c::crc32c_append(prev, covered)
+}
+
+/// A version 2 line taken apart (not yet checked against the chain).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Framed<'a> {
+    /// The version 1 object without its closing `}`: the header's or event's own keys.
+    pub body: &'a str,
+    /// The `synced` value (0 for the header, which has none).
+    pub synced: u64,
+    /// The checksum the line carries.
+    pub stored: u32,
+    /// The bytes the checksum covers (`body` and, for an event, `,"synced":N`).
+    pub covered: &'a [u8],
+}
+
+impl Framed<'_> {
+    /// Whether the line's checksum continues the chain value `prev`.
+    pub(crate) fn continues(&self, prev: u32) -> bool {
+        link(prev, self.covered) == self.stored
+    }
+
+    /// The version 1 text of the object (`body` + `}`), for the general parser.
+    pub(crate) fn object(&self) -> String {
+        let mut s = String::with_capacity(self.body.len() + 1);
+        s.push_str(self.body);
+        s.push('}');
+        s
+    }
+}
+
+/// Why a line is not a well-formed version 2 line.
+pub(crate) const MALFORMED: &str =
+    "record does not end with a checksum (,\"crc32c\":\"<8 lowercase hex digits>\"})";
+
+/// Takes `line` apart: an event line when `event` (it has `synced`), else the header.
+/// `None` when it does not end the way version 2 lines end.
+pub(crate) fn split(line: &str, event: bool) -> Option<Framed<'_>> {
+    let b = line.as_bytes();
+    let covered_len = b.len().checked_sub(CRC_END)?;
+    let tail = &b[covered_len..];
+    if !tail.starts_with(CRC_KEY) || !tail.ends_with(b"\"}") {
+        return None;
+    }
+    let stored = parse_hex(&tail[CRC_KEY.len()..CRC_KEY.len() + 8])?;
+    let covered = &b[..covered_len];
+    let (body_len, synced) = if event {
+        let digits = covered
+            .iter()
+            .rev()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        let start = covered_len - digits;
+        let text = &covered[start..];
+        // No sign, no leading zero, at most 19 digits (never overflows a u64).
+        if digits == 0 || digits > 19 || (digits > 1 && text[0] == b'0') {
+            return None;
+        }
+        let synced = text.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+        let body_len = start.checked_sub(SYNCED_KEY.len())?;
+        if &covered[body_len..start] != SYNCED_KEY {
+            return None;
+        }
+        (body_len, synced)
+    } else {
+        (covered_len, 0)
+    };
+    // Every cut is just before an ASCII byte, so it is a char boundary.
+    Some(Framed {
+        body: &line[..body_len],
+        synced,
+        stored,
+        covered,
+    })
+}
+
+/// What can still be read of a line that is not a well-formed version 2 line, or whose
+/// checksum does not match: the bytes its checksum would cover and the value it
+/// carries, each when the line is long enough (and the value hex). A reader looking for
+/// a later line that continues a damaged one tries both (see `recovery::Damage`).
+pub(crate) fn loose(line: &str) -> (Option<&[u8]>, Option<u32>) {
+    let b = line.as_bytes();
+    let covered = b.len().checked_sub(CRC_END).map(|n| &b[..n]);
+    let stored = b
+        .len()
+        .checked_sub(10)
+        .and_then(|n| parse_hex(&b[n..n + 8]));
+    (covered, stored)
+}
+
+fn parse_hex(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |n, &d| {
+        let v = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            _ => return None,
+        };
+        Some(n << 4 | u32::from(v))
+    })
+}
+
+/// Ends the object at `buf[start..]` (a version 1 record, `}` last) as a version 2
+/// line: `synced` (for an event line) and the checksum continuing `prev`. Returns the
+/// line's chain value.
+pub(crate) fn seal(buf: &mut String, start: usize, prev: u32, synced: Option<u64>) -> u32 {
+    debug_assert!(buf.ends_with('}'));
+    buf.pop();
+    if let Some(synced) = synced {
+        buf.push_str(",\"synced\":");
+        buf.push_str(itoa::Buffer::new().format(synced));
+    }
+    let value = link(prev, &buf.as_bytes()[start..]);
+    buf.push_str(",\"crc32c\":\"");
+    let mut hex = [0u8; 8];
+    for (i, h) in hex.iter_mut().enumerate() {
+        *h = HEX[(value >> (28 - 4 * i) & 0xf) as usize];
+    }
+    buf.push_str(std::str::from_utf8(&hex).expect("hex digits are ASCII"));
+    buf.push_str("\"}");
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_line_splits_back_and_continues_its_chain() {
+        let mut buf = String::from("x{\"format\":\"inboxlog\"}");
+        let h = seal(&mut buf, 1, START, None);
+        let header = &buf[1..];
+        assert_eq!(
+            header,
+            format!("{{\"format\":\"inboxlog\",\"crc32c\":\"{h:08x}\"}}")
+        );
+        let f = split(header, false).unwrap();
+        assert_eq!(
+            (f.body, f.synced, f.stored),
+            ("{\"format\":\"inboxlog\"", 0, h)
+        );
+        assert!(f.continues(START));
+        assert_eq!(h, crc32c::crc32c(br#"{"format":"inboxlog""#));
+
+        let mut line = String::from("{\"seq\":0}");
+        let e = seal(&mut line, 0, h, Some(120));
+        let f = split(&line, true).unwrap();
+        assert_eq!((f.body, f.synced, f.stored), ("{\"seq\":0", 120, e));
+        assert_eq!(f.object(), "{\"seq\":0}");
+        assert!(f.continues(h) && !f.continues(START));
+        // The chain is the CRC-32C of everything covered so far.
+        let all = "{\"format\":\"inboxlog\"{\"seq\":0,\"synced\":120";
+        assert_eq!(e, crc32c::crc32c(all.as_bytes()));
+    }
+
+    #[test]
+    fn lines_that_do_not_end_as_sealed_ones_are_refused() {
+        let mut ok = String::from("{\"seq\":0}");
+        seal(&mut ok, 0, START, Some(7));
+        assert!(split(&ok, true).is_some());
+        assert!(split(&ok, false).is_some_and(|f| f.body.ends_with("\"synced\":7")));
+        assert_eq!(split("{\"seq\":0}", true), None);
+        assert_eq!(split("", true), None);
+        let upper = ok.replace(
+            |c: char| c.is_ascii_lowercase() && c.is_ascii_hexdigit(),
+            "A",
+        );
+        if upper != ok {
+            assert_eq!(split(&upper, true), None);
+        }
+        for bad in [
+            ok.replace("\"synced\":7", "\"synced\":07"),
+            ok.replace("\"synced\":7", "\"synced\":"),
+            ok.replace("\"synced\":7", "\"synced\":-7"),
+            ok.replace("\"synced\":7", "\"synced\":99999999999999999999"),
+            ok.replace("\"synced\"", "\"sinced\""),
+            ok.replace("\"crc32c\"", "\"crc32C\""),
+            ok.replace("\"}", "\" }"),
+            ok[..ok.len() - 1].to_owned(),
+        ] {
+            assert_eq!(split(&bad, true), None, "{bad}");
+        }
+    }
+}
