@@ -18,6 +18,8 @@ mod pg_common;
 mod child;
 mod durability;
 mod edit;
+#[cfg(unix)]
+mod edit_processes;
 mod follow;
 mod fork;
 mod lifecycle;
@@ -132,6 +134,11 @@ pub fn each_backend(test: impl Fn(&Backend)) {
     for backend in stores() {
         test(&backend);
     }
+}
+
+/// The replacement an edit test puts in place of message `id`: the same id, `"v":2`.
+pub fn edited(id: &str) -> inboxlog::Message {
+    inboxlog::Message::from_json(&format!(r#"{{"id":"{id}","v":2}}"#)).unwrap()
 }
 
 /// Creates `id` with one host event and closes it.
