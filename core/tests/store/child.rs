@@ -37,6 +37,7 @@ fn store_child() {
         "holder" => holder(&*store),
         "writer" => writer(&*store),
         "poster" => poster(&*store, &arg),
+        "steerer" => steerer(&*store),
         "owner" => owner(&*store),
         "editor" => editor(&*store, &arg),
         "remover" => remover(&*store),
@@ -128,6 +129,13 @@ fn remover(store: &dyn Store) {
         let post = store.remove_pending("s", &id).unwrap();
         println!("ack {post}");
     }
+}
+
+/// Posts the message "steer" to `next-step` of session "s", says `ack steer` once it
+/// is acknowledged, and exits.
+fn steerer(store: &dyn Store) {
+    store.post("s", Target::NextStep, &msg("steer")).unwrap();
+    println!("ack steer");
 }
 
 /// Opens session "s" as soon as it is free, says `open`, then takes posts in forever.
