@@ -302,3 +302,40 @@ fn edits_to_missing_sessions_bad_ids_and_empty_message_ids_are_refused() {
         assert_eq!(s.receive().unwrap(), 0, "{name}");
     });
 }
+
+#[test]
+fn an_edit_posted_during_the_last_step_is_applied_where_end_step_decides() {
+    each_store(|name, store| {
+        let s = Session::create(store, "s", SessionMeta::default()).unwrap();
+        s.inbox().append(Target::NextTurn, msg("t")).unwrap();
+        s.open_turn().unwrap();
+        let p = s.propose_step().unwrap();
+        s.decide(Decision::Enter(p.messages)).unwrap();
+        s.inbox().append(Target::NextStep, msg("steer")).unwrap();
+        // Taken back from elsewhere before the step ends: no further step is due.
+        let post = store.remove_pending("s", "steer").unwrap();
+        assert!(!s.end_step(StepOutcome::Completed).unwrap(), "{name}");
+        s.close_turn().unwrap();
+        let events = s.events(0).unwrap();
+        assert_eq!(
+            edits_applied(&events),
+            [(Some("steer".to_owned()), post)],
+            "{name}"
+        );
+        // A replacement instead keeps the turn going, with the replacement claimed.
+        s.open_turn().unwrap();
+        s.inbox().append(Target::NextTurn, msg("t2")).unwrap();
+        let p = s.propose_step().unwrap();
+        s.decide(Decision::Enter(p.messages)).unwrap();
+        s.inbox().append(Target::NextStep, msg("steer2")).unwrap();
+        store
+            .replace_pending("s", "steer2", &msg("steer3"))
+            .unwrap();
+        assert!(s.end_step(StepOutcome::Completed).unwrap(), "{name}");
+        assert_eq!(
+            ids(&s.propose_step().unwrap().messages),
+            ["steer3"],
+            "{name}"
+        );
+    });
+}
