@@ -422,10 +422,10 @@ class Session:
 
     def end_step(self, outcome: StepOutcome, **extra: Any) -> bool:
         """Ends the open step with ``"continue"``, ``"completed"`` or ``"max-tokens"``;
-        returns whether another step must be proposed. When the turn would end, posts
-        waiting in the mailbox are taken in first, so steering posted from another
-        process during the last step counts (asked at no read's cost when nothing was
-        posted). Keyword arguments are host extras for the ``step/end`` data."""
+        returns whether another step must be proposed. Posts waiting in the mailbox
+        are taken in first, so steering posted from another process during the last
+        step counts, and so does an edit taking pending steering back
+        (``Store.remove_pending``); asked at no read's cost when nothing was posted. Keyword arguments are host extras for the ``step/end`` data."""
 
     def step_boundary(
         self, end_step: StepOutcome | None = None, *, whole_next_turn: bool = False
