@@ -523,6 +523,49 @@ mod tests {
     }
 
     #[test]
+    fn a_mailbox_entry_reads_back_as_the_post_it_was_or_as_invalid() {
+        let m = Message::from_json(r#"{"id":"a"}"#).unwrap();
+        let edit = Edit::replace("a", m.clone()).unwrap();
+        for post in [
+            Post::Message {
+                target: Target::NextStep,
+                message: m.clone(),
+            },
+            Post::Edit(edit.clone()),
+            Post::Edit(Edit::remove("a").unwrap()),
+        ] {
+            let read = Posted::parse("p".into(), post.kind(), &post.body());
+            let back = match read {
+                Posted::Message {
+                    target, message, ..
+                } => Post::Message { target, message },
+                Posted::Edit { edit, .. } => Post::Edit(edit),
+                Posted::Invalid { error, .. } => panic!("{error}"),
+            };
+            assert_eq!(back, post);
+        }
+        assert_eq!(Post::Edit(edit).kind(), "edit");
+        for (kind, body, says) in [
+            ("edit", r#"{"op":"drop","id":"a"}"#, "op"),
+            ("edit", r#"{"id":"a"}"#, "not an edit"),
+            ("later", r#"{"id":"a"}"#, "target"),
+            ("next-turn", r#"{"x":1}"#, "id"),
+        ] {
+            let Posted::Invalid {
+                post,
+                message,
+                error,
+            } = Posted::parse("p".into(), kind, body)
+            else {
+                panic!("{kind} {body} read as valid")
+            };
+            assert_eq!((post.as_str(), message.as_str()), ("p", body));
+            assert_eq!(error.kind(), ErrorKind::InvalidInput);
+            assert!(error.message().contains(says), "{error}");
+        }
+    }
+
+    #[test]
     fn a_url_or_path_names_its_backend() {
         assert_eq!(Backend::of("memory:"), Backend::Memory);
         assert_eq!(Backend::of("postgresql://h/db"), Backend::Postgres);
