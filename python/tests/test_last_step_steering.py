@@ -4,7 +4,8 @@ While the model makes what would be its last call (the step entered, not yet end
 a subprocess posts a message to the session's ``next-step``. Whichever way the step
 ends (``end_step``, ``end_step_and_close``, ``step_boundary``), the session takes the
 post in before it answers, so the turn goes on and the next step claims the message
-exactly once. On every store another process reaches: JSONL and PostgreSQL.
+exactly once. On every store another process reaches (JSONL and PostgreSQL); the
+memory store, which no other process reaches, gets the post from the same process.
 """
 
 from __future__ import annotations
@@ -25,9 +26,15 @@ import inboxlog
 STEER = m("steer", role="user", content="stop")
 
 
-@pytest.fixture(params=["jsonl", "postgres"])
-def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[inboxlog.Store, str]]:
-    """A store other processes reach, with the Python that opens it again there."""
+@pytest.fixture(params=["memory", "jsonl", "postgres"])
+def shared(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[inboxlog.Store, str | None]]:
+    """A store, with the Python that opens it again in another process (``None`` for
+    the memory store, which no other process reaches)."""
+    if request.param == "memory":
+        yield inboxlog.Store.memory(), None
+        return
     if request.param == "jsonl":
         root = tmp_path / "logs"
         yield inboxlog.Store(root, durability="none"), f"inboxlog.Store({str(root)!r})"
@@ -63,7 +70,7 @@ def post_from_another_process(opener: str, session: str, cwd: Path) -> str:
 
 @pytest.mark.parametrize("way", ["end_step", "end_step_and_close", "step_boundary"])
 def test_steering_posted_by_another_process_during_the_last_step_is_claimed_once(
-    shared: tuple[inboxlog.Store, str], way: str, tmp_path: Path
+    shared: tuple[inboxlog.Store, str | None], way: str, tmp_path: Path
 ) -> None:
     store, opener = shared
     with store.create(way) as s:
@@ -73,7 +80,10 @@ def test_steering_posted_by_another_process_during_the_last_step_is_claimed_once
         assert first is not None
         assert first["proposal"]["messages"] == [m("q", role="user", content="go")]
         # The model's last call: it answers without tools while steering is posted.
-        post = post_from_another_process(opener, way, tmp_path)
+        if opener is None:
+            post = store.post(way, "next-step", STEER)
+        else:
+            post = post_from_another_process(opener, way, tmp_path)
         if way == "end_step":
             assert s.end_step("completed") is True
             claimed = s.propose_step()["messages"]

@@ -31,9 +31,10 @@ impl Session {
         self.take_posts_in(false)
     }
 
-    /// [`Session::receive`] when the mailbox may hold posts ([`crate::store::Mailbox::may_hold`]),
-    /// else nothing: what a boundary deciding whether another step is due runs
-    /// (ARCHITECTURE.md#posting), at no read's cost when nothing was posted.
+    /// [`Session::receive`] when the mailbox may hold posts
+    /// ([`crate::store::Mailbox::may_hold`]), else nothing: what a boundary deciding
+    /// whether another step is due runs (ARCHITECTURE.md#posting), at no read's cost
+    /// when nothing was posted.
     pub(super) fn receive_if_posted(&self) -> Result<usize> {
         self.take_posts_in(true)
     }

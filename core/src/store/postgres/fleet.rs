@@ -1,8 +1,9 @@
 //! Posting and following on PostgreSQL (ARCHITECTURE.md#posting).
 //!
 //! **Posting.** A post is one row of `posts` (`schema.rs`), inserted in one statement
-//! that also checks the session exists and sends the post's wake-up (below); it is acknowledged once that statement has
-//! committed (synchronously, whatever the store's durability mode). Its id is
+//! that also checks the session exists and sends the post's wake-up (below); it is
+//! acknowledged once that statement has committed (synchronously, whatever the store's
+//! durability mode). Its id is
 //! `pg-<n>`, `n` from a sequence: a poster's next post starts after its previous one
 //! committed, so each poster's posts are in `n` order, which is the order
 //! [`Mailbox::pending`] hands them out in. An edit of the pending input (SPEC §11.3) is
@@ -21,10 +22,11 @@
 //!
 //! **Knowing that nothing was posted.** The owner asks its mailbox at every step
 //! boundary whether posts may wait ([`Mailbox::may_hold`]), and a read there would be a
-//! query per boundary. Instead the post's statement also sends `pg_notify('<schema>.posts',
-//! <session id>)`, committed with the post; the handle's home connection LISTENs on that
-//! channel while the handle has mailboxes (`home.rs`) and counts the wake-ups per
-//! session, and a post through the handle itself counts at once. A mailbox remembers
+//! query per boundary. Instead the post's statement also sends
+//! `pg_notify('<schema>.posts', <session id>)`, committed with the post; the handle's
+//! home connection LISTENs on that channel while the handle has mailboxes (`home.rs`)
+//! and counts the wake-ups per session, and a post through the handle itself counts at
+//! once. A mailbox remembers
 //! the count it saw before its last read that left it empty; while the count has not
 //! moved since, nothing was posted and it answers without a query. Whenever a wake-up
 //! could have gone unheard it reads: before its first read, until the LISTEN took

@@ -18,8 +18,8 @@
 //!
 //! A handle uses at most `max_connections` connections however many sessions it has
 //! open (docs/SCALING.md): one home connection holding the handle's owner lock and
-//! LISTENing for its followers and its mailboxes (`home.rs`), and a bounded pool for everything else
-//! (`pool.rs`), whose group commit writes many sessions' appends in one statement
+//! LISTENing for its followers and its mailboxes (`home.rs`), and a bounded pool for
+//! everything else (`pool.rs`), whose group commit writes many sessions' appends in one statement
 //! (`commit.rs`). Followers are woken after commits, never inside them (`notify.rs`);
 //! one flusher thread serves every `batched` writer of the handle (`batch.rs`).
 //!
