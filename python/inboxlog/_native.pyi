@@ -425,7 +425,8 @@ class Session:
         returns whether another step must be proposed. Posts waiting in the mailbox
         are taken in first, so steering posted from another process during the last
         step counts, and so does an edit taking pending steering back
-        (``Store.remove_pending``); asked at no read's cost when nothing was posted. Keyword arguments are host extras for the ``step/end`` data."""
+        (``Store.remove_pending``); asked at no read's cost when nothing was posted.
+        Keyword arguments are host extras for the ``step/end`` data."""
 
     def step_boundary(
         self, end_step: StepOutcome | None = None, *, whole_next_turn: bool = False
