@@ -245,3 +245,28 @@ def test_a_post_from_another_process(tmp_path: Path) -> None:
             time.sleep(0.01)
         assert s.inbox.next_turn == [m("remote")]
         assert s.events()[-1]["data"]["post"] == post
+
+
+def test_an_edit_from_another_process(tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    store = inboxlog.Store(root, durability="none")
+    with store.create("s") as s:
+        s.inbox.append("next-turn", m("a"))
+        s.inbox.append("next-turn", m("b"))
+        code = textwrap.dedent(f"""
+            import inboxlog
+            store = inboxlog.Store({str(root)!r})
+            print(store.remove_pending("s", "a"))
+            print(store.replace_pending("s", "b", {{"id": "b", "v": 2}}))
+        """)
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp_path,  # not python/, whose source tree has no built extension
+        )
+        removed, replaced = done.stdout.split()
+        assert s.inbox.receive() == 2
+        assert s.inbox.next_turn == [m("b", v=2)]
+        assert [e["data"]["post"] for e in s.events()[-2:]] == [removed, replaced]
