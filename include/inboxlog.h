@@ -33,7 +33,8 @@
  *                      inboxlog_projection_apply_all, inboxlog_projection_baseline
  *   Notifications      inboxlog_session_watch, inboxlog_session_poll,
  *                      inboxlog_session_take_observer_failures
- *   Fleet              inboxlog_store_post, inboxlog_inbox_receive,
+ *   Fleet              inboxlog_store_post, inboxlog_store_remove_pending,
+ *                      inboxlog_store_replace_pending, inboxlog_inbox_receive,
  *                      inboxlog_follower_open, inboxlog_follower_poll,
  *                      inboxlog_follower_next_seq, inboxlog_follower_free
  *
@@ -50,8 +51,9 @@
  * extra_json (optional everywhere) adds host keys to the event a call writes; a key
  * the library writes (turn, step, reason) is INVALID_INPUT. PROJECTIONS read a log
  * without a writer: a consumer's copy of the inbox follows its splice events.
- * FLEET: any process may post a message to a session (_store_post); its writer takes
- * it in exactly once. A follower (_follower_open, then _follower_poll) reads a session's
+ * FLEET: any process may post a message to a session (_store_post), or remove or
+ * replace one of its pending messages (_store_remove_pending, _store_replace_pending);
+ * its writer takes each in exactly once, in order per store handle. A follower (_follower_open, then _follower_poll) reads a session's
  * events as they commit, from another process, without owning it.
  *
  * CONVENTIONS, the same for every function
@@ -1034,6 +1036,50 @@ int inboxlog_store_post(const struct inboxlog_store *store,
                         const char *message_json,
                         char **out_post,
                         char **error);
+
+/**
+ * Removes the pending message message_id of session id from anywhere, whether the
+ * session is open or not (SPEC §11.3): the edit travels as a post does
+ * (inboxlog_store_post), exactly once and in order with the same store handle's posts
+ * and edits. The session's writer applies it as the local inboxlog_inbox_remove (one
+ * agent/inbox/spliced with "outcome":"canceled" carrying "post":"<post id>", the
+ * usual notifications); when message_id is no longer pending (claimed first, removed,
+ * never there) nothing changes and the log records one agent/inbox/rejected event
+ * {"edit":{"op":"remove","id":...},"reason":{...},"post":...} (kind not_found).
+ * NOT_FOUND when there is no session id; INVALID_INPUT for a bad id or an empty
+ * message_id.
+ *
+ * Ownership: *out_post receives the post id once the edit is durable, a new string
+ * owned by the caller; free it with inboxlog_string_free.
+ * Threads: any thread, any number at once (posts and edits of one store handle to one
+ * session run one at a time, in call order).
+ */
+int inboxlog_store_remove_pending(const struct inboxlog_store *store,
+                                  const char *id,
+                                  const char *message_id,
+                                  char **out_post,
+                                  char **error);
+
+/**
+ * Replaces the pending message message_id of session id with message_json (which may
+ * have a new id) from anywhere, whether the session is open or not (SPEC §11.3), as
+ * inboxlog_store_remove_pending removes: applied as the local inboxlog_inbox_replace,
+ * or recorded as one agent/inbox/rejected event
+ * {"edit":{"op":"replace","id":...,"message":...},...} (kind not_found, or
+ * duplicate_message when the new id is pending already). NOT_FOUND when there is no
+ * session id; INVALID_INPUT for a bad id, an empty message_id or a bad message.
+ *
+ * Ownership: *out_post receives the post id once the edit is durable, a new string
+ * owned by the caller; free it with inboxlog_string_free.
+ * Threads: any thread, any number at once (posts and edits of one store handle to one
+ * session run one at a time, in call order).
+ */
+int inboxlog_store_replace_pending(const struct inboxlog_store *store,
+                                   const char *id,
+                                   const char *message_id,
+                                   const char *message_json,
+                                   char **out_post,
+                                   char **error);
 
 /**
  * Takes in the messages posted to this session (inboxlog_store_post), each as one

@@ -597,6 +597,20 @@ public:
     std::string post(const std::string &id, const std::string &target, const std::string &message) const {
         return detail::str(inboxlog_store_post, h_.get(), id.c_str(), target.c_str(), message.c_str());
     }
+    /// Removes the pending message `message_id` of session `id`, open or not, wherever
+    /// its writer runs (applied once, in order with this handle's posts; a message no
+    /// longer pending is left alone and the log records it rejected); returns the post
+    /// id once the edit is durable.
+    std::string remove_pending(const std::string &id, const std::string &message_id) const {
+        return detail::str(inboxlog_store_remove_pending, h_.get(), id.c_str(), message_id.c_str());
+    }
+    /// Replaces the pending message `message_id` of session `id` with `message` (JSON),
+    /// as remove_pending removes; returns the post id once the edit is durable.
+    std::string replace_pending(const std::string &id, const std::string &message_id,
+                                const std::string &message) const {
+        return detail::str(inboxlog_store_replace_pending, h_.get(), id.c_str(), message_id.c_str(),
+                           message.c_str());
+    }
     /// Follows session `id` from seq `since`.
     Follower follow(const std::string &id, std::uint64_t since = 0) const {
         return Follower(detail::value<inboxlog_follower *>(inboxlog_follower_open, h_.get(), id.c_str(), since));

@@ -214,6 +214,67 @@ fn an_owner_whose_connection_dies_between_take_ins_delivers_each_post_once() {
     assert_eq!(pending_rows(&schema), 0);
 }
 
+/// The owner's connection is terminated by the server while it applies a batch of
+/// edits (SPEC §11.3) and between take-ins: whatever committed is in the log, the rest
+/// still waits, and the next owner applies every acknowledged edit exactly once.
+#[test]
+fn an_owner_whose_connection_dies_while_applying_edits_applies_each_once() {
+    let Some((schema, poster)) = pg_common::store(Durability::Sync) else {
+        return;
+    };
+    let store = PgStore::connect(
+        &pg_common::url_named("dying-editor"),
+        schema.options(Durability::Sync),
+    )
+    .unwrap();
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    for i in 0..200 {
+        s.inbox()
+            .append(Target::NextTurn, msg(&format!("m{i}")))
+            .unwrap();
+    }
+    let mut acked = Vec::new();
+    let mut terminated = 0;
+    for round in 0..4 {
+        for i in (round * 50..(round + 1) * 50).filter(|i| i % 2 == 0) {
+            acked.push(poster.remove_pending("s", &format!("m{i}")).unwrap());
+        }
+        // The server ends the owner's connections while it applies the round's batch.
+        let killer = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(2 + 3 * round));
+            pg_common::terminate("dying-editor")
+        });
+        let taken = s.receive();
+        terminated += killer.join().unwrap();
+        if let Err(err) = taken {
+            assert!(
+                matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Poisoned),
+                "{err}"
+            );
+            break;
+        }
+    }
+    assert!(terminated >= 1, "the owner's connection was not found");
+    drop(s);
+    let s = Session::open_with(&poster, "s", &OpenOptions::takeover(true)).unwrap();
+    s.receive().unwrap();
+    let events = s.events(0).unwrap();
+    let mut posts = Vec::new();
+    for e in &events {
+        let v: serde_json::Value = serde_json::from_str(e.data()).unwrap();
+        assert_ne!(e.ty(), "agent/inbox/rejected", "an edit applied twice: {v}");
+        posts.extend(v["post"].as_str().map(str::to_owned));
+    }
+    assert_eq!(posts, acked, "each acknowledged edit once, in post order");
+    let left = s.inbox().next_turn().unwrap();
+    let left: Vec<&str> = left.iter().map(inboxlog::Message::id).collect();
+    let mut want: Vec<String> = (0..200).map(|i| format!("m{i}")).collect();
+    let removed: Vec<String> = (0..acked.len()).map(|k| format!("m{}", 2 * k)).collect();
+    want.retain(|m| !removed.contains(m));
+    assert_eq!(left, want);
+    assert_eq!(pending_rows(&schema), 0);
+}
+
 /// A follower (its own store and connection, in a thread) whose connection the server
 /// terminates halfway resumes where it stood, with nothing skipped or repeated. (A
 /// follower keeping a projection of the inbox, in every store: the store suite.)

@@ -1,4 +1,5 @@
-//! Fleet features (ARCHITECTURE.md#posting): posting to a session from anywhere, taking posts in,
+//! Fleet features (ARCHITECTURE.md#posting): posting to a session from anywhere (messages,
+//! and edits of its pending input), taking posts in,
 //! and following a session from elsewhere with a polled follower handle. Imports the
 //! store and session handles, nothing else of the C objects.
 
@@ -44,6 +45,73 @@ pub unsafe extern "C" fn inboxlog_store_post(
         let message = Message::from_json(&json)
             .map_err(|e| e.context(format_args!("argument `message_json`")))?;
         out.write_string(store.store.post(id, target, &message)?)
+    })
+}
+
+/// Removes the pending message message_id of session id from anywhere, whether the
+/// session is open or not (SPEC §11.3): the edit travels as a post does
+/// (inboxlog_store_post), exactly once and in order with the same store handle's posts
+/// and edits. The session's writer applies it as the local inboxlog_inbox_remove (one
+/// agent/inbox/spliced with "outcome":"canceled" carrying "post":"<post id>", the
+/// usual notifications); when message_id is no longer pending (claimed first, removed,
+/// never there) nothing changes and the log records one agent/inbox/rejected event
+/// {"edit":{"op":"remove","id":...},"reason":{...},"post":...} (kind not_found).
+/// NOT_FOUND when there is no session id; INVALID_INPUT for a bad id or an empty
+/// message_id.
+///
+/// Ownership: *out_post receives the post id once the edit is durable, a new string
+/// owned by the caller; free it with inboxlog_string_free.
+/// Threads: any thread, any number at once (posts and edits of one store handle to one
+/// session run one at a time, in call order).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_remove_pending(
+    store: *const inboxlog_store,
+    id: *const c_char,
+    message_id: *const c_char,
+    out_post: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all four): the caller's contract (header overview, Safety).
+        let store = unsafe { handle(store, "store") }?;
+        let id = unsafe { str_arg(id, "id") }?;
+        let message_id = unsafe { str_arg(message_id, "message_id") }?;
+        let out = unsafe { Out::new(out_post, "out_post") }?;
+        out.write_string(store.store.remove_pending(id, message_id)?)
+    })
+}
+
+/// Replaces the pending message message_id of session id with message_json (which may
+/// have a new id) from anywhere, whether the session is open or not (SPEC §11.3), as
+/// inboxlog_store_remove_pending removes: applied as the local inboxlog_inbox_replace,
+/// or recorded as one agent/inbox/rejected event
+/// {"edit":{"op":"replace","id":...,"message":...},...} (kind not_found, or
+/// duplicate_message when the new id is pending already). NOT_FOUND when there is no
+/// session id; INVALID_INPUT for a bad id, an empty message_id or a bad message.
+///
+/// Ownership: *out_post receives the post id once the edit is durable, a new string
+/// owned by the caller; free it with inboxlog_string_free.
+/// Threads: any thread, any number at once (posts and edits of one store handle to one
+/// session run one at a time, in call order).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_replace_pending(
+    store: *const inboxlog_store,
+    id: *const c_char,
+    message_id: *const c_char,
+    message_json: *const c_char,
+    out_post: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all five): the caller's contract (header overview, Safety).
+        let store = unsafe { handle(store, "store") }?;
+        let id = unsafe { str_arg(id, "id") }?;
+        let message_id = unsafe { str_arg(message_id, "message_id") }?;
+        let json = unsafe { json_arg(message_json, "message_json") }?;
+        let out = unsafe { Out::new(out_post, "out_post") }?;
+        let message = Message::from_json(&json)
+            .map_err(|e| e.context(format_args!("argument `message_json`")))?;
+        out.write_string(store.store.replace_pending(id, message_id, &message)?)
     })
 }
 

@@ -147,3 +147,180 @@ fn refusals_name_what_is_wrong() {
         inboxlog_store_free(store);
     }
 }
+
+fn remove_pending(
+    store: *mut inboxlog_store,
+    id: &str,
+    message_id: &str,
+) -> Result<String, Failure> {
+    let (id, message_id) = (c(id), c(message_id));
+    call_str!(inboxlog_store_remove_pending(
+        store,
+        id.as_ptr(),
+        message_id.as_ptr()
+    ))
+}
+
+fn replace_pending(
+    store: *mut inboxlog_store,
+    id: &str,
+    message_id: &str,
+    message: &str,
+) -> Result<String, Failure> {
+    let (id, message_id, message) = (c(id), c(message_id), c(message));
+    call_str!(inboxlog_store_replace_pending(
+        store,
+        id.as_ptr(),
+        message_id.as_ptr(),
+        message.as_ptr()
+    ))
+}
+
+#[test]
+fn edits_of_pending_input_are_applied_or_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    for store in [memory_store(), jsonl_store(dir.path(), "sync")] {
+        let s = create(store, "s");
+        post(store, "s", "next-turn", r#"{"id":"a"}"#).unwrap();
+        let removed = remove_pending(store, "s", "a").unwrap();
+        post(store, "s", "next-step", r#"{"id":"b"}"#).unwrap();
+        let replaced = replace_pending(store, "s", "b", r#"{"id":"c","v":2}"#).unwrap();
+        let missing = remove_pending(store, "s", "a").unwrap();
+        let f = follower(store, "s", 0).unwrap();
+        let mut n = 0u64;
+        call!(inboxlog_inbox_receive(s, &mut n)).unwrap();
+        assert_eq!(n, 5);
+        let events = poll(f, 5000);
+        assert_eq!(
+            events[1]["data"],
+            json(&format!(
+                r#"{{"target":"next-turn","start":0,"removedCount":1,"inserted":[],"outcome":"canceled","post":"{removed}"}}"#
+            ))
+        );
+        assert_eq!(
+            events[3]["data"],
+            json(&format!(
+                r#"{{"target":"next-step","start":0,"removedCount":1,"inserted":[{{"id":"c","v":2}}],"outcome":"canceled","post":"{replaced}"}}"#
+            ))
+        );
+        assert_eq!(events[4]["type"], "agent/inbox/rejected");
+        assert_eq!(
+            events[4]["data"],
+            json(&format!(
+                r#"{{"edit":{{"op":"remove","id":"a"}},"reason":{{"code":5,"kind":"not_found","message":"message \"a\" is not pending"}},"post":"{missing}"}}"#
+            ))
+        );
+        // SAFETY: handles made above, each released once.
+        unsafe {
+            inboxlog_follower_free(f);
+            inboxlog_session_free(s);
+            inboxlog_store_free(store);
+        }
+    }
+}
+
+#[test]
+fn edit_refusals_name_what_is_wrong() {
+    let store = memory_store();
+    expect_fail(
+        remove_pending(store, "nope", "a").map(drop),
+        5,
+        "no session",
+    );
+    expect_fail(
+        replace_pending(store, "nope", "a", r#"{"id":"b"}"#).map(drop),
+        5,
+        "no session",
+    );
+    let s = create(store, "s");
+    expect_fail(
+        remove_pending(store, "s", "").map(drop),
+        10,
+        "must not be empty",
+    );
+    expect_fail(remove_pending(store, "../x", "a").map(drop), 10, "");
+    expect_fail(
+        replace_pending(store, "s", "a", r#"{"x":1}"#).map(drop),
+        10,
+        "message_json",
+    );
+    expect_fail(
+        replace_pending(store, "s", "a", "{").map(drop),
+        102,
+        "message_json",
+    );
+    let (id, mid, m) = (c("s"), c("a"), c(r#"{"id":"b"}"#));
+    let mut out = null_mut();
+    expect_fail(
+        call!(inboxlog_store_remove_pending(
+            null(),
+            id.as_ptr(),
+            mid.as_ptr(),
+            &mut out
+        )),
+        100,
+        "store",
+    );
+    expect_fail(
+        call!(inboxlog_store_remove_pending(
+            store,
+            id.as_ptr(),
+            null(),
+            &mut out
+        )),
+        100,
+        "message_id",
+    );
+    expect_fail(
+        call!(inboxlog_store_remove_pending(
+            store,
+            id.as_ptr(),
+            mid.as_ptr(),
+            null_mut()
+        )),
+        100,
+        "out_post",
+    );
+    expect_fail(
+        call!(inboxlog_store_replace_pending(
+            store,
+            id.as_ptr(),
+            mid.as_ptr(),
+            null(),
+            &mut out
+        )),
+        100,
+        "message_json",
+    );
+    expect_fail(
+        call!(inboxlog_store_replace_pending(
+            store,
+            id.as_ptr(),
+            mid.as_ptr(),
+            m.as_ptr(),
+            null_mut()
+        )),
+        100,
+        "out_post",
+    );
+    let bad = [0xffu8, 0];
+    expect_fail(
+        call!(inboxlog_store_remove_pending(
+            store,
+            id.as_ptr(),
+            bad.as_ptr().cast(),
+            &mut out
+        )),
+        101,
+        "message_id",
+    );
+    // Nothing was delivered.
+    let mut n = 0u64;
+    call!(inboxlog_inbox_receive(s, &mut n)).unwrap();
+    assert_eq!(n, 0);
+    // SAFETY: handles made above, each released once.
+    unsafe {
+        inboxlog_session_free(s);
+        inboxlog_store_free(store);
+    }
+}

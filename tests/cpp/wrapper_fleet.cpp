@@ -46,13 +46,24 @@ int main() {
         EXPECT_EQ(s.next_step(), R"([{"id":"s1"}])");
         EXPECT(follower.next_seq() == 2);
 
+        // Edits of the pending input travel as posts do and apply at receive.
+        const std::string replaced = store.replace_pending("web", "s1", R"({"id":"s2"})");
+        const std::string removed = store.remove_pending("web", "s2");
+        EXPECT(!replaced.empty() && replaced != removed);
+        expect_error(INBOXLOG_STATUS_INVALID_INPUT, [&] { store.remove_pending("web", ""); });
+        expect_error(INBOXLOG_STATUS_NOT_FOUND, [&] { store.replace_pending("nope", "a", R"({"id":"b"})"); });
+        EXPECT(s.receive() == 2);
+        EXPECT_EQ(s.next_step(), "[]");
+
         // A new follower resumes where this one stood, with nothing skipped or repeated.
         const auto resumed = store.follow("web", follower.next_seq());
         const inboxlog::Events later = resumed.poll(std::chrono::milliseconds(5000));
-        EXPECT(later.size() == 2);
+        EXPECT(later.size() == 4);
         EXPECT(contains(later[0], R"({"type":"agent/inbox/rejected","seq":2,)"));
         EXPECT(contains(later[0], R"("kind":"duplicate_message")"));
         EXPECT(contains(later[1], R"("seq":3,)"));
+        EXPECT(contains(later[2], R"("outcome":"canceled","post":")" + replaced + "\""));
+        EXPECT(contains(later[3], R"("outcome":"canceled","post":")" + removed + "\""));
         expect_error(INBOXLOG_STATUS_NOT_FOUND, [&] { store.follow("nope"); });
 
         // A negative timeout is refused by the wrapper, never passed on as a huge one.

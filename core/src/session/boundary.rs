@@ -70,12 +70,12 @@ impl Session {
     /// open it is refused as `end_step` is, with nothing written.
     ///
     /// Posts that may wait in the session's mailbox (ARCHITECTURE.md#posting) are taken
-    /// in before the turn would close, as `end_step` takes them: then this makes the
-    /// separate calls one by one, and steering among the posts keeps the turn open
-    /// (`None`).
+    /// in first, as `end_step` takes them: then this makes the separate calls one by
+    /// one, steering among the posts keeps the turn open (`None`), and an edit that
+    /// takes pending steering back (SPEC §11.3) lets it close.
     pub fn end_step_and_close(&self, outcome: StepOutcome) -> Result<Option<Decided>> {
         self.refuse_reentry()?;
-        if self.turn_would_end(outcome)? && self.posts_waiting()? {
+        if self.posts_waiting()? {
             if self.end_step(outcome)? {
                 return Ok(None);
             }

@@ -39,6 +39,8 @@ fn store_child() {
         "poster" => poster(&*store, &arg),
         "steerer" => steerer(&*store),
         "owner" => owner(&*store),
+        "editor" => editor(&*store, &arg),
+        "remover" => remover(&*store),
         "follower" => crate::follow::into_projection(&*store, &mut |line| println!("{line}")),
         other => panic!("unknown role {other}"),
     }
@@ -90,6 +92,42 @@ fn poster(store: &dyn Store, arg: &str) {
         let id = format!("{name}-{i}");
         store.post("s", Target::NextTurn, &msg(&id)).unwrap();
         println!("ack {id}");
+    }
+}
+
+/// Posts `<name>-<i>` to session "s" `count` times (`arg` is `name:count`), each
+/// followed by an edit of it: a removal when `i % 3 == 0`, a replacement by
+/// `<name>-<i>` with `"v":2` when `i % 3 == 1`. Says `ack post <message id>` and `ack
+/// <op> <message id> <post id>` once each is acknowledged.
+fn editor(store: &dyn Store, arg: &str) {
+    let (name, count) = arg.split_once(':').unwrap();
+    for i in 0..count.parse::<u64>().unwrap() {
+        let id = format!("{name}-{i}");
+        store.post("s", Target::NextTurn, &msg(&id)).unwrap();
+        println!("ack post {id}");
+        match i % 3 {
+            0 => {
+                let post = store.remove_pending("s", &id).unwrap();
+                println!("ack remove {id} {post}");
+            }
+            1 => {
+                let post = store
+                    .replace_pending("s", &id, &crate::edited(&id))
+                    .unwrap();
+                println!("ack replace {id} {post}");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// For each line `<message id>` on stdin, posts its removal from session "s" and says
+/// `ack <post id>`.
+fn remover(store: &dyn Store) {
+    for line in std::io::stdin().lock().lines() {
+        let id = line.unwrap();
+        let post = store.remove_pending("s", &id).unwrap();
+        println!("ack {post}");
     }
 }
 

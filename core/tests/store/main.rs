@@ -17,6 +17,9 @@ mod pg_common;
 
 mod child;
 mod durability;
+mod edit;
+#[cfg(unix)]
+mod edit_processes;
 mod follow;
 mod fork;
 mod lifecycle;
@@ -33,7 +36,9 @@ use std::any::Any;
 use inboxlog::store::{self, Durability, MemoryStore, Store, StoreOptions};
 use inboxlog::{Envelope, Session, SessionMeta};
 
-pub use common::{Rng, assert_err, assert_exactly_once, heard, msg, taken_in};
+pub use common::{
+    Rng, assert_err, assert_exactly_once, edits_applied, edits_rejected, heard, msg, taken_in,
+};
 
 /// One store of the list, with what must outlive it (a temp dir, a PostgreSQL schema).
 pub struct Backend {
@@ -129,6 +134,11 @@ pub fn each_backend(test: impl Fn(&Backend)) {
     for backend in stores() {
         test(&backend);
     }
+}
+
+/// The replacement an edit test puts in place of message `id`: the same id, `"v":2`.
+pub fn edited(id: &str) -> inboxlog::Message {
+    inboxlog::Message::from_json(&format!(r#"{{"id":"{id}","v":2}}"#)).unwrap()
 }
 
 /// Creates `id` with one host event and closes it.

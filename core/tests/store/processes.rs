@@ -18,7 +18,7 @@ use crate::post::{LastStep, steering_posted_during_the_last_step};
 use crate::{Backend, assert_err, assert_exactly_once, lines, msg, stores, taken_in};
 
 /// Runs `test` over every store other processes reach.
-fn each_shared_store(test: impl Fn(&Backend)) {
+pub(crate) fn each_shared_store(test: impl Fn(&Backend)) {
     for backend in stores().iter().filter(|b| b.processes) {
         test(backend);
     }
@@ -26,7 +26,7 @@ fn each_shared_store(test: impl Fn(&Backend)) {
 
 /// Opens session "s" once the owner killed at `killed` let go of it, within 2 s.
 #[track_caller]
-fn open_after_kill(name: &str, store: &dyn Store, killed: Instant) -> Session {
+pub(crate) fn open_after_kill(name: &str, store: &dyn Store, killed: Instant) -> Session {
     loop {
         match Session::open(store, "s") {
             Ok(s) => return s,
