@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{heard, msg, taken_in};
+use common::{Ear, msg, taken_in};
 use inboxlog::store::postgres::SCHEMA_VERSION;
 use inboxlog::store::{Durability, OpenOptions, PgStore, Store};
 use inboxlog::{
@@ -379,12 +379,13 @@ fn step_boundaries_read_no_mailbox_when_nothing_was_posted() {
         let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
         // Once the handle LISTENs for posts, a read that finds the mailbox empty lets
         // it answer without reading until a wake-up comes; a probe on the same handle
-        // tells when that point is reached.
+        // tells when that point is reached. The probe reads first: when its read found
+        // the handle LISTENing, the session's read after it did too.
         let mut probe = store.mailbox("s").unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            assert_eq!(s.receive().unwrap(), 0);
             assert!(probe.pending().unwrap().is_empty());
+            assert_eq!(s.receive().unwrap(), 0);
             hide_posts(&schema, true);
             if probe.may_hold().is_ok_and(|may| !may) {
                 break;
@@ -473,6 +474,7 @@ fn a_post_whose_wake_up_met_a_dead_home_connection_is_read_at_the_last_step() {
     s.inbox().append(Target::NextTurn, msg("q")).unwrap();
     s.open_turn().unwrap();
     s.step_boundary(None, TurnClaim::First).unwrap().unwrap();
+    let ear = Ear::new("postgres", &store, "s");
     let killed: i64 = c
         .query_one(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
@@ -486,7 +488,7 @@ fn a_post_whose_wake_up_met_a_dead_home_connection_is_read_at_the_last_step() {
         .store(Durability::Sync)
         .post("s", Target::NextStep, &msg("steer"))
         .unwrap();
-    heard("postgres", &store, "s");
+    ear.heard("postgres");
     assert!(s.end_step(StepOutcome::Completed).unwrap());
     let p = s.propose_step().unwrap();
     assert_eq!(p.messages, vec![msg("steer")]);

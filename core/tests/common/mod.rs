@@ -190,20 +190,52 @@ pub fn rerun(test: &str) -> Command {
     command
 }
 
-/// Waits until `store`'s handle can tell that session `id` has a post waiting, without
-/// taking it in (`Mailbox::may_hold`): at once in memory and JSONL; on PostgreSQL, once
-/// the post's wake-up reached the handle (it travels asynchronously from the poster's
+/// What a store handle can tell of one session's mailbox without taking posts in
+/// (`Mailbox::may_hold`). Made before a post from elsewhere, [`Ear::heard`] then waits
+/// until the handle knows of it: at once in memory and JSONL; on PostgreSQL once the
+/// post's wake-up reached the handle (it travels asynchronously from the poster's
 /// commit, so a boundary right after a post made elsewhere may see it only at the next
-/// one; ARCHITECTURE.md#posting). At most 20 s: a wake-up that never comes fails.
-#[track_caller]
-pub fn heard(name: &str, store: &dyn inboxlog::store::Store, id: &str) {
-    let mut mailbox = store.mailbox(id).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !mailbox.may_hold().unwrap() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{name}: the post's wake-up never came"
-        );
-        thread::sleep(std::time::Duration::from_millis(1));
+/// one; ARCHITECTURE.md#posting).
+pub struct Ear {
+    mailbox: Box<dyn inboxlog::store::Mailbox>,
+}
+
+impl Ear {
+    /// An ear on session `id` of `store`, which has nothing posted: it reads the mailbox
+    /// until the handle can answer "nothing" without a read (on PostgreSQL, once its
+    /// home connection LISTENs; a read before that point keeps no such mark), so a later
+    /// "may hold" can only come from a wake-up. At most 20 s.
+    #[track_caller]
+    pub fn new(name: &str, store: &dyn inboxlog::store::Store, id: &str) -> Ear {
+        let mut mailbox = store.mailbox(id).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            assert!(
+                mailbox.pending().unwrap().is_empty(),
+                "{name}: nothing posted yet"
+            );
+            if !mailbox.may_hold().unwrap() {
+                return Ear { mailbox };
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: the handle never answered without a read"
+            );
+            thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// Waits until the handle can tell a post is waiting. At most 20 s: a wake-up that
+    /// never comes fails.
+    #[track_caller]
+    pub fn heard(mut self, name: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !self.mailbox.may_hold().unwrap() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: the post's wake-up never came"
+            );
+            thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 }

@@ -37,7 +37,7 @@ use inboxlog::store::{self, Durability, MemoryStore, Store, StoreOptions};
 use inboxlog::{Envelope, Session, SessionMeta};
 
 pub use common::{
-    Rng, assert_err, assert_exactly_once, edits_applied, edits_rejected, heard, msg, taken_in,
+    Ear, Rng, assert_err, assert_exactly_once, edits_applied, edits_rejected, msg, taken_in,
 };
 
 /// One store of the list, with what must outlive it (a temp dir, a PostgreSQL schema).

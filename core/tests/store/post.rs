@@ -15,7 +15,7 @@ use inboxlog::{
     TurnClaim, TurnEndReason, fold_consumed_work,
 };
 
-use crate::{assert_err, assert_exactly_once, each_backend, each_store, heard, msg, taken_in};
+use crate::{Ear, assert_err, assert_exactly_once, each_backend, each_store, msg, taken_in};
 
 #[test]
 fn a_post_to_a_closed_session_is_taken_in_when_it_opens() {
@@ -229,8 +229,9 @@ pub fn steering_posted_during_the_last_step(
         .expect("the first step");
     assert_eq!(first.proposal.messages, vec![msg("q")], "{what}");
     // The model's last call: it answers without tools while "steer" is posted.
+    let ear = Ear::new(name, store, "s");
     post();
-    heard(name, store, "s");
+    ear.heard(name);
     let claimed = match way {
         LastStep::EndStep => {
             assert!(s.end_step(StepOutcome::Completed).unwrap(), "{what}");
