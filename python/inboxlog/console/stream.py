@@ -2,18 +2,20 @@
 fanned out to every client following it, and one watcher of the session list.
 
 A :class:`Feed` follows its session with one :class:`inboxlog.Follower` from the end of
-the log it found when its first client came, waiting for events on the feeds' executor
-(a burst taken in one call), encodes each event once and hands the bytes to every
-client's buffer. A client that joins later, or asks for older events
-(``since``, ``Last-Event-ID``), reads the events before the feed's position from the
-store itself, in pages, then takes the feed's: every seq is sent once, in order.
+the log it found when its first client came, waiting for events on the feeds'
+executor (a burst taken in one call and one read, ``Follower.next_batch``), encodes
+each event once and hands the bytes to every client's buffer. A client that joins
+later, or asks for older events (``since``, ``Last-Event-ID``), reads the events before
+the feed's position from the store itself, in pages, then takes the feed's: every seq
+is sent once, in order.
 
-A client's buffer is bounded (bytes and events). A client whose buffer overflows while
-it takes live events is too slow, or stalled: it is dropped at once (its buffer freed,
-its send cancelled) and told so by a last ``event: error`` when it can still take one,
-so the feed and the other clients never wait for it. While a client is still reading
-older events from the store, an overflow only moves the point where it will switch
-to the feed: it drops what it buffered and will read that from the store too.
+A client's buffer is bounded (bytes and events), and the feed never waits for a
+client. When a client's buffer overflows, what it held is dropped and the client
+reads it from the store instead, switching back to the feed at the event that
+overflowed (a burst, or a client a little slower than the writer, costs reads, never
+memory). A client that leaves one send untaken for ``STALL`` seconds is stalled: it
+is dropped (its buffer freed, its send abandoned) and told so by a last
+``event: error`` when it can still take one.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ _T = TypeVar("_T")
 CLIENT_BUFFER_BYTES = 1 << 20
 #: The most events a client's buffer holds before it is dropped.
 CLIENT_BUFFER_EVENTS = 4096
+#: Seconds a client may leave one send untaken before it is dropped as stalled.
+STALL = 15.0
 #: Seconds between two comment lines on an idle stream (SPEC: at least every 15 s).
 HEARTBEAT = 10.0
 #: Seconds between two reads of the session list for ``/api/follow``.
@@ -53,8 +57,7 @@ CATCH_UP_PAGE = 1000
 #: Seconds one wait of a feed's follower lasts on its executor thread: the bound on how
 #: long a feed whose last client left keeps that thread.
 FOLLOW_SLICE = 0.25
-#: The most events a feed takes from its follower in one executor call.
-PULL = 512
+
 
 _RETRY = b"retry: 1000\n\n"
 _HEARTBEAT = b": keep-alive\n\n"
@@ -88,33 +91,47 @@ class Client:
         self.dropped: bytes | None = None
         #: True while the client reads older events from the store.
         self.catching_up = catching_up
-        #: Set when an overflow during catch-up discarded buffered events: the first
-        #: seq the buffer holds again (everything before it comes from the store).
+        #: Set when an overflow discarded buffered events: the first seq the buffer
+        #: holds again (everything before it comes from the store).
         self.resume_at: int | None = None
+
         self.task: asyncio.Task[None] | None = None
+        #: Times the buffer overflowed (and its events were read from the store).
+        self.overflows = 0
 
     def offer(self, seq: int, chunk: bytes) -> None:
-        """Buffers one event, or drops the client when its buffer is full."""
+        """Buffers one event. A full buffer is emptied, and the client reads what it
+        held from the store instead, switching back to the feed at ``seq``: a burst,
+        or a client a little slower than the writer, costs reads, never memory."""
         if self.dropped is not None:
             return
         if self.bytes + len(chunk) > CLIENT_BUFFER_BYTES or len(self.queue) >= (
             CLIENT_BUFFER_EVENTS
         ):
-            if self.catching_up:
-                self.queue.clear()
-                self.bytes = 0
-                self.resume_at = seq
-            else:
-                self.drop(
-                    "too_slow",
-                    f"this client fell more than {CLIENT_BUFFER_EVENTS} events or "
-                    f"{CLIENT_BUFFER_BYTES} bytes behind and was dropped; reconnect with "
-                    "Last-Event-ID to resume",
-                )
-                return
+            self.queue.clear()
+            self.bytes = 0
+            self.resume_at = seq
+            self.overflows += 1
         self.queue.append((seq, chunk))
         self.bytes += len(chunk)
         self.ready.set()
+
+    async def send(self, send: Send, body: bytes) -> None:
+        """Sends ``body``; a send that the client does not take within ``STALL``
+        seconds drops it (stalled)."""
+        if self.dropped is not None:
+            raise Dropped(self.dropped)
+        try:
+            async with asyncio.timeout(STALL):
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+        except TimeoutError:
+            self.task = None  # the send in progress is this task's: nothing to cancel
+            self.drop(
+                "too_slow",
+                f"this client took nothing for {STALL:g} s and was dropped; reconnect "
+                "with Last-Event-ID to resume",
+            )
+            raise Dropped(self.dropped or b"") from None
 
     def drop(self, kind: str, message: str, extra: dict[str, Any] | None = None) -> None:
         """Ends this client: frees its buffer and cancels its pending send."""
@@ -161,15 +178,19 @@ class Feed:
         try:
             follower = await run(self.hub.store.follow, self.id, self.next_seq)
             while True:
-                batch = await run(_pull, follower, CLIENT_BUFFER_BYTES // 4)
+                batch = await run(_pull, follower)
+                offered = 0
                 for seq, chunk in batch:
                     for client in list(self.clients):
                         client.offer(seq, chunk)
-                if batch:
-                    self.next_seq = batch[-1][0] + 1
-                    self.hub.delivered += len(batch)
-                    # The clients' senders run before the next burst is offered.
-                    await asyncio.sleep(0)
+                    self.next_seq = seq + 1
+                    self.hub.delivered += 1
+                    offered += len(chunk)
+                    if offered >= CLIENT_BUFFER_BYTES // 4:
+                        # A client that keeps up sends a quarter of its buffer before
+                        # more is offered: a long burst never overflows it.
+                        offered = 0
+                        await asyncio.sleep(0)
         except inboxlog.InboxlogError as e:
             log.warning("following session %s stopped: %s: %s", self.id, e.kind, e)
             self.fail(e.kind, str(e), {"code": e.code})
@@ -188,20 +209,10 @@ class Feed:
         self.hub.forget(self)
 
 
-def _pull(follower: inboxlog.Follower, budget: int) -> list[tuple[int, bytes]]:
+def _pull(follower: inboxlog.Follower) -> list[tuple[int, bytes]]:
     """The events committed now, encoded, waiting up to ``FOLLOW_SLICE`` seconds for
-    the first: one executor call for a burst, cut after ``budget`` bytes or ``PULL``
-    events so that a client that keeps up never sees more than a fraction of its
-    buffer arrive at once."""
-    first = follower.next(FOLLOW_SLICE)
-    if first is None:
-        return []
-    batch = [(first["seq"], encode(first["seq"], first))]
-    size = len(batch[0][1])
-    while size < budget and len(batch) < PULL and (event := follower.next(0)) is not None:
-        batch.append((event["seq"], encode(event["seq"], event)))
-        size += len(batch[-1][1])
-    return batch
+    the first: one executor call and one read of the store for a burst."""
+    return [(e["seq"], encode(e["seq"], e)) for e in follower.next_batch(FOLLOW_SLICE)]
 
 
 class Hub:
@@ -216,8 +227,10 @@ class Hub:
         self.list_task: asyncio.Task[None] | None = None
         #: Events handed out by feeds (counted once per event, not per client).
         self.delivered = 0
-        #: Clients dropped for falling behind.
+        #: Clients dropped (stalled, or their feed failed).
         self.dropped = 0
+        #: Overflows of the buffers of clients that have left.
+        self.overflows = 0
 
     async def run_feed(self, fn: Callable[..., _T], *args: Any) -> _T:
         """``fn(*args)`` on the feeds' executor."""
@@ -302,14 +315,13 @@ class Hub:
                         await send_body(_HEARTBEAT)
 
         async def send_body(body: bytes) -> None:
-            if client.dropped is not None:
-                raise Dropped(client.dropped)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await client.send(send, body)
 
         try:
             await _stream(client, produce, scope, receive, send)
         finally:
             self.leave(feed, client)
+            self.overflows += client.overflows
             if client.dropped is not None:
                 self.dropped += 1
 
@@ -339,9 +351,7 @@ class Hub:
                         await send_body(_HEARTBEAT)
 
         async def send_body(body: bytes) -> None:
-            if client.dropped is not None:
-                raise Dropped(client.dropped)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await client.send(send, body)
 
         try:
             await _stream(client, produce, scope, receive, send)

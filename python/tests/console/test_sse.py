@@ -112,6 +112,52 @@ def test_events_written_by_another_process_arrive_in_order_once(where: Where) ->
         served.stop()
 
 
+def test_a_client_whose_buffer_overflows_reads_the_rest_from_the_store(
+    jsonl: Where, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A client that takes nothing while 300 events of 32 KiB are written (far more than
+    # its socket buffers and its 64 KiB buffer hold), then reads: its buffer overflowed
+    # again and again, and it still gets every seq once, in order.
+    monkeypatch.setattr(stream, "CLIENT_BUFFER_BYTES", 64 << 10)
+    monkeypatch.setattr(stream, "STALL", 600.0)
+    store = jsonl.open()
+    store.create("s").close()
+    served = Served(store)
+    with contextlib.ExitStack() as closing:
+        closing.callback(served.stop)
+        paused = connect(served.url, "/api/sessions/s/follow")
+        closing.callback(paused.close)
+        until(lambda: served.app.hub.clients() == 1, "the client follows")
+        assert write(jsonl, "s", 300, 32 << 10).wait(120) == 0
+        paused.settimeout(60)
+        received = b""
+        while b"\nid: 299\n" not in received:
+            chunk = paused.recv(1 << 20)
+            assert chunk, "the stream ended"
+            received += chunk
+        assert sse_ids(received) == list(range(300))
+        paused.close()
+        until(lambda: served.app.hub.clients() == 0, "the client leaves")
+        assert served.app.hub.overflows > 0
+        assert served.app.hub.dropped == 0
+
+
+def connect(url: str, path: str) -> socket.socket:
+    """A bare connection that asked for ``path`` and reads nothing yet (a small receive
+    buffer, so that what the server sends piles up on its side)."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    return sock
+
+
+def sse_ids(received: bytes) -> list[int]:
+    """The ``id:`` of every event in raw response bytes."""
+    return [int(line[4:]) for line in received.split(b"\n") if line.startswith(b"id: ")]
+
+
 def test_a_reconnect_with_last_event_id_resumes_exactly(where: Where) -> None:
     store = where.open()
     store.create("s").close()
@@ -194,24 +240,19 @@ def test_a_hundred_clients_of_one_session_share_one_follower(jsonl: Where) -> No
 def test_a_stalled_client_is_dropped_without_slowing_a_fast_one(
     jsonl: Where, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(stream, "CLIENT_BUFFER_BYTES", 256 << 10)
+    monkeypatch.setattr(stream, "STALL", 1.0)
     store = jsonl.open()
     store.create("s").close()
     served = Served(store)
     with contextlib.ExitStack() as closing:
         closing.callback(served.stop)
-        host, port = served.url.removeprefix("http://").split(":")
-        stalled = socket.socket()
+        stalled = connect(served.url, "/api/sessions/s/follow")
         closing.callback(stalled.close)
-        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        stalled.connect((host, int(port)))
-        stalled.sendall(
-            f"GET /api/sessions/s/follow HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
-        )
         fast, got = collect(f"{served.url}/api/sessions/s/follow", 199)
         until(lambda: served.app.hub.clients() == 2, "both clients follow")
         # 200 events of 64 KiB: far more than the stalled client's socket buffers and
-        # its 256 KiB buffer in the console hold.
+        # its 1 MiB buffer in the console hold; the fast one's overflows are read
+        # from the store.
         writer = write(jsonl, "s", 200, 64 << 10)
         assert writer.wait(120) == 0
         fast.join(120)
@@ -223,7 +264,7 @@ def test_a_stalled_client_is_dropped_without_slowing_a_fast_one(
         received = b""
         while chunk := stalled.recv(1 << 16):
             received += chunk
-        seqs = [int(line[4:]) for line in received.split(b"\n") if line.startswith(b"id: ")]
+        seqs = sse_ids(received)
         assert seqs == list(range(len(seqs)))
         assert len(seqs) < 200
 
