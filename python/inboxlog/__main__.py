@@ -358,9 +358,7 @@ def _serve_refusal(args: argparse.Namespace) -> str | None:
 
 def _serve(store: Store, args: argparse.Namespace) -> int:
     try:
-        import uvicorn
-
-        from .console import app
+        from .console import app, serve
         from .console.security import bound_hosts
     except ImportError as e:
         print(
@@ -384,7 +382,7 @@ def _serve(store: Store, args: argparse.Namespace) -> int:
     port = sock.getsockname()[1]
     hosts = bound_hosts(args.host.strip("[]"), port) + list(args.allow_host)
     console = app(store, token=args.token, read_only=args.read_only, allowed_hosts=hosts)
-    config = uvicorn.Config(console, log_level="info", timeout_graceful_shutdown=1)
+    server = serve.server(console, log_level="info", timeout_graceful_shutdown=5)
     # The access log shows each request's path; a ?token= in it is shown as ***.
     logging.getLogger("uvicorn.access").addFilter(_hide_token)
     name = f"[{args.host.strip('[]')}]" if family == socket.AF_INET6 else args.host
@@ -397,7 +395,7 @@ def _serve(store: Store, args: argparse.Namespace) -> int:
     )
     # Ctrl-C comes back as KeyboardInterrupt after the server's own graceful shutdown.
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     return 0
 
 

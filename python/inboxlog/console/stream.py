@@ -98,6 +98,8 @@ class Client:
         self.task: asyncio.Task[None] | None = None
         #: Times the buffer overflowed (and its events were read from the store).
         self.overflows = 0
+        #: Set when the server shuts down: the stream ends without an error.
+        self.ending = False
 
     def offer(self, seq: int, chunk: bytes) -> None:
         """Buffers one event. A full buffer is emptied, and the client reads what it
@@ -141,6 +143,12 @@ class Client:
         self.queue.clear()
         self.bytes = 0
         self.ready.set()
+        if self.task is not None:
+            self.task.cancel()
+
+    def end(self) -> None:
+        """Ends this client's stream cleanly (the server shuts down)."""
+        self.ending = True
         if self.task is not None:
             self.task.cancel()
 
@@ -244,6 +252,15 @@ class Hub:
     def clients(self) -> int:
         """SSE clients connected to session feeds."""
         return sum(len(f.clients) for f in self.feeds.values())
+
+    def close(self) -> None:
+        """Ends every SSE stream cleanly: what a server calls as it shuts down, since
+        an SSE response never ends by itself."""
+        for feed in list(self.feeds.values()):
+            for client in list(feed.clients):
+                client.end()
+        for client in list(self.list_clients):
+            client.end()
 
     def forget(self, feed: Feed) -> None:
         if self.feeds.get(feed.id) is feed:
@@ -418,7 +435,14 @@ async def _stream(
     finally:
         for task in (producing, watching):
             task.cancel()
-        results = await asyncio.gather(producing, watching, return_exceptions=True)
+    results = await asyncio.gather(producing, watching, return_exceptions=True)
+    if client.ending:
+        # The server is shutting down (an SSE response never ends by itself): the
+        # stream ends cleanly, and the browser reconnects with Last-Event-ID.
+        with contextlib.suppress(TimeoutError, OSError):
+            async with asyncio.timeout(LAST_WORDS):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return
     if watching.done() and not watching.cancelled() and watching.exception() is None:
         return  # the client went away
     for result in results:

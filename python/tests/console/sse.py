@@ -13,10 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
-
 import inboxlog
 import inboxlog.console
+from inboxlog.console import serve
 
 #: The writer process: appends N events of SIZE characters to a session it opens.
 WRITER = """
@@ -56,10 +55,9 @@ class Served:
         sock.bind(("127.0.0.1", 0))
         sock.listen(1024)
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            self.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        self.server = serve.server(
+            self.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5
         )
-        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [sock]}, daemon=True
         )

@@ -345,3 +345,24 @@ def test_following_a_missing_session_is_404_and_starts_no_follower(
     finally:
         served.stop()
         shutil.rmtree(jsonl.path, ignore_errors=True)
+
+
+def test_a_server_that_stops_ends_its_streams_and_the_next_one_resumes(jsonl: Where) -> None:
+    store = jsonl.open()
+    store.create("s").close()
+    assert write(jsonl, "s", 10).wait(60) == 0
+    served = Served(store)
+    events = follow(served.url + "/api/sessions/s/follow")
+    assert seqs_until(events, 4) == list(range(5))
+    served.stop()
+    # The stream (the rest of what it had) ends cleanly: a complete response, not a
+    # broken connection.
+    assert [int(e.id) for e in events if e.id is not None] == list(range(5, 10))
+    assert not served.thread.is_alive()
+    again = Served(store)
+    try:
+        resumed = follow(again.url + "/api/sessions/s/follow", last_event_id=4)
+        assert seqs_until(resumed, 9) == list(range(5, 10))
+        resumed.close()
+    finally:
+        again.stop()
