@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -31,6 +31,8 @@ FOLDS_KEPT = 64
 #: A fold keeps the inbox as of every this many events, so a baseline at an earlier
 #: seq replays at most this many events.
 SNAPSHOT_EVERY = 1024
+#: A fold keeps this many of the latest events (one page at the largest ``limit``).
+RECENT = 1000
 
 #: The HTTP status of each error kind (SPEC §14.1); a kind not listed is the server's
 #: own failure (500).
@@ -152,10 +154,12 @@ class _Fold:
 
     header: Header
     next_seq: int = 0
-    #: ``(seq, time, type)`` of the last event folded: a log deleted and created again
-    #: under the same id is told apart by it.
-    last: tuple[int, int, str] | None = None
     open_turn: int | None = None
+    #: A follower standing at ``next_seq``, kept open: bringing the fold up to date
+    #: reads only what was committed since (a JSONL log is not read from its start).
+    follower: inboxlog.Follower | None = None
+    #: The last ``RECENT`` events: a session's latest page without a read.
+    recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT))
     projection: inboxlog.QueueProjection = field(default_factory=inboxlog.QueueProjection)
     #: The inbox as of every ``SNAPSHOT_EVERY``-th seq.
     snapshots: list[Baseline] = field(default_factory=list)
@@ -171,12 +175,17 @@ class _Fold:
         elif event["type"] == "turn/end":
             self.open_turn = None
         self.next_seq = seq + 1
-        self.last = (seq, event["time"], event["type"])
+        self.recent.append(event)
         if seq % SNAPSHOT_EVERY == SNAPSHOT_EVERY - 1:
             self.snapshots.append(self.baseline())
 
     def baseline(self) -> Baseline:
         return _baseline(self.next_seq - 1 if self.next_seq else None, self.projection)
+
+    def close(self) -> None:
+        if self.follower is not None:
+            self.follower.close()
+            self.follower = None
 
 
 class Reader:
@@ -202,41 +211,57 @@ class Reader:
         raise inboxlog.NotFoundError(f'no session "{id}"')
 
     def fold(self, id: str) -> _Fold:
-        """Session ``id``'s fold brought up to its last committed event."""
+        """Session ``id``'s fold brought up to its last committed event. The header
+        is read each time (``store.list``): a log deleted and created again under the
+        same id has another ``createdAt``, and is folded anew."""
         with self._session_lock(id):
+            header = self._header(id)
             with self._lock:
-                fold = self._folds.get(id)
-            if fold is not None and not self._extend(fold):
+                fold = self._folds.pop(id, None)
+            if fold is not None and fold.header != header:
+                fold.close()
                 fold = None
-            if fold is None:
-                # Follower first: an absent session is refused before the list is read.
-                self.store.follow(id).close()
-                fold = _Fold(self._header(id))
-                self._extend(fold)
+            try:
+                if fold is not None:
+                    try:
+                        self._extend(fold)
+                    except inboxlog.NotFoundError:
+                        # Deleted meanwhile (and perhaps created again): fold anew.
+                        fold.close()
+                        fold = None
+                if fold is None:
+                    fold = _Fold(header)
+                    self._extend(fold)
+            except BaseException:
+                if fold is not None:
+                    fold.close()
+                raise
             with self._lock:
                 self._folds[id] = fold
-                self._folds.move_to_end(id)
                 while len(self._folds) > FOLDS_KEPT:
-                    self._folds.popitem(last=False)
+                    self._folds.popitem(last=False)[1].close()
             return fold
 
-    def _extend(self, fold: _Fold) -> bool:
-        """Folds the events committed since ``fold`` was last brought up to date; false
-        when the log under that id is no longer the one folded."""
-        since = fold.next_seq - 1 if fold.last is not None else 0
-        try:
-            with self.store.follow(fold.header["id"], since) as follower:
-                if fold.last is not None:
-                    event = follower.next(0)
-                    if event is None or (event["seq"], event["time"], event["type"]) != fold.last:
-                        return False
-                while (event := follower.next(0)) is not None:
-                    fold.apply(event)
-        except inboxlog.NotFoundError:
-            with self._lock:
-                self._folds.pop(fold.header["id"], None)
-            raise
-        return True
+    def _extend(self, fold: _Fold) -> None:
+        """Folds the events committed since ``fold`` was last brought up to date."""
+        if fold.follower is None:
+            fold.follower = self.store.follow(fold.header["id"], fold.next_seq)
+        while batch := fold.follower.next_batch(0):
+            for event in batch:
+                fold.apply(event)
+
+    def events(self, id: str, since: int, limit: int) -> dict[str, Any]:
+        """A page of session ``id``'s events from seq ``since`` (see :func:`events`),
+        from the fold's latest events when it holds them."""
+        fold = self.fold(id)
+        with self._session_lock(id):
+            recent = list(fold.recent)
+            end = fold.next_seq
+        if (recent and recent[0]["seq"] <= since) or since >= end:
+            page = [e for e in recent if e["seq"] >= since][:limit]
+            more = bool(page) and page[-1]["seq"] + 1 < end
+            return {"events": page, "next": page[-1]["seq"] + 1 if more else None}
+        return events(self.store, id, since, limit)
 
     def summary(self, id: str) -> dict[str, Any]:
         """``{"header","lastSeq","openTurn","baseline"}`` of session ``id``."""

@@ -128,7 +128,7 @@ def _routes(console: _Console) -> list[Route | Mount]:
             q = request.query_params
             since = api.count(q.get("since"), "since", 0, None)
             limit = api.count(q.get("limit"), "limit", *api.EVENTS_LIMIT)
-            return await run(api.events, store, request.path_params["id"], since, limit)
+            return await run(reader.events, request.path_params["id"], since, limit)
 
         return await _answer(call)
 

@@ -314,3 +314,48 @@ def test_import_inboxlog_imports_neither_the_console_nor_starlette() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_fold_reads_only_what_was_committed_since_the_last_request(
+    jsonl: inboxlog.Store,
+) -> None:
+    class Counting:
+        """The store, counting the followers opened and the events they hand out."""
+
+        def __init__(self, store: inboxlog.Store) -> None:
+            self.store, self.followers, self.events = store, 0, 0
+
+        def list(self) -> list[Any]:
+            return self.store.list()
+
+        def follow(self, id: str, since: int = 0) -> Any:
+            self.followers += 1
+            follower, outer = self.store.follow(id, since), self
+
+            class Counted:
+                def next_batch(self, timeout: float | None = None) -> list[Any]:
+                    batch = follower.next_batch(timeout)
+                    outer.events += len(batch)
+                    return batch
+
+                def close(self) -> None:
+                    follower.close()
+
+            return Counted()
+
+    counting = Counting(jsonl)
+    reader = api.Reader(counting)  # type: ignore[arg-type]
+    with jsonl.create("s") as s:
+        write_turn(s, 50)
+        last = s.last_seq
+        assert last is not None
+        assert reader.summary("s")["lastSeq"] == last
+        assert (counting.followers, counting.events) == (1, last + 1)
+        s.append("host/x", {})
+        s.append("host/x", {})
+        assert reader.summary("s")["baseline"] == s.baseline()
+        # The same follower, two more events: nothing read again.
+        assert (counting.followers, counting.events) == (1, last + 3)
+        page = reader.events("s", 40, 500)
+        assert page == {"events": s.events(40), "next": None}
+        assert (counting.followers, counting.events) == (1, last + 3)
