@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -341,3 +342,34 @@ def test_no_postgresql_password_reaches_a_response_or_the_log() -> None:
         sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     assert "postgres:***@" in log
     assert password not in log
+
+
+def test_serve_says_when_the_console_extra_is_missing_or_the_port_is_taken(
+    tmp_path: Path,
+) -> None:
+    missing = (
+        "import sys\n"
+        "sys.modules['uvicorn'] = None\n"
+        "from inboxlog.__main__ import main\n"
+        f"sys.exit(main(['serve', {str(tmp_path)!r}]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", missing], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "inboxlog serve needs the console extra" in done.stderr
+    assert "pip install 'inboxlog[console]'" in done.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = serve(str(tmp_path), "--port", str(port))
+    assert done.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+def test_a_malformed_cookie_header_carries_no_token(store: inboxlog.Store) -> None:
+    c = client_of(store, token=TOKEN)
+    for cookie in ['inboxlog_token="unterminated', "=;;=", f"other={TOKEN}"]:
+        r = c.get("/api/sessions", headers={"cookie": cookie})
+        assert r.status_code == 401, cookie
+    r = c.get("/api/sessions", headers={"cookie": f"a=b; {security.COOKIE}={TOKEN}"})
+    assert r.status_code == 200

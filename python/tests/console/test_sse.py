@@ -366,3 +366,21 @@ def test_a_server_that_stops_ends_its_streams_and_the_next_one_resumes(jsonl: Wh
         resumed.close()
     finally:
         again.stop()
+
+
+def test_a_feed_that_fails_ends_its_clients_streams_saying_so(
+    jsonl: Where, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(follower: inboxlog.Follower) -> list[tuple[int, bytes]]:
+        raise RuntimeError("a bug in the feed")
+
+    monkeypatch.setattr(stream, "_pull", broken)
+    store = jsonl.open()
+    store.create("s").close()
+    served = Served(store)
+    try:
+        errors = [e for e in follow(served.url + "/api/sessions/s/follow") if e.event]
+        assert [(e.event, e.json()["kind"]) for e in errors] == [("error", "internal")]
+        until(lambda: served.app.hub.followers() == 0, "the feed is gone")
+    finally:
+        served.stop()
