@@ -291,6 +291,11 @@ class Follower:
         """The next event, waiting at most ``timeout`` seconds (forever when ``None``);
         ``None`` when none came in time."""
 
+    def next_batch(self, timeout: float | None = None) -> list[Event]:
+        """Every event committed now, waiting at most ``timeout`` seconds (forever when
+        ``None``) for the first; empty when none came in time. One read of the store
+        per burst, where ``next`` until ``None`` reads once more to find it ended."""
+
     def _next_line(self, timeout: float | None = None) -> str | None:
         """``next``, as the core's JSON text of the event."""
 

@@ -285,6 +285,19 @@ class Follower:
             if event is not None:
                 return event
 
+    # The blocking Follower.next_batch with its `timeout`, awaited.
+    async def next_batch(self, timeout: float | None = None) -> list[Event]:  # noqa: ASYNC109
+        """Every event committed now, waiting at most ``timeout`` seconds (forever when
+        ``None``) for the first, in slices as :meth:`next` waits; empty when none came
+        in time."""
+        follower = await self._open()
+        if timeout is not None:
+            return await self._run.run(follower.next_batch, timeout)
+        while True:
+            batch = await self._run.run(follower.next_batch, _FOLLOW_SLICE)
+            if batch:
+                return batch
+
     async def aclose(self) -> None:
         """Releases the log."""
         if self._follower is not None:

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use inboxlog::store::Store;
 use inboxlog::{Event, Follower, Target};
@@ -97,6 +97,17 @@ fn closed(session: &str) -> PyErr {
     crate::errors::raise(err)
 }
 
+/// `timeout` seconds as a duration (`None`: no bound); `ValueError` for a negative or
+/// non-finite one.
+fn duration(timeout: Option<f64>) -> PyResult<Option<Duration>> {
+    timeout
+        .map(|t| {
+            Duration::try_from_secs_f64(t)
+                .map_err(|_| PyValueError::new_err(format!("timeout {t} is not a duration")))
+        })
+        .transpose()
+}
+
 impl PyFollower {
     fn lock(&self) -> MutexGuard<'_, Option<Follower>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
@@ -121,13 +132,7 @@ impl PyFollower {
     /// The next event, waiting at most `timeout` seconds (forever when `None`) in
     /// slices, between which a signal (Ctrl-C) raises; `None` when none came in time.
     fn next_event(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Event>> {
-        let mut left = match timeout {
-            None => None,
-            Some(t) => Some(
-                Duration::try_from_secs_f64(t)
-                    .map_err(|_| PyValueError::new_err(format!("timeout {t} is not a duration")))?,
-            ),
-        };
+        let mut left = duration(timeout)?;
         loop {
             let wait = left.map_or(SLICE, |left| left.min(SLICE));
             if let Some(event) = self.wait(py, wait)? {
@@ -171,6 +176,46 @@ impl PyFollower {
             Some(event) => values::event(py, &event).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Every event committed now, waiting at most `timeout` seconds (forever when
+    /// `None`) for the first; empty when none came in time. One read of the store
+    /// per burst: a consumer that takes events in batches makes no extra round trip
+    /// to learn that the burst is over.
+    #[pyo3(signature = (timeout = None))]
+    fn next_batch<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: Option<f64>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut left = duration(timeout)?;
+        let events = loop {
+            let wait = left.map_or(SLICE, |left| left.min(SLICE));
+            let got = py.detach(|| match self.lock().as_mut() {
+                None => Err(None),
+                Some(f) => f.next_batch(wait).map_err(Some),
+            });
+            let events = match got {
+                Ok(events) => events,
+                Err(None) => return Err(closed(&self.session)),
+                Err(Some(e)) => return Err(crate::errors::raise(e)),
+            };
+            if !events.is_empty() {
+                break events;
+            }
+            if let Some(left) = &mut left {
+                *left = left.saturating_sub(wait);
+                if left.is_zero() {
+                    break events;
+                }
+            }
+            py.check_signals()?;
+        };
+        let items = events
+            .iter()
+            .map(|e| values::event(py, e))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
     }
 
     /// [`Self::next`] as the core's JSON text of the event (the lines

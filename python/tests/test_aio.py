@@ -130,6 +130,11 @@ def test_posts_follow_and_the_inbox_as_coroutines(astore: inboxlog.aio.Store) ->
         task = asyncio.create_task(follow())
         await s.append("x/done", {})
         await asyncio.wait_for(task, 10)
+        async with astore.follow("s", since=1) as follower:
+            batch = await follower.next_batch()
+            assert [e["seq"] for e in batch] == list(range(1, len(batch) + 1))
+            assert batch[-1]["type"] == "x/done"
+            assert await follower.next_batch(timeout=0.01) == []
         events = await s.events()
         assert seen == [e["seq"] for e in events]
         assert events[0]["data"]["post"] == post

@@ -207,6 +207,25 @@ def test_a_follower_yields_events_as_they_commit_and_resumes(store: inboxlog.Sto
         assert seqs == list(range(1, 30))
 
 
+def test_a_follower_hands_out_a_burst_at_once(store: inboxlog.Store) -> None:
+    with store.create("s") as s:
+        for i in range(5):
+            s.append("x/a", {"n": i})
+        s.flush()
+        follower = store.follow("s", since=1)
+        assert [e["seq"] for e in follower.next_batch(timeout=5)] == [1, 2, 3, 4]
+        assert follower.next_seq == 5
+        assert follower.next_batch(timeout=0.01) == []
+        s.append("x/a", {"n": 5})
+        s.flush()
+        assert [e["data"] for e in follower.next_batch()] == [{"n": 5}]
+        with pytest.raises(ValueError, match="not a duration"):
+            follower.next_batch(timeout=-1)
+        follower.close()
+        with pytest.raises(inboxlog.ClosedError):
+            follower.next_batch(timeout=0)
+
+
 def test_a_follower_feeds_a_queue_projection(jsonl: inboxlog.Store) -> None:
     with jsonl.create("s") as s:
         follower = jsonl.follow("s")
