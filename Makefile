@@ -220,6 +220,8 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 	$(VPY) -m pip install --quiet "pydantic-ai-slim>=2.68,<2.69"
 	@# Bench only (python/bench/bench_postgres.py's bare clients), not a package dependency.
 	$(VPY) -m pip install --quiet "psycopg[binary]>=3.2,<4"
+	@# The console's browser tests drive Debian's Chromium with Selenium (make browser).
+	$(VPY) -m pip install --quiet "selenium>=4.30,<5"
 	touch $@
 
 # Python package and its tests (section owned by the Python layer). The package is
@@ -237,7 +239,7 @@ $(VENV)/.installed: $(VENV)/.ready $(DIST)/.wheel
 
 FLEET_PG_SCHEMA := inboxlog_fleet_$(shell date +%s)_$(shell echo $$PPID)
 
-test-python: $(VENV)/.installed
+test-python: $(VENV)/.installed browser
 	$(VENV)/bin/ruff format --check python/inboxlog python/tests python/bench examples
 	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
 	cd python && ../$(VENV)/bin/pytest
@@ -288,7 +290,7 @@ CHECK_ENV := VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 RUST_SOURCES := $(shell find core/src python/src -name '*.rs') \
 	Cargo.toml Cargo.lock core/Cargo.toml python/Cargo.toml
 
-check-suites: $(VENV)/.develop
+check-suites: $(VENV)/.develop browser
 	$(CHECK_ENV) $(CARGO) fmt --all
 	$(CHECK_ENV) $(CARGO) clippy --workspace --all-targets -- -D warnings
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
@@ -314,6 +316,24 @@ $(VENV)/.develop: $(VENV)/.ready $(RUST_SOURCES)
 	rm -f $(VENV)/.installed
 	$(CHECK_ENV) $(VENV)/bin/maturin develop --quiet --manifest-path python/Cargo.toml
 	touch $@
+
+# Debian's chromium and chromium-driver for the console's browser tests (SPEC §14.4,
+# python/tests/console/test_browser.py), installed when missing as valgrind is for test-c;
+# no browser comes from anywhere else.
+.PHONY: browser console-screenshot
+browser:
+	@{ command -v chromium && command -v chromedriver; } >/dev/null || [ "$$(id -u)" != 0 ] \
+		|| ! command -v apt-get >/dev/null \
+		|| { echo "make browser: installing chromium and chromium-driver with apt-get"; \
+		     apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	@{ command -v chromium && command -v chromedriver; } >/dev/null || { \
+		echo "make browser: chromium or chromedriver not found; install them" \
+			"(apt-get install chromium chromium-driver)" >&2; exit 1; }
+
+# docs/console.png, taken by the browser test itself from a scripted session.
+console-screenshot: $(VENV)/.installed browser
+	cd python && INBOXLOG_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png \
+		../$(VENV)/bin/pytest -q tests/console/test_browser.py -k test_the_screenshot
 
 # Restarts the test server under load: alone, after every other suite (see the test).
 .PHONY: test-suites test-pg-restart demo-postgres demo-fleet

@@ -1,0 +1,510 @@
+"""The console of SPEC §14.2 in a real browser: Debian's headless Chromium driven by
+Selenium against a real uvicorn serving a JSONL store on 127.0.0.1 (serve_store.py).
+
+Each test opens a fresh profile. Page state is read through the stable hooks of §14.2
+(``data-seq``, ``data-queue``, ``data-message-id``, ``data-action``, ``data-field``) and
+compared with what the store holds; every test ends with the browser's console clean (no
+error, no CSP violation, no queue projection that had to start again from a baseline).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+import inboxlog
+
+HERE = Path(__file__).resolve().parent
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,800",
+]
+# Long enough for a loaded machine; every wait ends as soon as its condition holds.
+WAIT = 30.0
+
+needs_edits = pytest.mark.skipif(
+    not hasattr(inboxlog.Store, "remove_pending"),
+    reason="Store.remove_pending/replace_pending (SPEC §11.3) are not in this build",
+)
+
+
+class Server:
+    """``serve_store.py`` in a process of its own: started, killed and started again on
+    the port it first got."""
+
+    def __init__(self, root: Path, logs: Path, prefix: str = "") -> None:
+        self.root = root
+        self.logs = logs
+        self.prefix = prefix
+        self.port = 0
+        self.url = ""
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        with (self.logs / "server.log").open("a") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(HERE / "serve_store.py"), str(self.root), str(self.port)]
+                + ([self.prefix] if self.prefix else []),
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.startswith("serving "), f"server said {line!r}; see {self.logs}/server.log"
+        self.url = line.split()[1]
+        self.port = int(self.url.split(":")[2].split("/")[0])
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}api/health", timeout=5) as answer:
+                    assert json.load(answer) == {"ok": True}
+                    return
+            except OSError:
+                assert time.monotonic() < deadline, "the server never answered /api/health"
+                time.sleep(0.05)
+
+    def kill(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()
+        self.proc = None
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "sessions"
+
+
+@pytest.fixture
+def store(root: Path) -> inboxlog.Store:
+    return inboxlog.Store(root, durability="none")
+
+
+@pytest.fixture
+def server(root: Path, tmp_path: Path, store: inboxlog.Store) -> Iterator[Server]:
+    running = Server(root, tmp_path)
+    running.start()
+    yield running
+    if running.proc is not None:
+        running.kill()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.fail("needs Debian's chromium and chromium-driver (make test installs them)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    profile = tmp_path / "chromium-profile"
+    profile.mkdir()
+    options.add_argument(f"--user-data-dir={profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def until(driver: WebDriver, condition: Callable[[], Any], what: str) -> Any:
+    return WebDriverWait(driver, WAIT, poll_frequency=0.05).until(
+        lambda _: condition(), message=what
+    )
+
+
+def page_queues(driver: WebDriver) -> dict[str, list[str]]:
+    return driver.execute_script(  # type: ignore[no-any-return]
+        """return Object.fromEntries(["next-turn", "next-step"].map((t) => [t,
+            [...document.querySelectorAll(`[data-queue="${t}"] [data-message-id]`)]
+                .map((n) => n.dataset.messageId)]));"""
+    )
+
+
+def page_texts(driver: WebDriver) -> dict[str, str]:
+    return driver.execute_script(  # type: ignore[no-any-return]
+        """return Object.fromEntries([...document.querySelectorAll("[data-message-id]")]
+            .map((n) => [n.dataset.messageId, n.querySelector(".msg-text").textContent]));"""
+    )
+
+
+def row_seqs(driver: WebDriver) -> list[int]:
+    return driver.execute_script(  # type: ignore[no-any-return]
+        "return [...document.querySelectorAll('[data-seq]')].map((n) => Number(n.dataset.seq));"
+    )
+
+
+def ids(baseline: inboxlog.types.Baseline) -> dict[str, list[str]]:
+    return {
+        "next-turn": [m["id"] for m in baseline["next_turn"]],
+        "next-step": [m["id"] for m in baseline["next_step"]],
+    }
+
+
+def open_session(driver: WebDriver, server: Server, session_id: str) -> None:
+    driver.get(f"{server.url}sessions/{session_id}")
+    until(driver, lambda: driver.execute_script("return document.body.dataset.ready"), "ready")
+
+
+def assert_clean(driver: WebDriver, allow: tuple[str, ...] = ()) -> None:
+    """No console error, CSP violation or fresh baseline since the last call."""
+    bad = [
+        e["message"]
+        for e in driver.get_log("browser")
+        if (e["level"] == "SEVERE" or "new baseline" in e["message"])
+        and not any(a in e["message"] for a in allow)
+    ]
+    assert bad == []
+
+
+def message(id: str, content: str) -> dict[str, str]:
+    return {"id": id, "role": "user", "content": content}
+
+
+def test_the_session_list_updates_live(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    store.create("alpha").close()
+    browser.get(server.url)
+    listed = (
+        "return [...document.querySelectorAll('[data-session-id]')]"
+        ".map((n) => n.dataset.sessionId);"
+    )
+    until(browser, lambda: browser.execute_script(listed) == ["alpha"], "alpha listed")
+    store.create("beta", agent_preset="support").close()
+    until(browser, lambda: browser.execute_script(listed) == ["alpha", "beta"], "beta appears")
+    store.delete("alpha")
+    until(browser, lambda: browser.execute_script(listed) == ["beta"], "alpha goes")
+    link = browser.find_element(By.CSS_SELECTOR, '[data-session-id="beta"] a')
+    assert link.get_attribute("href") == f"{server.url}sessions/beta"
+    assert_clean(browser)
+
+
+def test_the_queues_equal_the_store_inbox_while_another_process_works(
+    browser: WebDriver, server: Server, store: inboxlog.Store, root: Path
+) -> None:
+    store.create("work").close()
+    open_session(browser, server, "work")
+    worker = subprocess.run(
+        [sys.executable, str(HERE / "inbox_worker.py"), str(root), "work", "12"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert worker.returncode == 0, worker.stderr
+    final = ids(json.loads(worker.stdout))
+    assert final["next-turn"], "the worker leaves next-turn messages pending"
+    until(browser, lambda: page_queues(browser) == final, f"the page's queues become {final}")
+    _, events = store.inspect("work")
+    until(browser, lambda: len(row_seqs(browser)) == len(events), "every event shown")
+    assert sorted(row_seqs(browser)) == [e["seq"] for e in events]
+    assert_clean(browser)
+
+
+def test_a_restarted_server_recovers_the_page_with_nothing_doubled(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("restart") as session:
+        session.inbox.append("next-turn", message("m1", "before"))
+        open_session(browser, server, "restart")
+        server.kill()
+        until(
+            browser,
+            lambda: (
+                browser.find_element(By.CSS_SELECTOR, "[data-role=stream]").text == "Reconnecting…"
+            ),
+            "the page sees the server gone",
+        )
+        session.inbox.append("next-step", message("m2", "while down"))
+        session.open_turn()
+        proposal = session.propose_step()
+        session.decide({"kind": "enter", "messages": proposal["messages"]})
+        server.start()
+        session.inbox.append("next-turn", message("m3", "after"))
+        expected = ids(session.baseline())
+        last = session.last_seq
+    assert last is not None
+    until(browser, lambda: page_queues(browser) == expected, f"queues become {expected}")
+    until(browser, lambda: max(row_seqs(browser)) == last, "the last event shown")
+    assert sorted(row_seqs(browser)) == list(range(last + 1))
+    until(
+        browser,
+        lambda: browser.find_element(By.CSS_SELECTOR, "[data-role=stream]").text == "Live",
+        "live again",
+    )
+    assert_clean(browser, allow=("ERR_CONNECTION_REFUSED", "net::ERR_"))
+
+
+def test_the_composer_posts_exactly_once(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("compose") as session:
+        open_session(browser, server, "compose")
+        browser.find_element(By.CSS_SELECTOR, "[data-field=content]").send_keys("turn left")
+        target = browser.find_element(By.CSS_SELECTOR, "select[data-target]")
+        target.find_element(By.CSS_SELECTOR, "option[value=next-turn]").click()
+        post = browser.find_element(By.CSS_SELECTOR, '[data-action="post"]')
+        ActionChains(browser).double_click(post).perform()
+        post.click()
+        notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+        until(browser, lambda: notice.text.startswith("Posted"), "the post answered")
+        assert (
+            browser.find_element(By.CSS_SELECTOR, "[data-field=content]").get_attribute("value")
+            == ""
+        )
+        assert session.inbox.receive() == 1
+        (taken,) = session.inbox.next_turn
+        assert taken["content"] == "turn left" and taken["role"] == "user"
+        until(browser, lambda: page_queues(browser)["next-turn"] == [taken["id"]], "shown")
+        assert page_texts(browser) == {taken["id"]: "turn left"}
+        assert session.inbox.receive() == 0
+        types = [e["type"] for e in session.events()]
+    assert types == ["agent/inbox/spliced"]
+    assert_clean(browser)
+
+
+@needs_edits
+def test_remove_cancels_and_replace_edits_a_pending_message(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("edit") as session:
+        session.inbox.append("next-turn", message("m1", "first"))
+        session.inbox.append("next-step", message("m2", "second"))
+        open_session(browser, server, "edit")
+        until(browser, lambda: page_queues(browser)["next-turn"] == ["m1"], "m1 shown")
+        browser.find_element(
+            By.CSS_SELECTOR, '[data-message-id="m1"] [data-action="remove"]'
+        ).click()
+        notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+        until(browser, lambda: notice.text.startswith("Removal of m1 sent"), "sent")
+        assert session.inbox.receive() == 1
+        until(
+            browser,
+            lambda: page_queues(browser) == {"next-turn": [], "next-step": ["m2"]},
+            "m1 gone",
+        )
+        record = session.events()[-1]["data"]
+        assert record["outcome"] == "canceled" and record["inserted"] == []
+
+        browser.find_element(
+            By.CSS_SELECTOR, '[data-message-id="m2"] [data-action="replace"]'
+        ).click()
+        field = browser.find_element(
+            By.CSS_SELECTOR, '[data-message-id="m2"] [data-field="content"]'
+        )
+        assert field.get_attribute("value") == "second"
+        field.clear()
+        field.send_keys("second, edited")
+        browser.find_element(By.CSS_SELECTOR, '[data-message-id="m2"] [data-action="save"]').click()
+        until(browser, lambda: notice.text.startswith("Replacement of m2 sent"), "sent")
+        assert session.inbox.receive() == 1
+        until(browser, lambda: page_texts(browser) == {"m2": "second, edited"}, "m2 replaced")
+        assert list(session.inbox.next_step) == [message("m2", "second, edited")]
+    assert_clean(browser)
+
+
+def test_picking_an_event_shows_the_inbox_at_its_seq(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("history") as session:
+        session.inbox.append("next-turn", message("m1", "one"))
+        session.inbox.append("next-turn", message("m2", "two"))
+        picked = session.last_seq
+        session.open_turn()
+        proposal = session.propose_step()
+        session.decide({"kind": "enter", "messages": proposal["messages"]})
+        session.inbox.append("next-step", message("m3", "three"))
+        live = ids(session.baseline())
+        assert picked is not None
+        past = ids(session.baseline(picked))
+    assert past != live
+    open_session(browser, server, "history")
+    until(browser, lambda: page_queues(browser) == live, "the live inbox")
+    browser.find_element(By.CSS_SELECTOR, f'[data-seq="{picked}"] [data-action="inbox-at"]').click()
+    until(browser, lambda: page_queues(browser) == past, f"the inbox at {picked}: {past}")
+    assert browser.find_elements(By.CSS_SELECTOR, '[data-queue] [data-action="remove"]') == []
+    browser.find_element(By.CSS_SELECTOR, '[data-action="live"]').click()
+    until(browser, lambda: page_queues(browser) == live, "live again")
+    assert browser.find_elements(By.CSS_SELECTOR, '[data-queue] [data-action="remove"]')
+    assert_clean(browser)
+
+
+HOSTILE = [
+    '<img src=x onerror="window.__pwned=1">',
+    "</script><script>window.__pwned=2</script>",
+    '<svg onload="window.__pwned=3"></svg>',
+    '"><iframe src="javascript:window.parent.__pwned=4"></iframe>',
+]
+
+
+def test_hostile_content_is_shown_as_text_and_never_runs(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("hostile") as session:
+        session.inbox.append("next-turn", message("h0", HOSTILE[0]))
+        session.open_turn()
+        proposal = session.propose_step()
+        session.decide({"kind": "enter", "messages": proposal["messages"]})
+        session.append("assistant/message", {"content": HOSTILE[1]})
+        session.append("tool/result", {"content": [{"type": "text", "text": HOSTILE[2]}]})
+        session.append("host/hostile", {"html": HOSTILE[3]})
+        session.inbox.append("next-step", message(HOSTILE[3], HOSTILE[1]))
+        open_session(browser, server, "hostile")
+        session.inbox.append("next-step", message("h1", HOSTILE[2]))
+    until(browser, lambda: "h1" in page_queues(browser)["next-step"], "the live one shown")
+    for details in browser.find_elements(By.CSS_SELECTOR, "details"):
+        details.click()
+    text = browser.find_element(By.TAG_NAME, "main").text
+    for payload in HOSTILE:
+        assert payload in text
+    assert page_texts(browser) == {HOSTILE[3]: HOSTILE[1], "h1": HOSTILE[2]}
+    markup = browser.execute_script(
+        "return document.querySelectorAll('main img, main svg, main iframe, main script').length;"
+    )
+    assert markup == 0
+    # An image whose load failed would have run its handler by now (the page's own
+    # requests have all answered: the stream is live and the last event shown).
+    assert browser.execute_script("return window.__pwned") is None
+    assert_clean(browser)
+
+
+def test_a_page_works_under_a_path_prefix(
+    browser: WebDriver, root: Path, tmp_path: Path, store: inboxlog.Store
+) -> None:
+    with store.create("nested") as session:
+        session.inbox.append("next-turn", message("m1", "hello"))
+    mounted = Server(root, tmp_path, prefix="/console")
+    mounted.start()
+    try:
+        assert mounted.url.endswith("/console/")
+        browser.get(mounted.url)
+        link = until(
+            browser,
+            lambda: browser.find_elements(By.CSS_SELECTOR, '[data-session-id="nested"] a'),
+            "listed",
+        )[0]
+        assert link.get_attribute("href") == f"{mounted.url}sessions/nested"
+        link.click()
+        until(browser, lambda: browser.execute_script("return document.body.dataset.ready"), "")
+        assert page_queues(browser)["next-turn"] == ["m1"]
+        assert row_seqs(browser) == [0]
+        assert_clean(browser)
+    finally:
+        mounted.kill()
+
+
+def test_a_100k_event_session_shows_its_first_rows_and_queues(
+    browser: WebDriver, server: Server, store: inboxlog.Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with store.create("big") as session:
+        turn = 0
+        while (session.last_seq or 0) < 99_999:
+            turn += 1
+            session.inbox.append("next-turn", message(f"u{turn}", f"prompt {turn}"))
+            session.open_turn()
+            proposal = session.propose_step()
+            session.decide({"kind": "enter", "messages": proposal["messages"]})
+            for i in range(40):
+                session.append("assistant/chunk", {"text": f"chunk {i} of turn {turn}"})
+            session.end_step("completed")
+            session.close_turn()
+        session.inbox.append("next-turn", message("pending", "still waiting"))
+        last = session.last_seq
+    assert last is not None and last >= 100_000
+    open_session(browser, server, "big")
+    ready = browser.execute_script(
+        "return performance.getEntriesByName('inboxlog:first-render')[0].startTime;"
+    )
+    assert page_queues(browser) == {"next-turn": ["pending"], "next-step": []}
+    seqs = row_seqs(browser)
+    assert seqs == list(range(last, last - 500, -1))
+    with capsys.disabled():
+        print(
+            f"\n{last + 1}-event session: first rows and queues shown {ready:.0f} ms"
+            " after navigation start"
+        )
+    browser.find_element(By.CSS_SELECTOR, '[data-action="more"]').click()
+    until(browser, lambda: len(row_seqs(browser)) == 1000, "the next page")
+    assert row_seqs(browser) == list(range(last, last - 1000, -1))
+    assert_clean(browser)
+
+
+def demo_session(store: inboxlog.Store) -> None:
+    """A short support conversation: a tool call, steering waiting, a turn queued."""
+    with store.create("support-chat-7", agent_preset="support") as s:
+        s.inbox.append("next-turn", message("m1", "What is the weather in Paris tomorrow?"))
+        s.open_turn()
+        p = s.propose_step()
+        s.decide({"kind": "enter", "messages": p["messages"]})
+        s.append("assistant/message", {"content": "Let me look that up."})
+        s.append("tool/call", {"name": "get_weather", "args": {"city": "Paris", "day": "tomorrow"}})
+        s.append("tool/result", {"content": "18 °C, light rain in the afternoon"})
+        s.end_step("continue")
+        s.inbox.append("next-step", message("m2", "Give me the temperature in Fahrenheit too."))
+        p = s.propose_step()
+        s.decide({"kind": "enter", "messages": p["messages"]})
+        s.append(
+            "assistant/message",
+            {"content": "Tomorrow in Paris: 18 °C (64 °F), light rain after noon."},
+        )
+        s.end_step("completed")
+        s.close_turn()
+        s.inbox.append("next-turn", message("m3", "Book a table for two near the Louvre at 8 pm."))
+        s.inbox.append("next-step", message("m4", "Prefer somewhere with outdoor seating."))
+    store.create("triage-bot-12", agent_preset="triage").close()
+    store.create("nightly-report", cwd="/srv/reports").close()
+
+
+def test_the_screenshot(
+    browser: WebDriver, server: Server, store: inboxlog.Store, tmp_path: Path
+) -> None:
+    """The console as the README shows it: written where INBOXLOG_CONSOLE_SCREENSHOT says
+    (``make console-screenshot``: docs/console.png)."""
+    demo_session(store)
+    browser.set_window_size(1280, 960)
+    open_session(browser, server, "support-chat-7")
+    until(
+        browser,
+        lambda: page_queues(browser) == {"next-turn": ["m3"], "next-step": ["m4"]},
+        "queues",
+    )
+    browser.find_element(By.CSS_SELECTOR, '[data-message-id="m4"] [data-action="replace"]').click()
+    shot = tmp_path / "console.png"
+    assert browser.save_screenshot(str(shot))
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    assert width >= 1000 and height >= 600, (width, height)
+    if target := os.environ.get("INBOXLOG_CONSOLE_SCREENSHOT"):
+        shutil.copyfile(shot, target)
+    assert_clean(browser)
