@@ -170,6 +170,25 @@ def ids(baseline: inboxlog.types.Baseline) -> dict[str, list[str]]:
     }
 
 
+# Counts the page's EventSources, run before the page's own scripts (CDP injects it into
+# every new document, outside the page's CSP).
+COUNT_STREAMS = """
+(() => {
+  const Native = window.EventSource;
+  const made = [];
+  window.__streams = () => made.filter((s) => s.readyState !== Native.CLOSED).length;
+  window.__streamsMade = () => made.length;
+  window.EventSource = class extends Native {
+    constructor(...args) { super(...args); made.push(this); }
+  };
+})();
+"""
+
+
+def count_streams(driver: WebDriver) -> None:
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": COUNT_STREAMS})
+
+
 def open_session(driver: WebDriver, server: Server, session_id: str) -> None:
     driver.get(f"{server.url}sessions/{session_id}")
     until(driver, lambda: driver.execute_script("return document.body.dataset.ready"), "ready")
@@ -234,9 +253,12 @@ def test_the_queues_equal_the_store_inbox_while_another_process_works(
 def test_a_restarted_server_recovers_the_page_with_nothing_doubled(
     browser: WebDriver, server: Server, store: inboxlog.Store
 ) -> None:
+    count_streams(browser)
     with store.create("restart") as session:
         session.inbox.append("next-turn", message("m1", "before"))
         open_session(browser, server, "restart")
+        assert browser.execute_script("return window.__streams()") == 1
+        browser.execute_script("window.__sameDocument = true")
         server.kill()
         until(
             browser,
@@ -262,6 +284,12 @@ def test_a_restarted_server_recovers_the_page_with_nothing_doubled(
         lambda: browser.find_element(By.CSS_SELECTOR, "[data-role=stream]").text == "Live",
         "live again",
     )
+    assert browser.execute_script("return window.__sameDocument") is True, "no reload"
+    # One live stream the whole time (the browser's own reconnects reuse it; a new one
+    # replaces a closed one), and none after pagehide.
+    assert browser.execute_script("return window.__streams()") == 1
+    browser.execute_script("window.dispatchEvent(new PageTransitionEvent('pagehide'))")
+    assert browser.execute_script("return window.__streams()") == 0
     assert_clean(browser, allow=("ERR_CONNECTION_REFUSED", "net::ERR_"))
 
 
