@@ -218,6 +218,9 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 		"langgraph-checkpoint>=4.3,<4.4" "langgraph-checkpoint-conformance==0.0.2"
 	@# The pydantic-ai extra's dependency (the capability API of 2.68), for its tests and example.
 	$(VPY) -m pip install --quiet "pydantic-ai-slim>=2.68,<2.69"
+	@# The console extra's dependencies (inboxlog.console, `inboxlog serve`), and httpx for
+	@# Starlette's TestClient and the console's API, SSE and benchmark clients.
+	$(VPY) -m pip install --quiet "starlette>=1.10,<2" "uvicorn>=0.54,<1" "httpx>=0.28,<1"
 	@# Bench only (python/bench/bench_postgres.py's bare clients), not a package dependency.
 	$(VPY) -m pip install --quiet "psycopg[binary]>=3.2,<4"
 	@# The console's browser tests drive Debian's Chromium with Selenium (make browser).

@@ -21,6 +21,12 @@
     python -m inboxlog post    ROOT ID MESSAGE [--target T]
                                                  post a message (JSON, or - for stdin) to
                                                  a session, open or not; prints the post id
+    python -m inboxlog serve   ROOT [--host 127.0.0.1] [--port 8765] [--token T]
+                               [--allow-host NAME[:PORT]]... [--read-only]
+                                                 the web console and its JSON + SSE API
+                                                 (needs the extra inboxlog[console]); the
+                                                 token also from INBOXLOG_TOKEN; a bind
+                                                 off loopback is refused without one
 
 ROOT is a JSONL store's directory, or a postgresql:// (or postgres://) URL for the
 PostgreSQL store, whose tables live in the schema given by --schema (default inboxlog).
@@ -77,6 +83,10 @@ _EXAMPLES = {
         "  inboxlog tail -f --json sessions/ s1"
     ),
     "fold": "example:\n  inboxlog fold sessions/ s1 --json",
+    "serve": (
+        "examples:\n  inboxlog serve sessions/\n"
+        "  INBOXLOG_TOKEN=s3cret inboxlog serve sessions/ --host 0.0.0.0 --allow-host box.lan"
+    ),
     "post": (
         "examples:\n"
         '  inboxlog post sessions/ s1 \'{"id":"m7","role":"user","content":"hi"}\'\n'
@@ -289,6 +299,85 @@ def _post(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_refusal(args: argparse.Namespace) -> str | None:
+    """Why ``serve`` must not start with these arguments, or ``None``."""
+    from .console.security import check_token, is_loopback, parse_host
+
+    if args.token is not None:
+        try:
+            check_token(args.token)
+        except ValueError as e:
+            return str(e)
+    elif not is_loopback(args.host):
+        return (
+            f"refusing to listen on {args.host}, which is not a loopback address, without "
+            "a token: anyone who can reach it could read and steer every session. Give "
+            "--token T (or INBOXLOG_TOKEN), or bind 127.0.0.1"
+        )
+    if not 0 <= args.port < 65536:
+        return f"--port {args.port} is not a port"
+    for host in args.allow_host:
+        try:
+            parse_host(host)
+        except ValueError as e:
+            return f"--allow-host: {e}"
+    return None
+
+
+def _serve(store: Store, args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from .console import app
+        from .console.security import bound_hosts
+    except ImportError as e:
+        print(
+            f"inboxlog serve needs the console extra ({e}): pip install 'inboxlog[console]'",
+            file=sys.stderr,
+        )
+        return 1
+    import logging
+    import socket
+
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host.strip("[]"), args.port))
+    except OSError as e:
+        print(f"inboxlog serve: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
+        return 1
+    port = sock.getsockname()[1]
+    hosts = bound_hosts(args.host.strip("[]"), port) + list(args.allow_host)
+    console = app(store, token=args.token, read_only=args.read_only, allowed_hosts=hosts)
+    config = uvicorn.Config(console, log_level="info", timeout_graceful_shutdown=1)
+    # The access log shows each request's path; a ?token= in it is shown as ***.
+    logging.getLogger("uvicorn.access").addFilter(_hide_token)
+    name = f"[{args.host.strip('[]')}]" if family == socket.AF_INET6 else args.host
+    print(
+        f"inboxlog console on http://{name}:{port}/ over {store!r}"
+        + (" (read-only)" if args.read_only else "")
+        + (" (token required)" if args.token else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+_TOKEN_QUERY = re.compile(r"([?&]token=)[^&\s]*")
+
+
+def _hide_token(record: object) -> bool:
+    """A logging filter that hides the value of a ``token`` query parameter."""
+    args = getattr(record, "args", None)
+    if isinstance(args, tuple):
+        record.args = tuple(  # type: ignore[attr-defined]
+            _TOKEN_QUERY.sub(r"\1***", a) if isinstance(a, str) else a for a in args
+        )
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_given = sys.argv[1:] if argv is None else list(argv)
     # Every parser (the subcommands' too, made by add_subparsers with this class) hides them.
@@ -305,6 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("tail", _tail, "print a log's events; -f follows them as they are committed"),
         ("fold", _fold, "the consumed-work fold of a log"),
         ("post", _post, "post a message to a session, open or not"),
+        ("serve", _serve, "serve the web console and its API over the store"),
     ]:
         sub = commands.add_parser(
             name,
@@ -342,10 +432,35 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_argument("--json", action="store_true", help="one JSON header per line")
         if name == "verify":
             sub.add_argument("ids", nargs="*", help="session ids (default: all)")
+        if name == "serve":
+            sub.add_argument(
+                "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)"
+            )
+            sub.add_argument(
+                "--port", type=int, default=8765, help="port to bind (default 8765; 0: any free)"
+            )
+            sub.add_argument(
+                "--token",
+                default=os.environ.get("INBOXLOG_TOKEN") or None,
+                help="the token every request must carry (default: INBOXLOG_TOKEN)",
+            )
+            sub.add_argument(
+                "--allow-host",
+                action="append",
+                default=[],
+                metavar="NAME[:PORT]",
+                help="another Host the console answers (a name alone: any port)",
+            )
+            sub.add_argument("--read-only", action="store_true", help="refuse every mutation")
         if name == "import":
             sub.add_argument("file", help="the reference log (.jsonl or .jsonl.zstd)")
             sub.add_argument("--id", help="session id (default: the log's own)")
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        refusal = _serve_refusal(args)
+        if refusal is not None:
+            print(f"inboxlog serve: {refusal}", file=sys.stderr)
+            return 2
     try:
         return int(args.run(_store(args.root, args.schema), args))
     except InboxlogError as e:

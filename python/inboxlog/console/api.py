@@ -1,0 +1,298 @@
+"""The JSON shapes of the console's API (SPEC §14.1), read and written through
+inboxlog's public blocking API. Every function here blocks: the app runs them on its
+executor, never on the event loop.
+
+Reading a session never opens it (that would take its writer's lock): headers come from
+``store.list``, events from a short-lived ``store.follow`` read to the end, and the
+inbox from a :class:`~inboxlog.QueueProjection` fed those events. The fold of a
+session (its header, last seq, open turn and queues) is kept between requests and
+brought up to date from where it stood, so a page load of a long session reads only
+what was committed since the last one.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import inboxlog
+from inboxlog.types import Baseline, Event, Header, Target
+
+#: ``limit`` of a sessions page when none is given, and the most one page holds.
+SESSIONS_LIMIT = (100, 1000)
+#: ``limit`` of an events page when none is given, and the most one page holds.
+EVENTS_LIMIT = (500, 1000)
+#: Sessions whose fold is kept between requests (least recently used dropped first).
+FOLDS_KEPT = 64
+#: A fold keeps the inbox as of every this many events, so a baseline at an earlier
+#: seq replays at most this many events.
+SNAPSHOT_EVERY = 1024
+
+#: The HTTP status of each error kind (SPEC §14.1); a kind not listed is the server's
+#: own failure (500).
+STATUS = {
+    "invalid_input": 400,
+    "invalid_splice": 400,
+    "protocol": 400,
+    "not_found": 404,
+    "locked": 409,
+    "already_exists": 409,
+    "duplicate_message": 409,
+    "too_large": 413,
+    "unavailable": 503,
+}
+
+_TARGETS: tuple[Target, ...] = ("next-turn", "next-step")
+_CONTEXT = ("session", "path", "line", "offset", "seq")
+
+
+def error_body(error: inboxlog.InboxlogError) -> dict[str, Any]:
+    """The §8 error object of ``error``: ``code``, ``kind``, ``message`` and whatever
+    context it carries (``session``, ``path``, ``line``, ``offset``, ``seq``)."""
+    body: dict[str, Any] = {"code": error.code, "kind": error.kind, "message": str(error)}
+    for key in _CONTEXT:
+        value = getattr(error, key, None)
+        if value is not None:
+            body[key] = value
+    return body
+
+
+def status_of(error: inboxlog.InboxlogError) -> int:
+    """The HTTP status that answers ``error``."""
+    return STATUS.get(error.kind, 500)
+
+
+def invalid(message: str) -> inboxlog.InvalidInputError:
+    """An ``invalid_input`` error saying ``message`` (a bad query or body)."""
+    return inboxlog.InvalidInputError(message)
+
+
+def count(value: str | None, name: str, default: int | None, clamp: int | None) -> int | None:
+    """The non-negative integer of query parameter ``name`` (``default`` when absent),
+    clamped to ``clamp``; ``invalid_input`` when it is not one."""
+    if value is None:
+        return default
+    if not value.isascii() or not value.isdigit() or len(value) > 16:
+        raise invalid(f"{name} must be a non-negative integer, not {value[:40]!r}")
+    n = int(value)
+    if clamp is not None and n < 1:
+        raise invalid(f"{name} must be at least 1")
+    return n if clamp is None else min(n, clamp)
+
+
+def target_of(value: object) -> Target:
+    """``value`` as a target list name; ``invalid_input`` for anything else."""
+    for target in _TARGETS:
+        if value == target:
+            return target
+    raise invalid('"target" must be "next-turn" or "next-step"')
+
+
+def message_of(body: Mapping[str, Any], key: str = "message") -> dict[str, Any]:
+    """The message object under ``key`` of ``body``; ``invalid_input`` when missing."""
+    message = body.get(key)
+    if not isinstance(message, dict):
+        raise invalid(f'"{key}" must be a message (a JSON object)')
+    return message
+
+
+def id_of(body: Mapping[str, Any]) -> str:
+    """The message id under ``"id"`` of ``body``; ``invalid_input`` when missing."""
+    value = body.get("id")
+    if not isinstance(value, str):
+        raise invalid('"id" must be the pending message\'s id (a string)')
+    return value
+
+
+def sessions(store: inboxlog.Store, after: str | None, limit: int) -> dict[str, Any]:
+    """One page of headers in id order: those after id ``after``, at most ``limit``;
+    ``next`` is the ``after`` of the next page, ``None`` at the end."""
+    headers = store.list()
+    ids = [h["id"] for h in headers]
+    start = 0 if after is None else bisect.bisect_right(ids, after)
+    page = headers[start : start + limit]
+    more = start + limit < len(headers)
+    return {"sessions": page, "next": page[-1]["id"] if more and page else None}
+
+
+def read(store: inboxlog.Store, id: str, since: int, limit: int | None) -> Iterator[Event]:
+    """The committed events of session ``id`` with seq ≥ ``since``, at most ``limit``
+    (all when ``None``), as one short-lived follower reads them."""
+    with store.follow(id, since) as follower:
+        n = 0
+        while limit is None or n < limit:
+            event = follower.next(0)
+            if event is None:
+                return
+            n += 1
+            yield event
+
+
+def events(store: inboxlog.Store, id: str, since: int, limit: int) -> dict[str, Any]:
+    """A page of session ``id``'s events from seq ``since``: at most ``limit``, ``next``
+    the seq after them when another follows, else ``None``."""
+    page = list(read(store, id, since, limit + 1))
+    more = len(page) > limit
+    del page[limit:]
+    return {"events": page, "next": page[-1]["seq"] + 1 if more and page else None}
+
+
+def _baseline(seq: int | None, projection: inboxlog.QueueProjection) -> Baseline:
+    return {"seq": seq, "next_turn": projection.next_turn, "next_step": projection.next_step}
+
+
+@dataclass
+class _Fold:
+    """What the console knows of one session, as of the event before ``next_seq``."""
+
+    header: Header
+    next_seq: int = 0
+    #: ``(seq, time, type)`` of the last event folded: a log deleted and created again
+    #: under the same id is told apart by it.
+    last: tuple[int, int, str] | None = None
+    open_turn: int | None = None
+    projection: inboxlog.QueueProjection = field(default_factory=inboxlog.QueueProjection)
+    #: The inbox as of every ``SNAPSHOT_EVERY``-th seq.
+    snapshots: list[Baseline] = field(default_factory=list)
+
+    def apply(self, event: Event) -> None:
+        seq = event["seq"]
+        if seq >= self.header.get("seedLength", 0):
+            # A fork's seeded events replay nothing: its inbox starts empty (SPEC §6).
+            self.projection.apply(event)
+        if event["type"] == "turn/start":
+            self.open_turn = cast(int, event["data"]["turn"])
+        elif event["type"] == "turn/end":
+            self.open_turn = None
+        self.next_seq = seq + 1
+        self.last = (seq, event["time"], event["type"])
+        if seq % SNAPSHOT_EVERY == SNAPSHOT_EVERY - 1:
+            self.snapshots.append(self.baseline())
+
+    def baseline(self) -> Baseline:
+        return _baseline(self.next_seq - 1 if self.next_seq else None, self.projection)
+
+
+class Reader:
+    """The reads of one store that keep state between requests: the fold of each
+    recently seen session. Safe to use from several threads."""
+
+    def __init__(self, store: inboxlog.Store) -> None:
+        self.store = store
+        self._folds: OrderedDict[str, _Fold] = OrderedDict()
+        self._lock = threading.Lock()
+        self._session_locks: dict[str, threading.Lock] = {}
+
+    def _session_lock(self, id: str) -> threading.Lock:
+        with self._lock:
+            return self._session_locks.setdefault(id, threading.Lock())
+
+    def _header(self, id: str) -> Header:
+        for header in self.store.list():
+            if header["id"] == id:
+                return header
+        # The store's own refusal: invalid_input for a bad id, not_found otherwise.
+        self.store.follow(id).close()
+        raise inboxlog.NotFoundError(f'no session "{id}"')
+
+    def fold(self, id: str) -> _Fold:
+        """Session ``id``'s fold brought up to its last committed event."""
+        with self._session_lock(id):
+            with self._lock:
+                fold = self._folds.get(id)
+            if fold is not None and not self._extend(fold):
+                fold = None
+            if fold is None:
+                # Follower first: an absent session is refused before the list is read.
+                self.store.follow(id).close()
+                fold = _Fold(self._header(id))
+                self._extend(fold)
+            with self._lock:
+                self._folds[id] = fold
+                self._folds.move_to_end(id)
+                while len(self._folds) > FOLDS_KEPT:
+                    self._folds.popitem(last=False)
+            return fold
+
+    def _extend(self, fold: _Fold) -> bool:
+        """Folds the events committed since ``fold`` was last brought up to date; false
+        when the log under that id is no longer the one folded."""
+        since = fold.next_seq - 1 if fold.last is not None else 0
+        try:
+            with self.store.follow(fold.header["id"], since) as follower:
+                if fold.last is not None:
+                    event = follower.next(0)
+                    if event is None or (event["seq"], event["time"], event["type"]) != fold.last:
+                        return False
+                while (event := follower.next(0)) is not None:
+                    fold.apply(event)
+        except inboxlog.NotFoundError:
+            with self._lock:
+                self._folds.pop(fold.header["id"], None)
+            raise
+        return True
+
+    def summary(self, id: str) -> dict[str, Any]:
+        """``{"header","lastSeq","openTurn","baseline"}`` of session ``id``."""
+        fold = self.fold(id)
+        with self._session_lock(id):
+            baseline = fold.baseline()
+            return {
+                "header": fold.header,
+                "lastSeq": baseline["seq"],
+                "openTurn": fold.open_turn,
+                "baseline": baseline,
+            }
+
+    def baseline(self, id: str, at: int | None) -> Baseline:
+        """The inbox of session ``id`` as of the event at seq ``at`` (at the end when
+        ``None``); ``invalid_input`` for an ``at`` past the last event."""
+        fold = self.fold(id)
+        with self._session_lock(id):
+            end = fold.baseline()
+            if at is None or at == end["seq"]:
+                return end
+            if end["seq"] is None or at > end["seq"]:
+                raise invalid(f"at {at} is past the last event of session {id!r}")
+            snapshots = [s for s in fold.snapshots if s["seq"] is not None and s["seq"] <= at]
+        start = snapshots[-1] if snapshots else None
+        partial = _Fold(fold.header)
+        if start is not None:
+            partial.projection = inboxlog.QueueProjection(start)
+            partial.next_seq = cast(int, start["seq"]) + 1
+        for event in read(self.store, id, partial.next_seq, at + 1 - partial.next_seq):
+            partial.apply(event)
+        return partial.baseline()
+
+
+def post(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
+    """``store.post`` of ``{"target","message"}`` (SPEC §11.1)."""
+    return {"post": store.post(id, target_of(body.get("target")), message_of(body))}
+
+
+def remove(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
+    """``store.remove_pending`` of ``{"id"}`` (SPEC §11.3)."""
+    return {"post": cast(Any, store).remove_pending(id, id_of(body))}
+
+
+def replace(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
+    """``store.replace_pending`` of ``{"id","message"}`` (SPEC §11.3)."""
+    return {"post": cast(Any, store).replace_pending(id, id_of(body), message_of(body))}
+
+
+__all__ = [
+    "EVENTS_LIMIT",
+    "SESSIONS_LIMIT",
+    "Reader",
+    "error_body",
+    "events",
+    "post",
+    "remove",
+    "replace",
+    "sessions",
+    "status_of",
+]
