@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
-from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 import inboxlog
@@ -198,7 +198,7 @@ def assert_clean(driver: WebDriver, allow: tuple[str, ...] = ()) -> None:
     """No console error, CSP violation or fresh baseline since the last call."""
     bad = [
         e["message"]
-        for e in driver.get_log("browser")
+        for e in driver.get_log("browser")  # type: ignore[no-untyped-call]
         if (e["level"] == "SEVERE" or "new baseline" in e["message"])
         and not any(a in e["message"] for a in allow)
     ]
