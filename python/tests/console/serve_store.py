@@ -1,16 +1,16 @@
 """Serves a JSONL store's console for the browser tests: a real uvicorn on 127.0.0.1.
 
-    python serve_store.py STORE_DIR PORT [PREFIX]
+    python serve_store.py STORE_DIR PORT [--prefix PREFIX] [--read-only]
 
-PORT 0 picks a free port; the line ``serving http://127.0.0.1:PORT PREFIX/`` on stdout says
-which once the server listens. With PREFIX the console is mounted under it inside a host
-Starlette app, as a user would mount it.
+PORT 0 picks a free port; the line ``serving http://127.0.0.1:PORT[PREFIX]/`` on stdout
+says which once the socket is bound. With PREFIX the console is mounted under it inside a
+host Starlette app, as a user would mount it.
 """
 
 from __future__ import annotations
 
+import argparse
 import socket
-import sys
 
 import uvicorn
 from starlette.applications import Starlette
@@ -21,13 +21,18 @@ import inboxlog.console
 
 
 def main() -> None:
-    root, port, prefix = sys.argv[1], int(sys.argv[2]), (sys.argv[3] if len(sys.argv) > 3 else "")
-    console = inboxlog.console.app(inboxlog.Store(root))
-    app = Starlette(routes=[Mount(prefix, console)]) if prefix else console
+    parser = argparse.ArgumentParser()
+    parser.add_argument("root")
+    parser.add_argument("port", type=int)
+    parser.add_argument("--prefix", default="")
+    parser.add_argument("--read-only", action="store_true")
+    args = parser.parse_args()
+    console = inboxlog.console.app(inboxlog.Store(args.root), read_only=args.read_only)
+    app = Starlette(routes=[Mount(args.prefix, console)]) if args.prefix else console
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    print(f"serving http://127.0.0.1:{sock.getsockname()[1]}{prefix}/", flush=True)
+    sock.bind(("127.0.0.1", args.port))
+    print(f"serving http://127.0.0.1:{sock.getsockname()[1]}{args.prefix}/", flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="off")
     uvicorn.Server(config).run(sockets=[sock])
 

@@ -58,10 +58,10 @@ class Server:
     """``serve_store.py`` in a process of its own: started, killed and started again on
     the port it first got."""
 
-    def __init__(self, root: Path, logs: Path, prefix: str = "") -> None:
+    def __init__(self, root: Path, logs: Path, *options: str) -> None:
         self.root = root
         self.logs = logs
-        self.prefix = prefix
+        self.options = list(options)
         self.port = 0
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
@@ -69,8 +69,13 @@ class Server:
     def start(self) -> None:
         with (self.logs / "server.log").open("a") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, str(HERE / "serve_store.py"), str(self.root), str(self.port)]
-                + ([self.prefix] if self.prefix else []),
+                [
+                    sys.executable,
+                    str(HERE / "serve_store.py"),
+                    str(self.root),
+                    str(self.port),
+                    *self.options,
+                ],
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
@@ -170,16 +175,24 @@ def ids(baseline: inboxlog.types.Baseline) -> dict[str, list[str]]:
     }
 
 
-# Counts the page's EventSources, run before the page's own scripts (CDP injects it into
-# every new document, outside the page's CSP).
+# Counts the page's EventSources and drops the events whose seq is in window.__drop
+# (once each), run before the page's own scripts: CDP injects it into every new document,
+# outside the page's CSP.
 COUNT_STREAMS = """
 (() => {
   const Native = window.EventSource;
   const made = [];
+  window.__drop = new Set();
   window.__streams = () => made.filter((s) => s.readyState !== Native.CLOSED).length;
-  window.__streamsMade = () => made.length;
   window.EventSource = class extends Native {
     constructor(...args) { super(...args); made.push(this); }
+    set onmessage(handler) {
+      super.onmessage = (message) => {
+        if (window.__drop.delete(Number(message.lastEventId))) return;
+        handler(message);
+      };
+    }
+    get onmessage() { return super.onmessage; }
   };
 })();
 """
@@ -291,6 +304,86 @@ def test_a_restarted_server_recovers_the_page_with_nothing_doubled(
     browser.execute_script("window.dispatchEvent(new PageTransitionEvent('pagehide'))")
     assert browser.execute_script("return window.__streams()") == 0
     assert_clean(browser, allow=("ERR_CONNECTION_REFUSED", "net::ERR_"))
+
+
+def test_a_skipped_event_makes_the_page_start_again_from_a_baseline(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    """A stream that skips a seq (here: the page never sees it) is a gap: the page takes a
+    new baseline and follows again from what it has, so nothing is missing or doubled."""
+    count_streams(browser)
+    with store.create("gap") as session:
+        session.inbox.append("next-turn", message("m1", "one"))
+        open_session(browser, server, "gap")
+        skipped = (session.last_seq or 0) + 1
+        browser.execute_script(f"window.__drop.add({skipped})")
+        session.inbox.append("next-turn", message("m2", "two"))
+        session.inbox.append("next-step", message("m3", "three"))
+        session.inbox.remove("m1")
+        expected = ids(session.baseline())
+        last = session.last_seq
+    assert last is not None
+    until(browser, lambda: page_queues(browser) == expected, f"queues become {expected}")
+    until(browser, lambda: max(row_seqs(browser)) == last, "the last event shown")
+    assert sorted(row_seqs(browser)) == list(range(last + 1))
+    assert browser.execute_script("return window.__drop.size") == 0, "the event was dropped"
+    assert browser.execute_script("return window.__streams()") == 1
+    logs = [e["message"] for e in browser.get_log("browser")]  # type: ignore[no-untyped-call]
+    assert any(f"new baseline (gap: seq {skipped + 1} after {skipped - 1})" in m for m in logs)
+    assert [m for m in logs if "SEVERE" in m] == []
+
+
+def test_the_projection_applies_splices_with_the_checks_of_section_3_4(
+    browser: WebDriver, server: Server
+) -> None:
+    """projection.js on its own, in the page: what it applies and what it refuses."""
+    browser.get(server.url)
+    until(browser, lambda: browser.execute_script("return document.readyState") == "complete", "")
+    cases = (HERE / "projection_cases.js").read_text()
+    outcome = browser.execute_async_script(cases)
+    assert outcome == {
+        "changed": [False, False, True, True],
+        "lists": [["a", "b2", "d"], ["c"]],
+        "seq": 7,
+        "gap": "ProjectionError: gap: seq 6 after 4",
+        "start": "ProjectionError: invalid inbox splice at seq 5: start 3 outside 0..2",
+        "negative": "ProjectionError: invalid inbox splice at seq 5: start -1 outside 0..1",
+        "past": "ProjectionError: invalid inbox splice at seq 5: removedCount 2 past the list",
+        "unsafe": "ProjectionError: invalid inbox splice at seq 5: "
+        "coordinates are not safe integers",
+        "target": 'ProjectionError: invalid inbox splice at seq 5: unknown target "later"',
+        "duplicate": 'ProjectionError: message "a" is already pending',
+        "twice": 'ProjectionError: message "x" is already pending',
+        "noId": "ProjectionError: a message without a non-empty string id",
+        "baseline": 'ProjectionError: message "a" is already pending',
+    }
+    assert_clean(browser)
+
+
+def test_a_missing_session_and_a_refused_post_are_said_on_the_page(
+    browser: WebDriver, root: Path, tmp_path: Path, store: inboxlog.Store
+) -> None:
+    store.create("quiet").close()
+    read_only = Server(root, tmp_path, "--read-only")
+    read_only.start()
+    try:
+        browser.get(f"{read_only.url}sessions/nowhere")
+        notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+        until(browser, lambda: notice.text == "No session nowhere.", "the 404 said")
+        open_session(browser, read_only, "quiet")
+        browser.find_element(By.CSS_SELECTOR, "[data-field=content]").send_keys("hello")
+        browser.find_element(By.CSS_SELECTOR, '[data-action="post"]').click()
+        notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+        until(browser, lambda: notice.text.startswith("Not posted: "), "the refusal said")
+        assert notice.text.endswith("(403)"), notice.text
+        assert (
+            browser.find_element(By.CSS_SELECTOR, "[data-field=content]").get_attribute("value")
+            == "hello"
+        ), "the text stays for another try"
+        assert_clean(browser, allow=("404", "403"))
+    finally:
+        read_only.kill()
+    assert store.inspect("quiet")[1] == []
 
 
 def test_the_composer_posts_exactly_once(
@@ -431,7 +524,7 @@ def test_a_page_works_under_a_path_prefix(
 ) -> None:
     with store.create("nested") as session:
         session.inbox.append("next-turn", message("m1", "hello"))
-    mounted = Server(root, tmp_path, prefix="/console")
+    mounted = Server(root, tmp_path, "--prefix", "/console")
     mounted.start()
     try:
         assert mounted.url.endswith("/console/")

@@ -79,11 +79,17 @@ async function rebaseline(why) {
 }
 
 function onEvent(event) {
+  if (rebaselining) return;
+  // A seq skipped by the stream: start again from what the page has (the timeline
+  // would otherwise show a hole, the projection throws on it anyway).
+  if (timeline.newest >= 0 && event.seq > timeline.newest + 1) {
+    rebaseline(`gap: seq ${event.seq} after ${timeline.newest}`);
+    return;
+  }
   timeline.prepend([event]);
   if (event.type === "turn/start") $("[data-role=turn]").textContent = `turn ${event.data.turn} open`;
   if (event.type === "turn/end") $("[data-role=turn]").textContent = "idle";
   $("[data-role=last-seq]").textContent = `${timeline.newest + 1} events`;
-  if (rebaselining) return;
   try {
     if (projection.apply(event)) renderLive();
   } catch (error) {
