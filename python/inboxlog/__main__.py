@@ -59,6 +59,7 @@ delete of a locked or absent session), 2 for a usage error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -344,6 +345,8 @@ def _serve(store: Store, args: argparse.Namespace) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((args.host.strip("[]"), args.port))
+        # Listening before the banner: a client that reads it may connect at once.
+        sock.listen(2048)
     except OSError as e:
         print(f"inboxlog serve: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 1
@@ -361,7 +364,9 @@ def _serve(store: Store, args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    # Ctrl-C comes back as KeyboardInterrupt after the server's own graceful shutdown.
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(config).run(sockets=[sock])
     return 0
 
 
