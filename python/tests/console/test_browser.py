@@ -503,6 +503,9 @@ def test_hostile_content_is_shown_as_text_and_never_runs(
         open_session(browser, server, "hostile")
         session.inbox.append("next-step", message("h1", HOSTILE[2]))
     until(browser, lambda: "h1" in page_queues(browser)["next-step"], "the live one shown")
+    with urllib.request.urlopen(f"{server.url}sessions/hostile", timeout=10) as answer:
+        policy = answer.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "unsafe" not in policy, policy
     for details in browser.find_elements(By.CSS_SELECTOR, "details"):
         details.click()
     text = browser.find_element(By.TAG_NAME, "main").text
@@ -517,6 +520,39 @@ def test_hostile_content_is_shown_as_text_and_never_runs(
     # requests have all answered: the stream is live and the last event shown).
     assert browser.execute_script("return window.__pwned") is None
     assert_clean(browser)
+
+
+def test_a_visit_with_the_token_logs_the_browser_in(
+    browser: WebDriver, root: Path, tmp_path: Path, store: inboxlog.Store
+) -> None:
+    """With a token, the pages, their API calls, the streams and a post all go through on
+    the cookie a ``?token=`` visit sets (and the page's own Origin)."""
+    with store.create("guarded") as session:
+        session.inbox.append("next-turn", message("m1", "hello"))
+        guarded = Server(root, tmp_path, "--token", "s3cret")
+        try:
+            guarded.start()
+            browser.get(guarded.url)
+            assert "token needed" in browser.title
+            browser.get(f"{guarded.url}?token=s3cret")
+            until(browser, lambda: browser.current_url == guarded.url, "the token left the URL")
+            link = until(
+                browser,
+                lambda: browser.find_elements(By.CSS_SELECTOR, '[data-session-id="guarded"] a'),
+                "listed",
+            )[0]
+            link.click()
+            until(browser, lambda: browser.execute_script("return document.body.dataset.ready"), "")
+            assert page_queues(browser) == {"next-turn": ["m1"], "next-step": []}
+            browser.find_element(By.CSS_SELECTOR, "[data-field=content]").send_keys("go on")
+            browser.find_element(By.CSS_SELECTOR, '[data-action="post"]').click()
+            notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+            until(browser, lambda: notice.text.startswith("Posted"), "posted")
+            assert session.inbox.receive() == 1
+            until(browser, lambda: len(page_queues(browser)["next-step"]) == 1, "shown live")
+            assert_clean(browser, allow=("401",))
+        finally:
+            guarded.kill()
 
 
 def test_a_page_works_under_a_path_prefix(
