@@ -241,6 +241,32 @@ def test_the_session_list_updates_live(
     assert_clean(browser)
 
 
+def test_the_session_list_catches_up_after_a_restart(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    store.create("one").close()
+    store.create("two").close()
+    browser.get(server.url)
+    listed = (
+        "return [...document.querySelectorAll('[data-session-id]')]"
+        ".map((n) => n.dataset.sessionId);"
+    )
+    until(browser, lambda: browser.execute_script(listed) == ["one", "two"], "listed")
+    browser.execute_script("window.__sameDocument = true")
+    server.kill()
+    badge = browser.find_element(By.CSS_SELECTOR, "[data-role=stream]")
+    until(browser, lambda: badge.text == "Reconnecting…", "the page sees the server gone")
+    store.delete("one")
+    store.create("three").close()
+    server.start()
+    until(browser, lambda: browser.execute_script(listed) == ["three", "two"], "caught up")
+    until(browser, lambda: badge.text == "Live", "live again")
+    store.create("four").close()
+    until(browser, lambda: browser.execute_script(listed) == ["four", "three", "two"], "live")
+    assert browser.execute_script("return window.__sameDocument") is True, "no reload"
+    assert_clean(browser, allow=("net::ERR_",))
+
+
 def test_the_queues_equal_the_store_inbox_while_another_process_works(
     browser: WebDriver, server: Server, store: inboxlog.Store, root: Path
 ) -> None:

@@ -50,11 +50,6 @@ export class Live {
     };
   }
 
-  /** Moves the resume point forward (events before `since` are not needed again). */
-  advance(since) {
-    if (this.since !== null && since > this.since) this.since = since;
-  }
-
   close() {
     clearTimeout(this.timer);
     this.timer = null;
