@@ -412,6 +412,24 @@ def test_a_missing_session_and_a_refused_post_are_said_on_the_page(
     assert store.inspect("quiet")[1] == []
 
 
+def test_a_page_whose_first_load_fails_tries_again(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("retry") as session:
+        session.inbox.append("next-step", message("m1", "hello"))
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/api/sessions/retry"]})
+    browser.get(f"{server.url}sessions/retry")
+    notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+    until(browser, lambda: notice.text.endswith("trying again."), "the failure said")
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    until(browser, lambda: browser.execute_script("return document.body.dataset.ready"), "")
+    assert page_queues(browser) == {"next-turn": [], "next-step": ["m1"]}
+    assert row_seqs(browser) == [0]
+    assert notice.text == ""
+    assert_clean(browser, allow=("ERR_BLOCKED_BY_CLIENT",))
+
+
 def test_the_composer_posts_exactly_once(
     browser: WebDriver, server: Server, store: inboxlog.Store
 ) -> None:

@@ -228,23 +228,32 @@ $("[data-role=composer] [data-field=content]").addEventListener("keydown", (key)
   }
 });
 
+// The first page: the summary (header and baseline), then the newest events up to it,
+// then the stream from there. A failure other than "no such session" tries again.
 async function start() {
   let summary;
+  let page = { events: [] };
   try {
     summary = await getJson(base);
+    const last = summary.lastSeq;
+    if (last !== null) {
+      const since = Math.max(0, last - PAGE + 1);
+      page = await getJson(`${base}/events`, { since, limit: last - since + 1 });
+    }
   } catch (error) {
-    notify(error instanceof ApiError && error.status === 404 ? `No session ${id}.` : `Could not load: ${failure(error)}`, "error");
+    if (error instanceof ApiError && error.status === 404) {
+      notify(`No session ${id}.`, "error");
+    } else {
+      notify(`Could not load: ${failure(error)}; trying again.`, "error");
+      setTimeout(start, 1000);
+    }
     return;
   }
+  notify("");
   showHeader(summary);
   projection = new Projection(summary.baseline);
   renderLive();
-  const last = summary.lastSeq;
-  if (last !== null) {
-    const since = Math.max(0, last - PAGE + 1);
-    const page = await getJson(`${base}/events`, { since, limit: last - since + 1 });
-    timeline.prepend(page.events);
-  }
+  timeline.prepend(page.events);
   $("[data-action=more]").hidden = timeline.oldest === null || timeline.oldest === 0;
   performance.mark("inboxlog:first-render");
   document.body.dataset.ready = "true";
