@@ -285,7 +285,7 @@ CHECK_SKIP_RUST := test(=queue::tests::matches_vec_model) | test(a_soak_of_) \
 CHECK_SKIP_CARGO := matches_vec_model a_soak_of_ two_thousand_sessions \
 	session_on_postgres_matches_the_reference_model peak_memory_stays_within_the_budget
 CHECK_SKIP_PYTHON := not type_checks_against and not test_pg_fleet_scale \
-	and not the_example_runs and not killed
+	and not the_example_runs and not killed and not test_browser
 # cargo and maturin see one environment, so pyo3's build script does not run again
 # (and rebuild everything after it) each time one of them follows the other.
 CHECK_ENV := VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
@@ -293,7 +293,7 @@ CHECK_ENV := VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 RUST_SOURCES := $(shell find core/src python/src -name '*.rs') \
 	Cargo.toml Cargo.lock core/Cargo.toml python/Cargo.toml
 
-check-suites: $(VENV)/.develop browser
+check-suites: $(VENV)/.develop
 	$(CHECK_ENV) $(CARGO) fmt --all
 	$(CHECK_ENV) $(CARGO) clippy --workspace --all-targets -- -D warnings
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
@@ -309,7 +309,8 @@ check-suites: $(VENV)/.develop browser
 	@# Left to `make test`: the strict mypy and stubtest runs (tests/test_tooling.py and
 	@# the examples' type checks, minutes of a cold mypy), the fleet-scale runs
 	@# (tests/test_pg_fleet_scale.py: 10,000 sessions, 8 worker processes), and the
-	@# runs that start other interpreters: the examples and the killed workers.
+	@# runs that start other interpreters: the examples, the killed workers and the
+	@# console's browser tests (tests/console/test_browser.py: Chromium and uvicorn).
 	cd python && ../$(VENV)/bin/pytest -q -x --ignore tests/test_tooling.py -k "$(CHECK_SKIP_PYTHON)"
 
 # The debug module in python/inboxlog (maturin develop installs the package editable:
