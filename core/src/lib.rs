@@ -10,6 +10,7 @@
 // Every type a public function returns can be named by users.
 #![deny(unnameable_types)]
 
+mod edit;
 mod error;
 mod error_fields;
 mod event;
@@ -34,6 +35,7 @@ pub mod store;
 mod txn;
 pub mod wire;
 
+pub use edit::Edit;
 pub use error::{Error, ErrorKind, Result};
 pub use event::{
     END_SEED, Envelope, Event, INBOX_REJECTED, INBOX_SPLICED, REPLAYED, STEP_END, STEP_START,

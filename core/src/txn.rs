@@ -207,11 +207,12 @@ impl<'a> Txn<'a> {
         Ok(removed)
     }
 
-    /// Stages the insertion that takes post `post` in (ARCHITECTURE.md#posting): an ordinary splice
-    /// whose data carries the post's id after the record's keys, as a host extra would
-    /// (`"post":"<id>"`, ARCHITECTURE.md#reserved-events), so replay knows which posts the log holds.
+    /// Stages the splice that takes post `post` in (ARCHITECTURE.md#posting): an
+    /// ordinary splice (a posted message's insertion, or an edit's cancellation) whose
+    /// data carries the post's id after the record's keys, as a host extra would
+    /// (`"post":"<id>"`, ARCHITECTURE.md#reserved-events), so replay knows which posts
+    /// the log holds. Notifies as a local splice does (`discarded`, then `inserted`).
     pub fn take_post(&mut self, record: SpliceRecord, post: &str) -> Result<()> {
-        debug_assert_eq!(record.removed_count, 0, "a post only inserts");
         let slot = &mut self.touched[record.target as usize];
         debug_assert!(!*slot, "a transaction splices each list at most once");
         *slot = true;
@@ -231,7 +232,8 @@ impl<'a> Txn<'a> {
     }
 
     /// Stages `agent/inbox/rejected` (ARCHITECTURE.md#posting) with `data`, built by the caller as
-    /// `{"message":m,"reason":{"code","kind","message"},"post":id}`; ignorable.
+    /// `{"message":m,"reason":{"code","kind","message"},"post":id}` (or `"edit":e` in
+    /// place of `"message"`); ignorable.
     pub fn reject(&mut self, data: String) -> Result<()> {
         let envelope = Envelope {
             ignorable: true,

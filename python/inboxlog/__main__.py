@@ -21,6 +21,13 @@
     python -m inboxlog post    ROOT ID MESSAGE [--target T]
                                                  post a message (JSON, or - for stdin) to
                                                  a session, open or not; prints the post id
+    python -m inboxlog post    ROOT ID --remove MID
+    python -m inboxlog post    ROOT ID --replace MID MESSAGE
+                                                 remove or replace the pending message MID
+                                                 of a session, open or not, as a post:
+                                                 prints the post id (an edit that finds
+                                                 MID no longer pending is recorded as
+                                                 rejected in the log)
     python -m inboxlog serve   ROOT [--host 127.0.0.1] [--port 8765] [--token T]
                                [--allow-host NAME[:PORT]]... [--read-only]
                                                  the web console and its JSON + SSE API
@@ -91,7 +98,9 @@ _EXAMPLES = {
     "post": (
         "examples:\n"
         '  inboxlog post sessions/ s1 \'{"id":"m7","role":"user","content":"hi"}\'\n'
-        '  echo \'{"id":"m8"}\' | inboxlog post sessions/ s1 - --target next-step'
+        '  echo \'{"id":"m8"}\' | inboxlog post sessions/ s1 - --target next-step\n'
+        "  inboxlog post sessions/ s1 --remove m7\n"
+        '  inboxlog post sessions/ s1 --replace m7 \'{"id":"m7","content":"hello"}\''
     ),
 }
 
@@ -287,7 +296,26 @@ def _fold(store: Store, args: argparse.Namespace) -> int:
 
 
 def _post(store: Store, args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.message == "-" else args.message
+    edit = (
+        "--remove" if args.remove is not None else "--replace" if args.replace is not None else None
+    )
+    usage = None
+    if args.remove is not None and args.replace is not None:
+        usage = "--remove and --replace edit one message each: give one of them"
+    elif edit is not None and args.target is not None:
+        usage = f"--target is for a new message; {edit} edits one where it waits"
+    elif edit is not None and args.message is not None:
+        usage = f"{edit} takes no MESSAGE after it"
+    elif edit is None and args.message is None:
+        usage = "MESSAGE is required (a JSON object, or - for stdin)"
+    if usage is not None:
+        print(f"inboxlog post: {usage}", file=sys.stderr)
+        return 2
+    if args.remove is not None:
+        print(store.remove_pending(args.id, args.remove))
+        return 0
+    given = args.message if args.replace is None else args.replace[1]
+    text = sys.stdin.read() if given == "-" else given
     try:
         message = json.loads(text)
     except ValueError as e:
@@ -296,7 +324,10 @@ def _post(store: Store, args: argparse.Namespace) -> int:
     if not isinstance(message, dict):
         print("inboxlog post: the message must be a JSON object", file=sys.stderr)
         return 2
-    print(store.post(args.id, args.target, message))
+    if args.replace is not None:
+        print(store.replace_pending(args.id, args.replace[0], message))
+    else:
+        print(store.post(args.id, args.target or "next-turn", message))
     return 0
 
 
@@ -398,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("import", _import, "import a reference harness log as a new session"),
         ("tail", _tail, "print a log's events; -f follows them as they are committed"),
         ("fold", _fold, "the consumed-work fold of a log"),
-        ("post", _post, "post a message to a session, open or not"),
+        ("post", _post, "post a message to a session, or edit its pending input"),
         ("serve", _serve, "serve the web console and its API over the store"),
     ]:
         sub = commands.add_parser(
@@ -424,12 +455,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "fold":
             sub.add_argument("--json", action="store_true", help="the fold as JSON")
         if name == "post":
-            sub.add_argument("message", help="the message as a JSON object, or - for stdin")
+            sub.add_argument(
+                "message", nargs="?", help="the message as a JSON object, or - for stdin"
+            )
             sub.add_argument(
                 "--target",
                 choices=["next-turn", "next-step"],
-                default="next-turn",
+                default=None,
                 help="the list it goes to (default next-turn)",
+            )
+            sub.add_argument(
+                "--remove", metavar="MID", help="remove the pending message MID instead"
+            )
+            sub.add_argument(
+                "--replace",
+                nargs=2,
+                metavar=("MID", "MESSAGE"),
+                help="replace the pending message MID with MESSAGE (JSON, or - for stdin) instead",
             )
         if name == "inspect":
             sub.add_argument("--json", action="store_true", help="JSONL out: header, then events")

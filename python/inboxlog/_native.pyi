@@ -232,6 +232,34 @@ class Store:
         session ``id``.
         """
 
+    def remove_pending(self, id: str, message_id: str) -> str:
+        """Removes the pending message ``message_id`` of session ``id`` from anywhere,
+        open or not; returns the post id once the edit is durable.
+
+        The edit travels as a post does: its owner applies it exactly once, in order
+        with this store's earlier posts and edits (a post and then its removal apply in
+        that order), as ``inbox.remove``: one ``agent/inbox/spliced`` with
+        ``"outcome": "canceled"`` carrying ``"post": <post id>``. When the message is
+        no longer pending (claimed first, removed, never there) nothing changes and the
+        log records one ``agent/inbox/rejected`` event
+        ``{"edit": {"op": "remove", "id": ...}, "reason": {...}, "post": ...}`` (kind
+        ``not_found``). ``NotFoundError`` when there is no session ``id``;
+        ``InvalidInputError`` when ``message_id`` is empty.
+        """
+
+    def replace_pending(self, id: str, message_id: str, message: _JSONObject) -> str:
+        """Replaces the pending message ``message_id`` of session ``id`` with
+        ``message`` (which may have a new id) from anywhere, open or not; returns the
+        post id once the edit is durable.
+
+        Applied as ``inbox.replace``, exactly once and in order with this store's
+        posts and edits; when ``message_id`` is no longer pending, or the new id is
+        pending already, nothing changes and the log records one
+        ``agent/inbox/rejected`` event ``{"edit": {"op": "replace", "id": ...,
+        "message": ...}, ...}`` (kind ``not_found`` or ``duplicate_message``).
+        ``NotFoundError`` when there is no session ``id``.
+        """
+
     def follow(self, id: str, since: int = 0) -> Follower:
         """Follows session ``id`` from seq ``since``: an iterator of its events as they
         are committed, read without owning the session (GIL released while waiting)."""

@@ -224,6 +224,17 @@ class Store:
         """Posts ``message`` to session ``id`` from anywhere; returns the post id."""
         return await self._run.run(self._store.post, id, target, message)
 
+    async def remove_pending(self, id: str, message_id: str) -> str:
+        """Removes the pending message ``message_id`` of session ``id`` from anywhere;
+        returns the post id (:meth:`inboxlog.Store.remove_pending`)."""
+        return await self._run.run(self._store.remove_pending, id, message_id)
+
+    async def replace_pending(self, id: str, message_id: str, message: _JSONObject) -> str:
+        """Replaces the pending message ``message_id`` of session ``id`` with
+        ``message`` from anywhere; returns the post id
+        (:meth:`inboxlog.Store.replace_pending`)."""
+        return await self._run.run(self._store.replace_pending, id, message_id, message)
+
     def follow(self, id: str, since: int = 0) -> Follower:
         """An async iterator of session ``id``'s events from seq ``since`` as they are
         committed (``async for event in store.follow(id)``)."""

@@ -1,5 +1,6 @@
-//! Fleet features (ARCHITECTURE.md#posting) for Python: `Store.post`, `Store.follow` and the
-//! `Follower` iterator it returns.
+//! Fleet features (ARCHITECTURE.md#posting) for Python: `Store.post`, the edits
+//! `Store.remove_pending` and `Store.replace_pending`, `Store.follow` and the `Follower`
+//! iterator it returns.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -30,6 +31,33 @@ pub(crate) fn post(
     let message = values::message_from(message, "message")?;
     let store = &**store;
     py.detach(|| store.post(id, target, &message)).py()
+}
+
+/// Posts the removal of the pending message `message_id` of session `id` (the store's
+/// `remove_pending`), GIL released.
+pub(crate) fn remove_pending(
+    py: Python<'_>,
+    store: &Arc<dyn Store>,
+    id: &str,
+    message_id: &str,
+) -> PyResult<String> {
+    let store = &**store;
+    py.detach(|| store.remove_pending(id, message_id)).py()
+}
+
+/// Posts the replacement of the pending message `message_id` of session `id` by
+/// `message` (the store's `replace_pending`), GIL released.
+pub(crate) fn replace_pending(
+    py: Python<'_>,
+    store: &Arc<dyn Store>,
+    id: &str,
+    message_id: &str,
+    message: &Bound<'_, PyAny>,
+) -> PyResult<String> {
+    let message = values::message_from(message, "message")?;
+    let store = &**store;
+    py.detach(|| store.replace_pending(id, message_id, &message))
+        .py()
 }
 
 /// Opens a follower of session `id` from seq `since`.

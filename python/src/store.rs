@@ -380,6 +380,30 @@ impl PyStore {
         crate::fleet::post(py, &self.inner, id, target, message)
     }
 
+    /// Removes the pending message `message_id` of session `id` from anywhere, open or
+    /// not (SPEC §11.3); returns the post id once the edit is durable. Its owner applies
+    /// it exactly once, in order with this store's earlier posts and edits, as
+    /// `inbox.remove`; a message no longer pending (claimed first, removed, never there)
+    /// is left alone and the log records one `agent/inbox/rejected` (`not_found`).
+    fn remove_pending(&self, py: Python<'_>, id: &str, message_id: &str) -> PyResult<String> {
+        crate::fleet::remove_pending(py, &self.inner, id, message_id)
+    }
+
+    /// Replaces the pending message `message_id` of session `id` with `message` (which
+    /// may have a new id) from anywhere, open or not (SPEC §11.3); returns the post id once
+    /// the edit is durable. Applied as `inbox.replace`, or recorded as one
+    /// `agent/inbox/rejected` (`not_found`; `duplicate_message` when the new id is
+    /// pending already).
+    fn replace_pending(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        message_id: &str,
+        message: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
+        crate::fleet::replace_pending(py, &self.inner, id, message_id, message)
+    }
+
     /// Follows session `id` from seq `since` (ARCHITECTURE.md#following): an iterator of its events as they
     /// are committed, read without owning the session.
     #[pyo3(signature = (id, since = 0))]

@@ -133,6 +133,16 @@ def test_posts_follow_and_the_inbox_as_coroutines(astore: inboxlog.aio.Store) ->
         events = await s.events()
         assert seen == [e["seq"] for e in events]
         assert events[0]["data"]["post"] == post
+        await s.inbox.append("next-turn", m("e1"))
+        await s.inbox.append("next-turn", m("e2"))
+        removed = await astore.remove_pending("s", "e1")
+        replaced = await astore.replace_pending("s", "e2", m("e3"))
+        assert await s.inbox.receive() == 2
+        assert await s.inbox.next_turn() == [m("e3")]
+        edits = await s.events(len(events) + 2)
+        assert [e["data"]["post"] for e in edits] == [removed, replaced]
+        await s.inbox.clear()
+        events = await s.events()
         assert (await s.baseline())["seq"] == events[-1]["seq"]
         await s.flush()
         await s.close()

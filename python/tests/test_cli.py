@@ -378,6 +378,43 @@ def test_post_delivers_to_the_session(
     assert "inboxlog: not_found:" in capsys.readouterr().err
 
 
+def test_post_removes_and_replaces_pending_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_log(tmp_path)
+    root = str(tmp_path)
+    assert main(["post", root, "s1", '{"id":"p1"}']) == 0
+    assert main(["post", root, "s1", "--remove", "p1"]) == 0
+    assert main(["post", root, "s1", '{"id":"p2"}', "--target", "next-step"]) == 0
+    assert main(["post", root, "s1", "--replace", "p2", '{"id":"p3","content":"hi"}']) == 0
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"id":"b2"}'))
+    assert main(["post", root, "s1", "--replace", "b", "-"]) == 0
+    assert main(["post", root, "s1", "--remove", "never"]) == 0
+    posts = capsys.readouterr().out.split()
+    assert len(set(posts)) == 6
+    with inboxlog.Store(tmp_path).open("s1") as s:
+        assert s.inbox.next_turn == [{"id": "b2"}]
+        assert s.inbox.next_step == [{"id": "p3", "content": "hi"}]
+        events = s.events()
+        assert [e["data"].get("post") for e in events if "post" in e["data"]] == posts
+        assert events[-1]["type"] == "agent/inbox/rejected"
+        assert events[-1]["data"]["edit"] == {"op": "remove", "id": "never"}
+    for argv, says in [
+        (["--remove", "a", "--replace", "b", "{}"], "give one of them"),
+        (["--remove", "a", "--target", "next-step"], "--target is for a new message"),
+        (['{"id":"x"}', "--remove", "a"], "--remove takes no MESSAGE"),
+        (['{"id":"x"}', "--replace", "a", '{"id":"y"}'], "--replace takes no MESSAGE"),
+        ([], "MESSAGE is required"),
+        (["--replace", "a", "[1]"], "must be a JSON object"),
+    ]:
+        assert main(["post", root, "s1", *argv]) == 2, argv
+        assert says in capsys.readouterr().err, argv
+    assert main(["post", root, "s1", "--remove", ""]) == 1
+    assert "invalid_input" in capsys.readouterr().err
+    assert main(["post", root, "nope", "--remove", "a"]) == 1
+    assert "inboxlog: not_found:" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "command",
     ["list", "inspect", "verify", "repair", "delete", "import", "tail", "fold", "post"],

@@ -84,6 +84,95 @@ def test_posts_are_refused_for_missing_sessions_bad_ids_and_bad_values(
         store.follow("nope")
 
 
+def test_pending_input_is_removed_and_replaced_from_anywhere(store: inboxlog.Store) -> None:
+    store.create("s").close()
+    posted = store.post("s", "next-turn", m("a"))
+    removed = store.remove_pending("s", "a")  # after its post, from the same poster
+    store.post("s", "next-step", m("b"))
+    replaced = store.replace_pending("s", "b", m("b2", content="better"))
+    assert len({posted, removed, replaced}) == 3
+    with store.open("s") as s:
+        assert s.inbox.next_turn == []
+        assert s.inbox.next_step == [m("b2", content="better")]
+        events = s.events()
+        assert [e["data"].get("post") for e in events] == [
+            posted,
+            removed,
+            events[2]["data"]["post"],
+            replaced,
+        ]
+        assert events[1]["data"] == {
+            "target": "next-turn",
+            "start": 0,
+            "removedCount": 1,
+            "inserted": [],
+            "outcome": "canceled",
+            "post": removed,
+        }
+        # Live: the usual notifications, as for a local replace.
+        notices: list[str] = []
+        s.on_inbox(lambda n: notices.append(f"{n['type']} {n['message']['id']}"))
+        store.replace_pending("s", "b2", m("b3"))
+        assert s.inbox.receive() == 1
+        assert notices == ["agent/inbox/discarded b2", "agent/inbox/inserted b3"]
+        assert s.inbox.next_step == [m("b3")]
+        assert s.inbox.receive() == 0
+
+
+def test_an_edit_that_finds_nothing_to_change_is_rejected(store: inboxlog.Store) -> None:
+    with store.create("s") as s:
+        s.inbox.append("next-turn", m("a"))
+        s.inbox.append("next-step", m("b"))
+        s.open_turn()
+        s.propose_step()  # claims "b" (next-step) and "a"
+        assert not s.inbox.has_pending
+        s.inbox.append("next-turn", m("c"))
+        p1 = store.remove_pending("s", "a")
+        p2 = store.replace_pending("s", "c", m("c", v=2))
+        p3 = store.post("s", "next-turn", m("d"))
+        p4 = store.replace_pending("s", "d", m("c"))
+        assert s.inbox.receive() == 4
+        rejected = [e["data"] for e in s.events() if e["type"] == "agent/inbox/rejected"]
+        assert rejected == [
+            {
+                "edit": {"op": "remove", "id": "a"},
+                "reason": {"code": 5, "kind": "not_found", "message": 'message "a" is not pending'},
+                "post": p1,
+            },
+            {
+                "edit": {"op": "replace", "id": "d", "message": m("c")},
+                "reason": {
+                    "code": 8,
+                    "kind": "duplicate_message",
+                    "message": 'message "c" is already pending',
+                },
+                "post": p4,
+            },
+        ]
+        assert s.inbox.next_turn == [m("c", v=2), m("d")]
+        assert [e["data"].get("post") for e in s.events()][-3:-1] == [p2, p3]
+
+
+def test_edits_are_refused_for_missing_sessions_empty_ids_and_bad_values(
+    store: inboxlog.Store,
+) -> None:
+    with pytest.raises(inboxlog.NotFoundError):
+        store.remove_pending("nope", "a")
+    with pytest.raises(inboxlog.NotFoundError):
+        store.replace_pending("nope", "a", m("b"))
+    with pytest.raises(inboxlog.InvalidInputError):
+        store.remove_pending("../x", "a")
+    store.create("s").close()
+    with pytest.raises(inboxlog.InvalidInputError, match="must not be empty"):
+        store.remove_pending("s", "")
+    with pytest.raises(inboxlog.InvalidInputError, match="id"):
+        store.replace_pending("s", "a", {"content": "no id"})
+    with pytest.raises(TypeError):
+        store.replace_pending("s", "a", ["not", "a", "dict"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        store.remove_pending("s", 7)  # type: ignore[arg-type]
+
+
 def test_a_follower_yields_events_as_they_commit_and_resumes(store: inboxlog.Store) -> None:
     with store.create("s") as s:
         s.append("x/a", {"n": 0})

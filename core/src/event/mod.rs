@@ -274,14 +274,36 @@ struct ReasonKind<'a> {
 #[derive(Deserialize)]
 struct Empty {}
 
-/// `agent/inbox/rejected {"message":m,"reason":{…}}`: `m` is any JSON (what was posted).
+/// `agent/inbox/rejected {"message":m,"reason":{…}}`: `m` is any JSON (what was
+/// posted); or `{"edit":e,"reason":{…}}` for a posted edit (SPEC §11.3).
 #[derive(Deserialize)]
 struct RejectedData<'a> {
-    #[serde(borrow)]
-    #[allow(dead_code)]
-    message: &'a RawValue,
+    #[serde(borrow, default)]
+    message: Given<'a>,
+    #[serde(borrow, default)]
+    edit: Given<'a>,
     #[serde(borrow)]
     reason: &'a RawValue,
+}
+
+/// A key's value if the key is there, `null` included.
+#[derive(Default)]
+struct Given<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Given<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(|raw| Given(Some(raw)))
+    }
+}
+
+/// The `edit` of a rejected edit: its `op` and `id` are checked.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct RejectedEdit<'a> {
+    #[serde(borrow)]
+    op: Cow<'a, str>,
+    #[serde(borrow)]
+    id: Cow<'a, str>,
 }
 
 #[derive(Deserialize)]
@@ -383,6 +405,22 @@ impl Body {
             }
             INBOX_REJECTED => {
                 let d = json::from_str::<RejectedData<'_>>(text).map_err(shape)?;
+                match (d.message.0, d.edit.0) {
+                    (Some(_), None) => {}
+                    (None, Some(edit)) => {
+                        let e = json::from_str::<RejectedEdit<'_>>(edit.get());
+                        if !e.is_ok_and(|e| matches!(&*e.op, "remove" | "replace")) {
+                            return Err(invalid(
+                                "agent/inbox/rejected edit must hold an \"op\" (\"remove\" or \"replace\") and a string \"id\"",
+                            ));
+                        }
+                    }
+                    _ => {
+                        return Err(invalid(
+                            "agent/inbox/rejected data must hold either \"message\" or \"edit\"",
+                        ));
+                    }
+                }
                 if !d.reason.get().starts_with('{') {
                     return Err(invalid("agent/inbox/rejected reason must be an object"));
                 }
@@ -839,11 +877,21 @@ mod tests {
         let e = Event::from_json(ok).unwrap();
         assert_eq!(e.body(), &Body::Rejected);
         assert_eq!(e.to_json(), ok);
+        for ok in [
+            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":null,"reason":{"code":22,"kind":"too_large","message":"x"},"post":"p1"},"ignorable":true}"#,
+            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"edit":{"op":"replace","id":"a","message":{"id":"b"}},"reason":{"code":5,"kind":"not_found","message":"x"},"post":"p1"},"ignorable":true}"#,
+        ] {
+            assert_eq!(Event::from_json(ok).unwrap().body(), &Body::Rejected);
+        }
         for bad in [
             r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{}}}"#,
             r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{},"reason":"no"}}"#,
             r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{},"reason":{"kind":"io"}}}"#,
             r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":[]}"#,
+            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"reason":{"code":5,"kind":"not_found","message":"x"}}}"#,
+            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{},"edit":{"op":"remove","id":"a"},"reason":{"code":5,"kind":"not_found","message":"x"}}}"#,
+            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"edit":{"op":"move","id":"a"},"reason":{"code":5,"kind":"not_found","message":"x"}}}"#,
+            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"edit":{"op":"remove"},"reason":{"code":5,"kind":"not_found","message":"x"}}}"#,
         ] {
             let err = Event::from_json(bad).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");

@@ -4,7 +4,12 @@
 //! Each post becomes one transaction: an ordinary inserting `agent/inbox/spliced`
 //! whose data carries `"post":"<id>"`, or, when the message cannot be taken in (not a
 //! valid message, its id already pending, too large for the log), one
-//! `agent/inbox/rejected` event naming the reason. The session keeps the id of every
+//! `agent/inbox/rejected` event naming the reason. An edit (SPEC §11.3) becomes the
+//! splice of the local `remove`/`replace` (`"outcome":"canceled"`), carrying
+//! `"post"` too, or, when its message is no longer pending (a claim came first, it was
+//! removed, it never was) or its replacement's id is pending already, one
+//! `agent/inbox/rejected` event recording the edit. Posts and edits are taken in in
+//! one sequence, so a poster's post and a later edit of it apply in that order. The session keeps the id of every
 //! post its log holds ([`Intake::known`], read back on open), so a post still pending
 //! after a crash between its write and its settle is settled, never written twice.
 //! Posts are settled only after the log is durable (`flush`, the barrier of the
@@ -15,6 +20,7 @@ use std::sync::LazyLock;
 
 use serde::Deserialize;
 
+use crate::edit::not_pending;
 use crate::error::{Error, ErrorKind, Result};
 use crate::error_fields::ErrorFields;
 use crate::event::{Event, INBOX_REJECTED, INBOX_SPLICED};
@@ -137,13 +143,15 @@ fn write_post(
         stage(txn, posted)
     }) {
         Err(e) if e.kind() == ErrorKind::TooLarge => {
-            let stub = match posted {
-                Posted::Message { message, .. } => {
-                    format!(r#"{{"id":{}}}"#, json::quote(message.id()))
-                }
-                Posted::Invalid { .. } => "null".to_owned(),
+            let (key, stub) = match posted {
+                Posted::Message { message, .. } => (
+                    MESSAGE,
+                    format!(r#"{{"id":{}}}"#, json::quote(message.id())),
+                ),
+                Posted::Edit { edit, .. } => (EDIT, edit.stub_json()),
+                Posted::Invalid { .. } => (MESSAGE, "null".to_owned()),
             };
-            let data = rejected(&stub, &e, posted.post());
+            let data = rejected(key, &stub, &e, posted.post());
             ledger.transact(&mut writer, time, outbox.as_deref_mut(), |txn| {
                 txn.reject(data)
             })
@@ -167,24 +175,46 @@ fn stage(txn: &mut Txn<'_>, posted: &Posted) -> Result<()> {
             {
                 Ok(Some(record)) => txn.take_post(record, post),
                 Ok(None) => unreachable!("a post inserts one message"),
-                Err(e) => txn.reject(rejected(message.json(), &e, post)),
+                Err(e) => txn.reject(rejected(MESSAGE, message.json(), &e, post)),
+            }
+        }
+        Posted::Edit { post, edit } => {
+            let planned = match txn.inbox().find(edit.id()) {
+                None => Err(not_pending(edit.id())),
+                Some((target, pos)) => {
+                    txn.inbox()
+                        .plan(target, pos as f64, 1.0, edit.inserted(), true)
+                }
+            };
+            match planned {
+                Ok(Some(record)) => txn.take_post(record, post),
+                Ok(None) => unreachable!("an edit removes one message"),
+                Err(e) => txn.reject(rejected(EDIT, &edit.to_json(), &e, post)),
             }
         }
         Posted::Invalid {
             post,
             message,
             error,
-        } => txn.reject(rejected(message, error, post)),
+        } => txn.reject(rejected(MESSAGE, message, error, post)),
     }
 }
 
-/// `{"message":m,"reason":{"code","kind","message"},"post":id}`: the reason is the
-/// error object every face reports (ARCHITECTURE.md#errors), without location keys.
-fn rejected(message: &str, error: &Error, post: &str) -> String {
+/// The key a rejection records a posted message under.
+const MESSAGE: &str = "message";
+/// The key a rejection records a posted edit under.
+const EDIT: &str = "edit";
+
+/// `{"<key>":what,"reason":{"code","kind","message"},"post":id}`, `key` being
+/// `message` or `edit`: the reason is the error object every face reports
+/// (ARCHITECTURE.md#errors), without location keys.
+fn rejected(key: &str, what: &str, error: &Error, post: &str) -> String {
     let kind = error.kind();
-    let mut out = String::with_capacity(64 + message.len() + error.message().len());
-    out.push_str("{\"message\":");
-    out.push_str(message);
+    let mut out = String::with_capacity(64 + what.len() + error.message().len());
+    out.push_str("{\"");
+    out.push_str(key);
+    out.push_str("\":");
+    out.push_str(what);
     out.push_str(",\"reason\":");
     ErrorFields::new(kind.code(), kind.name(), error.message()).write_json(&mut out);
     out.push_str(",\"post\":");
@@ -222,11 +252,15 @@ mod tests {
     use crate::message::Message;
     use crate::splice::Target;
 
+    /// Events written, posts named, and a record limit (0: none).
     #[derive(Default)]
-    struct Writer(Vec<Event>, Vec<String>);
+    struct Writer(Vec<Event>, Vec<String>, usize);
 
     impl LogWriter for Writer {
         fn append(&mut self, events: &[Event]) -> Result<()> {
+            if self.2 > 0 && events.iter().any(|e| e.to_json().len() > self.2) {
+                return Err(Error::new(ErrorKind::TooLarge, "over the limit"));
+            }
             self.0.extend_from_slice(events);
             Ok(())
         }
@@ -311,6 +345,82 @@ mod tests {
                 .take_in(&mut writer, &mut ledger, None, || 6)
                 .unwrap(),
             0
+        );
+    }
+
+    fn edit(post: &str, edit: crate::Edit) -> Posted {
+        Posted::Edit {
+            post: post.to_owned(),
+            edit,
+        }
+    }
+
+    #[test]
+    fn edits_become_canceling_splices_or_rejections() {
+        let m = |id: &str| Message::from_json(&format!(r#"{{"id":"{id}"}}"#)).unwrap();
+        let big =
+            Message::from_json(&format!(r#"{{"id":"z","x":"{}"}}"#, "y".repeat(400))).unwrap();
+        let mailbox = Box_(
+            vec![
+                posted("p1", "a"),
+                posted("p2", "b"),
+                edit("p3", crate::Edit::remove("a").unwrap()),
+                edit("p4", crate::Edit::remove("a").unwrap()),
+                edit("p5", crate::Edit::replace("b", m("a")).unwrap()),
+                posted("p6", "c"),
+                edit("p7", crate::Edit::replace("a", m("c")).unwrap()),
+                edit("p8", crate::Edit::replace("c", big).unwrap()),
+            ],
+            Vec::new(),
+        );
+        let mut intake = Intake::new(Box::new(mailbox), PostIds::default());
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut writer = Writer(Vec::new(), Vec::new(), 400);
+        let mut notices = Vec::new();
+        let n = intake
+            .take_in(&mut writer, &mut ledger, Some(&mut notices), || 5)
+            .unwrap();
+        assert_eq!(n, 8);
+        let data: Vec<&str> = writer.0[2..].iter().map(Event::data).collect();
+        assert_eq!(
+            data,
+            [
+                r#"{"target":"next-turn","start":0,"removedCount":1,"inserted":[],"outcome":"canceled","post":"p3"}"#,
+                r#"{"edit":{"op":"remove","id":"a"},"reason":{"code":5,"kind":"not_found","message":"message \"a\" is not pending"},"post":"p4"}"#,
+                r#"{"target":"next-turn","start":0,"removedCount":1,"inserted":[{"id":"a"}],"outcome":"canceled","post":"p5"}"#,
+                r#"{"target":"next-turn","start":1,"inserted":[{"id":"c"}],"post":"p6"}"#,
+                r#"{"edit":{"op":"replace","id":"a","message":{"id":"c"}},"reason":{"code":8,"kind":"duplicate_message","message":"message \"c\" is already pending"},"post":"p7"}"#,
+                r#"{"edit":{"op":"replace","id":"c","message":{"id":"z"}},"reason":{"code":12,"kind":"too_large","message":"over the limit"},"post":"p8"}"#,
+            ]
+        );
+        assert_eq!(writer.0[3].ty(), INBOX_REJECTED);
+        assert_eq!(
+            writer.0.iter().filter_map(post_id).collect::<Vec<_>>(),
+            ["p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8"]
+        );
+        let ids: Vec<&str> = ledger
+            .inbox
+            .iter(Target::NextTurn)
+            .map(Message::id)
+            .collect();
+        assert_eq!(ids, ["a", "c"]);
+        let described: Vec<String> = notices
+            .iter()
+            .filter_map(|n| match n {
+                Notice::Inbox(n) => Some(format!("{} {}", n.ty(), n.message().id())),
+                Notice::Event(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            described,
+            [
+                "agent/inbox/inserted a",
+                "agent/inbox/inserted b",
+                "agent/inbox/discarded a",
+                "agent/inbox/discarded b",
+                "agent/inbox/inserted a",
+                "agent/inbox/inserted c",
+            ]
         );
     }
 

@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::{Backoff, Feed, LogWriter, Mailbox, OpenOptions, Opened, Posted, Store, Verified};
+use super::{
+    Backoff, Feed, LogWriter, Mailbox, OpenOptions, Opened, Post, Posted, Store, Verified,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::header::Header;
 use crate::id::validate_session_id;
-use crate::message::Message;
-use crate::splice::Target;
 
 #[derive(Debug)]
 struct Log {
@@ -20,8 +20,8 @@ struct Log {
     writer_open: bool,
     /// Removed from the store: an open that fetched it just before must not write to it.
     deleted: bool,
-    /// Posts not yet taken in (ARCHITECTURE.md#posting), in post order: (post id, target, message).
-    mailbox: VecDeque<(String, Target, Message)>,
+    /// Posts not yet taken in (ARCHITECTURE.md#posting), in post order: (post id, post).
+    mailbox: VecDeque<(String, Post)>,
 }
 
 type Shared = Arc<Mutex<Log>>;
@@ -237,16 +237,15 @@ impl Store for MemoryStore {
     /// Posts go to the session's mailbox in memory; its writer moves them to the log
     /// under the session lock, so nothing is lost or doubled short of the process dying
     /// (which takes the whole store with it).
-    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String> {
+    fn deliver(&self, id: &str, post: &Post) -> Result<String> {
         let shared = self.get(id)?;
         let mut log = lock(&shared);
         if log.deleted {
             return Err(not_found(id));
         }
-        let post = format!("mem-{:012}", self.posts.fetch_add(1, Ordering::Relaxed));
-        log.mailbox
-            .push_back((post.clone(), target, message.clone()));
-        Ok(post)
+        let name = format!("mem-{:012}", self.posts.fetch_add(1, Ordering::Relaxed));
+        log.mailbox.push_back((name.clone(), post.clone()));
+        Ok(name)
     }
 
     fn mailbox(&self, id: &str) -> Result<Box<dyn Mailbox>> {
@@ -272,11 +271,7 @@ impl Mailbox for MemoryMailbox {
         Ok(lock(&self.log)
             .mailbox
             .iter()
-            .map(|(post, target, message)| Posted::Message {
-                post: post.clone(),
-                target: *target,
-                message: message.clone(),
-            })
+            .map(|(name, post)| post.clone().posted(name.clone()))
             .collect())
     }
 

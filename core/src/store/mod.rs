@@ -11,10 +11,12 @@ mod memory;
 pub(crate) use backoff::Backoff;
 pub use memory::MemoryStore;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::edit::Edit;
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::header::Header;
@@ -66,12 +68,40 @@ pub trait Store: Send + Sync {
     /// log (`inspect`, `fork`) sees it whole as it was; one that starts after sees none.
     fn delete(&self, id: &str) -> Result<()>;
 
-    /// Posts `message` to the `target` list of session `id` from anywhere
+    /// Delivers `post` to the mailbox of session `id` from anywhere
     /// (ARCHITECTURE.md#posting), whether the session is open or not, and returns the
     /// post's id once the post is acknowledged (durable in the store). Its owner takes
-    /// it in as exactly one `agent/inbox/spliced` event carrying `"post":"<post id>"`,
-    /// in post order per poster. `not_found` when the session does not exist.
-    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String>;
+    /// it in as exactly one event carrying `"post":"<post id>"` (an
+    /// `agent/inbox/spliced`, or an `agent/inbox/rejected`), in delivery order per
+    /// poster, messages and edits alike. `not_found` when the session does not exist;
+    /// `too_large` when the splice taking it in would not fit the log's record limit.
+    fn deliver(&self, id: &str, post: &Post) -> Result<String>;
+
+    /// Posts `message` to the `target` list of session `id` ([`Store::deliver`]).
+    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String> {
+        self.deliver(
+            id,
+            &Post::Message {
+                target,
+                message: message.clone(),
+            },
+        )
+    }
+
+    /// Posts the removal of the pending message `message_id` of session `id`
+    /// ([`Store::deliver`], SPEC §11.3): its owner applies it as the local `remove`, or
+    /// records it rejected (`not_found`) when the message is no longer pending.
+    fn remove_pending(&self, id: &str, message_id: &str) -> Result<String> {
+        self.deliver(id, &Post::Edit(Edit::remove(message_id)?))
+    }
+
+    /// Posts the replacement of the pending message `message_id` of session `id` by
+    /// `message` ([`Store::deliver`], SPEC §11.3): its owner applies it as the local
+    /// `replace`, or records it rejected (`not_found`, or `duplicate_message` when the
+    /// new id is pending already).
+    fn replace_pending(&self, id: &str, message_id: &str, message: &Message) -> Result<String> {
+        self.deliver(id, &Post::Edit(Edit::replace(message_id, message.clone())?))
+    }
 
     /// The mailbox of session `id`, for the session's writer to take posts in
     /// (ARCHITECTURE.md#posting).
@@ -85,6 +115,55 @@ pub trait Store: Send + Sync {
     fn follow(&self, id: &str) -> Result<Box<dyn Feed>>;
 }
 
+/// What a poster delivers to a session's mailbox (ARCHITECTURE.md#posting).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Post {
+    /// A message for one of the lists.
+    Message {
+        /// The list it goes to.
+        target: Target,
+        /// The message.
+        message: Message,
+    },
+    /// An edit of the pending input.
+    Edit(Edit),
+}
+
+impl Post {
+    /// What a mailbox records as the post's kind: the target's wire name, or
+    /// `"edit"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Post::Message { target, .. } => target.as_str(),
+            Post::Edit(_) => EDIT_KIND,
+        }
+    }
+
+    /// What a mailbox records as the post's body: the message, or the edit
+    /// (`Edit::to_json`), as compact JSON.
+    pub fn body(&self) -> Cow<'_, str> {
+        match self {
+            Post::Message { message, .. } => Cow::Borrowed(message.json()),
+            Post::Edit(edit) => Cow::Owned(edit.to_json()),
+        }
+    }
+
+    /// The post waiting in a mailbox under id `post`.
+    pub fn posted(self, post: String) -> Posted {
+        match self {
+            Post::Message { target, message } => Posted::Message {
+                post,
+                target,
+                message,
+            },
+            Post::Edit(edit) => Posted::Edit { post, edit },
+        }
+    }
+}
+
+/// The kind a mailbox records for an edit, beside the targets' names.
+pub const EDIT_KIND: &str = "edit";
+
 /// One post waiting in a session's mailbox (ARCHITECTURE.md#posting).
 #[derive(Debug)]
 pub enum Posted {
@@ -96,6 +175,13 @@ pub enum Posted {
         target: Target,
         /// The posted message.
         message: Message,
+    },
+    /// A readable edit of the pending input (SPEC §11.3).
+    Edit {
+        /// The post's id, unique in the store, carried into the log as `"post"`.
+        post: String,
+        /// The edit.
+        edit: Edit,
     },
     /// A post that cannot be taken in as it is (not a valid message, an unknown
     /// target): it is recorded as `agent/inbox/rejected` with `error` as the reason.
@@ -114,7 +200,29 @@ impl Posted {
     /// The post's id.
     pub fn post(&self) -> &str {
         match self {
-            Posted::Message { post, .. } | Posted::Invalid { post, .. } => post,
+            Posted::Message { post, .. }
+            | Posted::Edit { post, .. }
+            | Posted::Invalid { post, .. } => post,
+        }
+    }
+
+    /// Reads back post `post` as a mailbox recorded it ([`Post::kind`],
+    /// [`Post::body`]); [`Posted::Invalid`] when it does not parse.
+    pub fn parse(post: String, kind: &str, body: &str) -> Posted {
+        let parsed = if kind == EDIT_KIND {
+            Edit::from_json(body).map(Post::Edit)
+        } else {
+            Target::parse(kind).and_then(|target| {
+                Message::from_json(body).map(|message| Post::Message { target, message })
+            })
+        };
+        match parsed {
+            Ok(p) => p.posted(post),
+            Err(error) => Posted::Invalid {
+                post,
+                message: body.to_owned(),
+                error,
+            },
         }
     }
 }

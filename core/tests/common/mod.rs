@@ -35,19 +35,66 @@ pub fn assert_err<T>(result: Result<T>, kind: ErrorKind, needles: &[&str]) -> Er
     err
 }
 
-/// The splices that took posts in, in log order: `(message id, post id)`.
+/// The splices that took posted messages in, in log order: `(message id, post id)`
+/// (the splices of posted edits, which cancel, are [`edits_applied`]).
 pub fn taken_in(events: &[Event]) -> Vec<(String, String)> {
-    events
-        .iter()
-        .filter(|e| e.ty() == "agent/inbox/spliced" && e.data().contains(r#""post":"#))
-        .map(|e| {
-            let v: serde_json::Value = serde_json::from_str(e.data()).unwrap();
+    posted_splices(events)
+        .filter(|v| v["outcome"].is_null())
+        .map(|v| {
             (
                 v["inserted"][0]["id"].as_str().unwrap().to_owned(),
                 v["post"].as_str().unwrap().to_owned(),
             )
         })
         .collect()
+}
+
+/// The splices that applied posted edits, in log order: `(edited message id, post id)`;
+/// the id is the removed message's, read from the inbox `replay` rebuilds (`None` when
+/// the log's splices do not say).
+pub fn edits_applied(events: &[Event]) -> Vec<(Option<String>, String)> {
+    let mut inbox = inboxlog::Inbox::new();
+    let mut out = Vec::new();
+    for e in events.iter().filter(|e| e.ty() == "agent/inbox/spliced") {
+        let record = inboxlog::SpliceRecord::from_json(e.data()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(e.data()).unwrap();
+        if let (true, Some(post)) = (record.canceled, v["post"].as_str()) {
+            let removed = inbox
+                .get(record.target, record.start as usize)
+                .map(|m| m.id().to_owned());
+            out.push((removed, post.to_owned()));
+        }
+        inbox.apply_checked(&record).unwrap();
+    }
+    out
+}
+
+/// The `agent/inbox/rejected` events of edits, in log order: `(op, id, reason kind,
+/// post id)`.
+pub fn edits_rejected(events: &[Event]) -> Vec<(String, String, String, String)> {
+    events
+        .iter()
+        .filter(|e| e.ty() == "agent/inbox/rejected")
+        .map(|e| serde_json::from_str::<serde_json::Value>(e.data()).unwrap())
+        .filter(|v| !v["edit"].is_null())
+        .map(|v| {
+            let s = |x: &serde_json::Value| x.as_str().unwrap().to_owned();
+            (
+                s(&v["edit"]["op"]),
+                s(&v["edit"]["id"]),
+                s(&v["reason"]["kind"]),
+                s(&v["post"]),
+            )
+        })
+        .collect()
+}
+
+fn posted_splices(events: &[Event]) -> impl Iterator<Item = serde_json::Value> + '_ {
+    events
+        .iter()
+        .filter(|e| e.ty() == "agent/inbox/spliced" && e.data().contains(r#""post":"#))
+        .map(|e| serde_json::from_str::<serde_json::Value>(e.data()).unwrap())
+        .filter(|v| v["post"].is_string())
 }
 
 /// Every acknowledged message (`acked`: by poster, in post order) is in `taken` exactly

@@ -6,9 +6,9 @@ use inboxlog::ToJson as _;
 use std::sync::{Arc, Mutex};
 
 use inboxlog::store::{
-    Feed, LogWriter, Mailbox, MemoryStore, OpenOptions, Opened, Posted, Store, Verified,
+    Feed, LogWriter, Mailbox, MemoryStore, OpenOptions, Opened, Post, Posted, Store, Verified,
 };
-use inboxlog::{ErrorKind, Event, Header, Message, Session, SessionMeta, Target};
+use inboxlog::{ErrorKind, Event, Header, Message, Session, SessionMeta};
 
 /// A message with `id` and some content.
 pub fn m(id: &str) -> Message {
@@ -155,7 +155,7 @@ impl Store for FixedStore {
         ))
     }
 
-    fn post(&self, id: &str, _: Target, _: &Message) -> inboxlog::Result<String> {
+    fn deliver(&self, id: &str, _: &Post) -> inboxlog::Result<String> {
         Err(inboxlog::Error::new(
             ErrorKind::Locked,
             format!("session \"{id}\" is fixed and takes no posts"),

@@ -17,6 +17,7 @@ mod pg_common;
 
 mod child;
 mod durability;
+mod edit;
 mod follow;
 mod fork;
 mod lifecycle;
@@ -33,7 +34,9 @@ use std::any::Any;
 use inboxlog::store::{self, Durability, MemoryStore, Store, StoreOptions};
 use inboxlog::{Envelope, Session, SessionMeta};
 
-pub use common::{Rng, assert_err, assert_exactly_once, msg, taken_in};
+pub use common::{
+    Rng, assert_err, assert_exactly_once, edits_applied, edits_rejected, msg, taken_in,
+};
 
 /// One store of the list, with what must outlive it (a temp dir, a PostgreSQL schema).
 pub struct Backend {

@@ -39,14 +39,12 @@ use recovery::{Replayed, incomplete_header, read_error, read_header, replay, rep
 use sync::{Flusher, Queue};
 use writer::{JsonlWriter, Tail};
 
-use super::{Durability, Feed, LogWriter, Mailbox, Opened, Store, Verified};
+use super::{Durability, Feed, LogWriter, Mailbox, Opened, Post, Store, Verified};
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::header::Header;
 use crate::id::validate_session_id;
 use crate::json;
-use crate::message::Message;
-use crate::splice::Target;
 
 /// Reader buffer for replaying a whole log.
 const REPLAY_BUF: usize = 1 << 20;
@@ -565,11 +563,11 @@ impl Store for JsonlStore {
         Ok(())
     }
 
-    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String> {
+    fn deliver(&self, id: &str, post: &Post) -> Result<String> {
         let path = self.path(id)?;
         let dir = spool::dir(&self.root, id);
         self.poster
-            .post((id, &path, &dir), target, message, self.limit)
+            .post((id, &path, &dir), post, self.limit)
             .map_err(|e| e.with_session(id))
     }
 

@@ -30,9 +30,7 @@ use super::fault::FaultPlan;
 use super::os::sync_dir;
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::json;
-use crate::message::Message;
-use crate::splice::Target;
-use crate::store::{Mailbox, Posted};
+use crate::store::{Mailbox, Post, Posted};
 
 /// Temp files older than this are left by a poster that died mid-post: the owner
 /// removes them. A live poster that stalls longer has its rename fail, unacknowledged.
@@ -106,8 +104,7 @@ impl Poster {
     pub(super) fn post(
         &self,
         (id, log, dir): (&str, &Path, &Path),
-        target: Target,
-        message: &Message,
+        post: &Post,
         limit: usize,
     ) -> Result<String> {
         if !log.is_file() {
@@ -129,13 +126,13 @@ impl Poster {
             .clone();
         let mut chain = chain.lock().unwrap_or_else(PoisonError::into_inner);
         let ns = now_ns().max(chain.last_ns + 1);
-        let post = format!("{ns:020}-{}-{:012}", self.tag, chain.counter);
+        let name = format!("{ns:020}-{}-{:012}", self.tag, chain.counter);
         let prev = chain.prev.as_deref().map_or("null".to_owned(), json::quote);
         let body = format!(
             r#"{{"post":{},"target":"{}","prev":{prev},"message":{}}}"#,
-            json::quote(&post),
-            target.as_str(),
-            message.json()
+            json::quote(&name),
+            post.kind(),
+            post.body()
         );
         // The splice that takes it in must fit the log's record limit too.
         if body.len() + 64 > limit {
@@ -149,9 +146,9 @@ impl Poster {
             ));
         }
         (chain.last_ns, chain.counter) = (ns, chain.counter + 1);
-        write(dir, &post, body.as_bytes())?;
-        chain.prev = Some(post.clone());
-        Ok(post)
+        write(dir, &name, body.as_bytes())?;
+        chain.prev = Some(name.clone());
+        Ok(name)
     }
 }
 
@@ -219,7 +216,6 @@ impl Spool {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(format_args!("cannot read {}", path.display()), e)),
         };
-        let post = name.to_owned();
         let unreadable = |message: String, error: Error| Posted::Invalid {
             post: name.to_owned(),
             message,
@@ -236,15 +232,9 @@ impl Spool {
                 return Ok(Some((unreadable(json::quote(text), error), None)));
             }
         };
-        let parsed = Target::parse(&wire.target)
-            .and_then(|t| Message::from_json(wire.message.get()).map(|m| (t, m)));
-        let posted = match parsed {
-            Ok((target, message)) => Posted::Message {
-                post,
-                target,
-                message,
-            },
-            Err(error) => unreadable(wire.message.get().to_owned(), error),
+        let posted = match Posted::parse(name.to_owned(), &wire.target, wire.message.get()) {
+            Posted::Invalid { message, error, .. } => unreadable(message, error),
+            readable => readable,
         };
         Ok(Some((posted, wire.prev)))
     }
@@ -342,6 +332,8 @@ fn stale(entry: &fs::DirEntry) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Message;
+    use crate::splice::Target;
 
     fn post(dir: &Path, name: &str, prev: Option<&str>, id: &str) {
         let prev = prev.map_or("null".to_owned(), json::quote);
@@ -356,6 +348,7 @@ mod tests {
             .iter()
             .map(|p| match p {
                 Posted::Message { message, .. } => message.id(),
+                Posted::Edit { edit, .. } => edit.id(),
                 Posted::Invalid { .. } => "?",
             })
             .collect()
@@ -389,12 +382,13 @@ mod tests {
         fs::write(&log, "").unwrap();
         let spool = dir.path().join("s.posts");
         let poster = Poster::default();
-        let m = Message::from_json(r#"{"id":"m"}"#).unwrap();
+        let post = Post::Message {
+            target: Target::NextTurn,
+            message: Message::from_json(r#"{"id":"m"}"#).unwrap(),
+        };
         let mut last = String::new();
         for _ in 0..20 {
-            let id = poster
-                .post(("s", &log, &spool), Target::NextTurn, &m, 1 << 20)
-                .unwrap();
+            let id = poster.post(("s", &log, &spool), &post, 1 << 20).unwrap();
             assert!(id > last, "{id} after {last}");
             last = id;
         }

@@ -5,7 +5,9 @@
 //! committed (synchronously, whatever the store's durability mode). Its id is
 //! `pg-<n>`, `n` from a sequence: a poster's next post starts after its previous one
 //! committed, so each poster's posts are in `n` order, which is the order
-//! [`Mailbox::pending`] hands them out in.
+//! [`Mailbox::pending`] hands them out in. An edit of the pending input (SPEC §11.3) is
+//! a row too, of kind `edit` (in `target`) with the edit's JSON as its `message`, so
+//! a poster's posts and edits share that one order.
 //!
 //! **Exactly once.** The owner takes posts in with [`LogWriter::append_posted`]
 //! (`writer.rs`): the fenced INSERT of the splices and the DELETE of their rows from
@@ -36,9 +38,7 @@ use super::read::{At, read_all, reading};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::json;
-use crate::message::Message;
-use crate::splice::Target;
-use crate::store::{Durability, Feed, Mailbox, Posted};
+use crate::store::{Durability, Feed, Mailbox, Post, Posted};
 
 /// The longest a follower waits for a notification before it reads again.
 pub(super) const REREAD: Duration = Duration::from_secs(1);
@@ -46,9 +46,11 @@ pub(super) const REREAD: Duration = Duration::from_secs(1);
 /// How long a follower waits before it connects again after a failure.
 const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
 
-/// Posts `message` to `target` of session `id`; returns the post id once committed.
-pub(super) fn post(inner: &Inner, id: &str, target: Target, message: &Message) -> Result<String> {
-    let text = message.json();
+/// Delivers `post` to session `id` as one row (its kind in `target`, its body in
+/// `message`); returns the post id once committed.
+pub(super) fn post(inner: &Inner, id: &str, post: &Post) -> Result<String> {
+    let body = post.body();
+    let text: &str = &body;
     // The splice that takes it in must fit the log's record limit too.
     if text.len() + 128 > inner.limit {
         return Err(Error::new(
@@ -76,7 +78,7 @@ pub(super) fn post(inner: &Inner, id: &str, target: Target, message: &Message) -
                 .map_err(fail)?;
         }
         let row = tx
-            .query_opt(inner.sql.post.as_str(), &[&id, &target.as_str(), &text])
+            .query_opt(inner.sql.post.as_str(), &[&id, &post.kind(), &text])
             .map_err(fail)?;
         tx.commit().map_err(fail)?;
         Ok(row)
@@ -104,22 +106,8 @@ impl Mailbox for PgMailbox {
         Ok(rows
             .iter()
             .map(|row| {
-                let (post, target, message): (String, &str, &str) =
-                    (row.get(0), row.get(1), row.get(2));
-                let parsed =
-                    Target::parse(target).and_then(|t| Message::from_json(message).map(|m| (t, m)));
-                match parsed {
-                    Ok((target, message)) => Posted::Message {
-                        post,
-                        target,
-                        message,
-                    },
-                    Err(error) => Posted::Invalid {
-                        post,
-                        message: message.to_owned(),
-                        error,
-                    },
-                }
+                let (post, kind, body): (String, &str, &str) = (row.get(0), row.get(1), row.get(2));
+                Posted::parse(post, kind, body)
             })
             .collect())
     }

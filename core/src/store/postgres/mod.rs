@@ -57,15 +57,13 @@ use self::read::{At, SessionRow, read_all, read_for_open, reading, seed_gap, ses
 use self::schema::Sql;
 use self::writer::{PgWriter, Rows, Shared};
 use super::{
-    Durability, Feed, LogWriter, Mailbox, OpenOptions, Opened, Store, StoreOptions, Verified,
+    Durability, Feed, LogWriter, Mailbox, OpenOptions, Opened, Post, Store, StoreOptions, Verified,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::header::Header;
 use crate::id::validate_session_id;
 use crate::json;
-use crate::message::Message;
-use crate::splice::Target;
 
 pub use self::schema::{DEFAULT_SCHEMA, SCHEMA_VERSION, validate_schema};
 pub use self::url::{ChannelBinding, Host, PgUrl, SslMode, TargetSessionAttrs, redact_url};
@@ -579,9 +577,9 @@ impl Store for PgStore {
     }
 
     /// One row of `posts`, committed before it returns (see `fleet.rs`).
-    fn post(&self, id: &str, target: Target, message: &Message) -> Result<String> {
+    fn deliver(&self, id: &str, post: &Post) -> Result<String> {
         validate_session_id(id)?;
-        fleet::post(&self.inner, id, target, message)
+        fleet::post(&self.inner, id, post)
     }
 
     fn mailbox(&self, id: &str) -> Result<Box<dyn Mailbox>> {

@@ -22,7 +22,8 @@
 //!     session text NOT NULL REFERENCES <schema>.sessions (id) ON DELETE CASCADE,
 //!     post text PRIMARY KEY,                       -- "pg-<n>", carried into the log
 //!     n bigint NOT NULL,                           -- post order (per poster too)
-//!     target text NOT NULL, message text NOT NULL, -- the ARCHITECTURE.md#inbox message, compact JSON
+//!     target text NOT NULL, message text NOT NULL, -- the ARCHITECTURE.md#inbox message, compact JSON;
+//!                                                  -- an edit (SPEC §11.3): target 'edit', its JSON
 //!     posted_at timestamptz NOT NULL DEFAULT now());
 //! CREATE INDEX posts_pending ON <schema>.posts (session, n);
 //! ```
