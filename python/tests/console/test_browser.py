@@ -48,11 +48,6 @@ FLAGS = [
 # Long enough for a loaded machine; every wait ends as soon as its condition holds.
 WAIT = 30.0
 
-needs_edits = pytest.mark.skipif(
-    not hasattr(inboxlog.Store, "remove_pending"),
-    reason="Store.remove_pending/replace_pending (SPEC §11.3) are not in this build",
-)
-
 
 class Server:
     """``serve_store.py`` in a process of its own: started, killed and started again on
@@ -458,7 +453,6 @@ def test_the_composer_posts_exactly_once(
     assert_clean(browser)
 
 
-@needs_edits
 def test_remove_cancels_and_replace_edits_a_pending_message(
     browser: WebDriver, server: Server, store: inboxlog.Store
 ) -> None:
