@@ -425,6 +425,26 @@ def test_a_page_whose_first_load_fails_tries_again(
     assert_clean(browser, allow=("ERR_BLOCKED_BY_CLIENT",))
 
 
+def test_a_page_back_from_the_back_forward_cache_follows_again(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    """pagehide closed the stream; coming back reopens it where it stopped."""
+    count_streams(browser)
+    with store.create("cached") as session:
+        session.inbox.append("next-turn", message("m1", "one"))
+        open_session(browser, server, "cached")
+        browser.execute_script("window.__sameDocument = true")
+        browser.get(server.url)
+        session.inbox.append("next-step", message("m2", "two"))
+        browser.back()
+        until(browser, lambda: page_queues(browser)["next-step"] == ["m2"], "caught up")
+        restored = browser.execute_script("return window.__sameDocument === true")
+        assert browser.execute_script("return window.__streams()") == 1
+        assert sorted(row_seqs(browser)) == [0, 1]
+    assert restored, "the page came back from the back/forward cache"
+    assert_clean(browser)
+
+
 def test_the_composer_posts_exactly_once(
     browser: WebDriver, server: Server, store: inboxlog.Store
 ) -> None:
