@@ -262,6 +262,49 @@ def test_the_session_list_catches_up_after_a_restart(
     assert_clean(browser, allow=("net::ERR_",))
 
 
+def test_the_session_list_comes_in_pages(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    for n in range(105):
+        store.create(f"s{n:03}").close()
+    browser.get(server.url)
+    listed = (
+        "return [...document.querySelectorAll('[data-session-id]')]"
+        ".map((n) => n.dataset.sessionId);"
+    )
+    until(browser, lambda: len(browser.execute_script(listed)) == 100, "the first page")
+    assert browser.execute_script(listed) == [f"s{n:03}" for n in range(100)]
+    # Created meanwhile: one inside the loaded page shows at once, one past it with its page.
+    store.create("s050a").close()
+    store.create("s200").close()
+    until(browser, lambda: "s050a" in browser.execute_script(listed), "s050a shown")
+    assert "s200" not in browser.execute_script(listed)
+    browser.find_element(By.CSS_SELECTOR, '[data-action="more"]').click()
+    everything = sorted([f"s{n:03}" for n in range(105)] + ["s050a", "s200"])
+    until(browser, lambda: browser.execute_script(listed) == everything, "the next page")
+    assert not browser.find_element(By.CSS_SELECTOR, '[data-action="more"]').is_displayed()
+    assert_clean(browser)
+
+
+def test_a_session_list_that_fails_to_load_tries_again(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    store.create("listed").close()
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/api/sessions"]})
+    browser.get(server.url)
+    notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+    until(browser, lambda: notice.text.endswith("trying again."), "the failure said")
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    until(
+        browser,
+        lambda: browser.find_elements(By.CSS_SELECTOR, '[data-session-id="listed"]'),
+        "listed",
+    )
+    until(browser, lambda: notice.text == "", "the notice cleared")
+    assert_clean(browser, allow=("ERR_BLOCKED_BY_CLIENT",))
+
+
 def test_the_queues_equal_the_store_inbox_while_another_process_works(
     browser: WebDriver, server: Server, store: inboxlog.Store, root: Path
 ) -> None:

@@ -69,10 +69,15 @@ function onChange(change) {
   render();
 }
 
+// Reads the list again after the one in flight; a failure says so and tries again.
 function sync() {
-  loading = (loading ?? Promise.resolve())
-    .then(reload)
-    .catch((error) => notify(`Could not list the sessions: ${error.message}`, "error"));
+  loading = (loading ?? Promise.resolve()).then(reload).then(
+    () => notify(""),
+    (error) => {
+      notify(`Could not list the sessions: ${error.message}; trying again.`, "error");
+      setTimeout(sync, 1000);
+    },
+  );
 }
 
 const live = new Live({
