@@ -47,6 +47,7 @@ STATUS = {
 }
 
 _TARGETS: tuple[Target, ...] = ("next-turn", "next-step")
+_SPLICED = "agent/inbox/spliced"
 _CONTEXT = ("session", "path", "line", "offset", "seq")
 
 
@@ -161,8 +162,9 @@ class _Fold:
 
     def apply(self, event: Event) -> None:
         seq = event["seq"]
-        if seq >= self.header.get("seedLength", 0):
-            # A fork's seeded events replay nothing: its inbox starts empty (SPEC §6).
+        # Only splices change the inbox (the fold keeps the seq itself), and a fork's
+        # seeded events replay nothing: its inbox starts empty (SPEC §6).
+        if event["type"] == _SPLICED and seq >= self.header.get("seedLength", 0):
             self.projection.apply(event)
         if event["type"] == "turn/start":
             self.open_turn = cast(int, event["data"]["turn"])

@@ -129,7 +129,8 @@ class Client:
     async def wait(self) -> None:
         """Waits for buffered events (or a drop), at most one heartbeat period."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.ready.wait(), HEARTBEAT)
+            async with asyncio.timeout(HEARTBEAT):
+                await self.ready.wait()
 
 
 class Feed:
@@ -248,13 +249,15 @@ class Hub:
                         end = client.resume_at if client.resume_at is not None else joined
                     client.catching_up = False
                     client.resume_at = None
+                if client.dropped is not None:
+                    raise Dropped(client.dropped)
                 items = [(seq, chunk) for seq, chunk in client.take() if seq >= position]
                 if items:
                     position = items[-1][0] + 1
                     await send_body(b"".join(chunk for _, chunk in items))
-                elif client.dropped is None:
+                else:
                     await client.wait()
-                    if not client.ready.is_set() and client.dropped is None:
+                    if not client.ready.is_set():
                         await send_body(_HEARTBEAT)
 
         async def send_body(body: bytes) -> None:
@@ -284,12 +287,14 @@ class Hub:
 
         async def produce() -> None:
             while True:
+                if client.dropped is not None:
+                    raise Dropped(client.dropped)
                 items = client.take()
                 if items:
                     await send_body(b"".join(chunk for _, chunk in items))
                 else:
                     await client.wait()
-                    if not client.ready.is_set() and client.dropped is None:
+                    if not client.ready.is_set():
                         await send_body(_HEARTBEAT)
 
         async def send_body(body: bytes) -> None:
