@@ -488,6 +488,30 @@ def test_a_page_back_from_the_back_forward_cache_follows_again(
     assert_clean(browser)
 
 
+def test_a_busy_session_keeps_its_page_bounded(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    """Live events add rows at the top; past a page more than it shows, the oldest go
+    (and come back with "more")."""
+    with store.create("busy") as session:
+        session.append("host/tick", {"n": 0})
+        open_session(browser, server, "busy")
+        for n in range(1, 1600):
+            session.append("host/tick", {"n": n})
+        last = session.last_seq
+    assert last == 1599
+    until(browser, lambda: row_seqs(browser)[0] == last, "the last event shown")
+    seqs = row_seqs(browser)
+    assert 500 <= len(seqs) <= 1000, len(seqs)
+    assert seqs == list(range(last, last - len(seqs), -1))
+    more = browser.find_element(By.CSS_SELECTOR, '[data-action="more"]')
+    assert more.is_displayed()
+    more.click()
+    until(browser, lambda: len(row_seqs(browser)) == len(seqs) + 500, "an older page")
+    assert row_seqs(browser) == list(range(last, last - len(seqs) - 500, -1))
+    assert_clean(browser)
+
+
 def test_the_composer_posts_exactly_once(
     browser: WebDriver, server: Server, store: inboxlog.Store
 ) -> None:

@@ -14,7 +14,7 @@ const id = decodeURIComponent(location.pathname.split("/").pop());
 const base = `sessions/${segment(id)}`;
 const $ = (selector) => document.querySelector(selector);
 
-const timeline = new Timeline($("[data-role=timeline]"));
+const timeline = new Timeline($("[data-role=timeline]"), PAGE);
 const queues = $("[data-role=queues]");
 let projection = null;
 // The seq whose past inbox is shown (null: the live inbox).
@@ -90,6 +90,7 @@ function onEvent(event) {
   if (event.type === "turn/start") $("[data-role=turn]").textContent = `turn ${event.data.turn} open`;
   if (event.type === "turn/end") $("[data-role=turn]").textContent = "idle";
   $("[data-role=last-seq]").textContent = `${timeline.newest + 1} events`;
+  $("[data-action=more]").hidden = timeline.oldest === null || timeline.oldest === 0;
   try {
     if (projection.apply(event)) renderLive();
   } catch (error) {

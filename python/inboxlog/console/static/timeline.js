@@ -72,10 +72,17 @@ export function row(event) {
   return el("li", { class: `ev ev-${kind}`, "data-seq": event.seq, "data-kind": kind }, head, body);
 }
 
-/** The timeline list: rows by seq, newest at the top, each seq shown once. */
+/**
+ * The timeline list: rows by seq, newest at the top, each seq shown once. Live events
+ * grow it at the top; once it holds a page more than it should (`page` rows, plus the
+ * pages asked for with "more"), the oldest rows go, so a busy session's page stays
+ * bounded (they come back with "more").
+ */
 export class Timeline {
-  constructor(list) {
+  constructor(list, page) {
     this.list = list;
+    this.page = page;
+    this.keep = page;
     this.newest = -1;
     this.oldest = null;
   }
@@ -89,6 +96,14 @@ export class Timeline {
     this.list.prepend(rows);
     this.newest = fresh[fresh.length - 1].seq;
     if (this.oldest === null) this.oldest = fresh[0].seq;
+    this.trim();
+  }
+
+  trim() {
+    const rows = this.list.children;
+    if (rows.length <= this.keep + this.page) return;
+    while (rows.length > this.keep) this.list.lastElementChild.remove();
+    this.oldest = Number(this.list.lastElementChild.dataset.seq);
   }
 
   /** Adds an older page (ascending events, all before the oldest shown) at the bottom. */
@@ -98,6 +113,7 @@ export class Timeline {
     const rows = document.createDocumentFragment();
     for (let i = older.length - 1; i >= 0; i--) rows.append(row(older[i]));
     this.list.append(rows);
+    this.keep = Math.max(this.keep, this.list.children.length);
     this.oldest = older[0].seq;
     if (this.newest < older[older.length - 1].seq) this.newest = older[older.length - 1].seq;
   }
