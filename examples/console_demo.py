@@ -17,6 +17,7 @@ took it (exit status 0), then stops.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import socket
 import sys
@@ -98,7 +99,11 @@ def serve(store: inboxlog.Store, port: int) -> tuple[uvicorn.Server, threading.T
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    server = uvicorn.Server(uvicorn.Config(inboxlog.console.app(store), log_level="warning"))
+    # Open pages hold their live streams open: shutting down waits for them 1 s at most.
+    config = uvicorn.Config(
+        inboxlog.console.app(store), log_level="warning", timeout_graceful_shutdown=1
+    )
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:
@@ -149,7 +154,8 @@ def main() -> int:
     args = parser.parse_args()
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="inboxlog-console-"))
     store = inboxlog.Store(root)
-    store.create(SESSION, agent_preset="planner").close()
+    with contextlib.suppress(inboxlog.AlreadyExistsError):  # a DIR of an earlier run
+        store.create(SESSION, agent_preset="planner").close()
     store.post(
         SESSION, "next-turn", {"id": "p1", "role": "user", "content": "Plan a weekend in Lisbon."}
     )

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
+import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -758,6 +761,46 @@ def test_a_100k_event_session_shows_its_first_rows_and_queues(
     until(browser, lambda: len(row_seqs(browser)) == 1000, "the next page")
     assert row_seqs(browser) == list(range(last, last - 1000, -1))
     assert_clean(browser)
+
+
+def test_the_demo_agent_is_steered_from_the_page(browser: WebDriver, tmp_path: Path) -> None:
+    """examples/console_demo.py as a user runs it: steering typed into the page and posted
+    is what the agent's next step takes in."""
+    example = Path(__file__).resolve().parents[3] / "examples" / "console_demo.py"
+    demo = subprocess.Popen(
+        [sys.executable, str(example), str(tmp_path / "demo"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert demo.stdout is not None
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in demo.stdout or []])
+    reader.start()
+
+    def line_with(text: str) -> str:
+        deadline = time.monotonic() + WAIT
+        while True:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            if text in line:
+                return line
+
+    try:
+        url = line_with("console: ").split()[1]
+        browser.get(url)
+        until(browser, lambda: browser.execute_script("return document.body.dataset.ready"), "")
+        line_with("turn 1 step 1 took p1")
+        browser.find_element(By.CSS_SELECTOR, "[data-field=content]").send_keys("Keep it cheap.")
+        browser.find_element(By.CSS_SELECTOR, '[data-action="post"]').click()
+        took = line_with("'Keep it cheap.'")
+        assert took.startswith("turn 1 step ") and " took web-" in took, took
+        until(browser, lambda: "Noted: Keep it cheap." in browser.page_source, "the answer shown")
+        assert_clean(browser)
+    finally:
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=WAIT) == 0
+        reader.join()
+        demo.stdout.close()
 
 
 def demo_session(store: inboxlog.Store) -> None:
