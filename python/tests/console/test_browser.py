@@ -775,7 +775,12 @@ def test_the_demo_agent_is_steered_from_the_page(browser: WebDriver, tmp_path: P
     )
     lines: queue.Queue[str] = queue.Queue()
     assert demo.stdout is not None
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in demo.stdout or []])
+
+    def pump() -> None:
+        for line in demo.stdout or []:
+            lines.put(line)
+
+    reader = threading.Thread(target=pump)
     reader.start()
 
     def line_with(text: str) -> str:
