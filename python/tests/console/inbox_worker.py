@@ -1,7 +1,10 @@
 """The owner of a session in a process of its own, for the browser tests: it takes posted
 messages in, claims and removes, then prints the inbox it left as JSON and exits.
 
-    python inbox_worker.py STORE_DIR SESSION ROUNDS
+    python inbox_worker.py STORE SESSION ROUNDS [SCHEMA]
+
+STORE is a JSONL directory or a PostgreSQL URL (SCHEMA its schema), as ``Store.open``
+takes.
 
 Each round posts three messages (two to next-turn, one to next-step) as another process
 would, takes them in, claims a step (next-step and the first next-turn message), removes
@@ -19,8 +22,9 @@ import inboxlog
 
 def main() -> None:
     root, session_id, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    poster = inboxlog.Store(root)
-    with inboxlog.Store(root).open(session_id) as session:
+    schema = sys.argv[4] if len(sys.argv) > 4 else None
+    poster = inboxlog.Store.open(root, schema=schema)
+    with inboxlog.Store.open(root, schema=schema).open(session_id) as session:
         for r in range(rounds):
             poster.post(
                 session_id, "next-turn", {"id": f"t{r}a", "role": "user", "content": f"a{r}"}

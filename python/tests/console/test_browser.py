@@ -20,11 +20,13 @@ import sys
 import threading
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import PG_URL, sql
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.chrome.webdriver import WebDriver
@@ -56,7 +58,7 @@ class Server:
     """``serve_store.py`` in a process of its own: started, killed and started again on
     the port it first got."""
 
-    def __init__(self, root: Path, logs: Path, *options: str) -> None:
+    def __init__(self, root: Path | str, logs: Path, *options: str) -> None:
         self.root = root
         self.logs = logs
         self.options = list(options)
@@ -118,6 +120,29 @@ def server(root: Path, tmp_path: Path, store: inboxlog.Store) -> Iterator[Server
     yield running
     if running.proc is not None:
         running.kill()
+
+
+@pytest.fixture
+def pg(tmp_path: Path) -> Iterator[tuple[inboxlog.Store, Server, str]]:
+    """A PostgreSQL store in a schema of its own (dropped afterwards), its console served
+    by a process of its own, and the schema's name. Skipped when no server answers at
+    INBOXLOG_TEST_PG, except under CI=true, as conftest's stores are."""
+    schema = f"py_console_{os.getpid()}_{uuid.uuid4().hex[:12]}"
+    try:
+        store = inboxlog.Store.postgres(PG_URL, schema=schema, durability="none")
+    except inboxlog.UnavailableError as e:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
+    running = Server(PG_URL, tmp_path, "--schema", schema)
+    try:
+        running.start()
+        yield store, running, schema
+    finally:
+        if running.proc is not None:
+            running.kill()
+        del store
+        sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @pytest.fixture
@@ -327,6 +352,40 @@ def test_the_queues_equal_the_store_inbox_while_another_process_works(
     _, events = store.inspect("work")
     until(browser, lambda: len(row_seqs(browser)) == len(events), "every event shown")
     assert sorted(row_seqs(browser)) == [e["seq"] for e in events]
+    assert_clean(browser)
+
+
+def test_the_queues_follow_a_postgresql_session_another_process_works_on(
+    browser: WebDriver, pg: tuple[inboxlog.Store, Server, str]
+) -> None:
+    store, server, schema = pg
+    store.create("work").close()
+    open_session(browser, server, "work")
+    worker = subprocess.run(
+        [sys.executable, str(HERE / "inbox_worker.py"), PG_URL, "work", "6", schema],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert worker.returncode == 0, worker.stderr
+    final = ids(json.loads(worker.stdout))
+    assert final["next-turn"], "the worker leaves next-turn messages pending"
+    until(browser, lambda: page_queues(browser) == final, f"the page's queues become {final}")
+    _, events = store.inspect("work")
+    until(browser, lambda: len(row_seqs(browser)) == len(events), "every event shown")
+    assert sorted(row_seqs(browser)) == [e["seq"] for e in events]
+    # The composer's post reaches the PostgreSQL store's owner.
+    browser.find_element(By.CSS_SELECTOR, "[data-field=content]").send_keys("from the page")
+    browser.find_element(By.CSS_SELECTOR, '[data-action="post"]').click()
+    notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+    until(browser, lambda: notice.text.startswith("Posted"), "posted")
+    with store.open("work") as session:  # opening takes the post in
+        *before, posted = session.inbox.next_step
+        assert posted["content"] == "from the page"
+        assert [m["id"] for m in before] == final["next-step"]
+    final["next-step"].append(posted["id"])
+    until(browser, lambda: page_queues(browser) == final, "the post shown")
     assert_clean(browser)
 
 
