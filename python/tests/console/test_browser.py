@@ -706,6 +706,17 @@ def test_hostile_content_is_shown_as_text_and_never_runs(
     # An image whose load failed would have run its handler by now (the page's own
     # requests have all answered: the stream is live and the last event shown).
     assert browser.execute_script("return window.__pwned") is None
+    # A header's fields on the session list, too.
+    store.create("hostile-preset", agent_preset=HOSTILE[0]).close()
+    browser.get(server.url)
+    row = until(
+        browser,
+        lambda: browser.find_elements(By.CSS_SELECTOR, '[data-session-id="hostile-preset"]'),
+        "listed",
+    )[0]
+    assert HOSTILE[0] in row.text
+    assert browser.execute_script("return document.querySelectorAll('main img').length") == 0
+    assert browser.execute_script("return window.__pwned") is None
     assert_clean(browser)
 
 
