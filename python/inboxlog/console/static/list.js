@@ -16,7 +16,7 @@ let loading = null;
 
 function row(header) {
   const link = el("a", { href: new URL(`sessions/${segment(header.id)}`, root).href }, header.id);
-  const from = header.parentSession ? `fork of ${header.parentSession}` : (header.origin ?? "");
+  const from = header.parentSession ? `fork of ${header.parentSession}` : (header.origin ?? header.cwd ?? "");
   return el(
     "tr",
     { "data-session-id": header.id },
