@@ -109,10 +109,7 @@ async def run(args: argparse.Namespace, url: str, pid: int, where: str) -> None:
     outputs = await asyncio.gather(*(w.communicate() for w in writers))
     await asyncio.gather(*tasks)
     after = rss_kib(pid)
-    committed = [
-        dict((seq, t) for seq, t in map(json.loads, out.decode().splitlines()))
-        for out, _ in outputs
-    ]
+    committed = [dict(map(json.loads, out.decode().splitlines())) for out, _ in outputs]
     latencies = [
         (arrived - committed[i % args.sessions][seq]) * 1000
         for i, got in enumerate(arrivals)

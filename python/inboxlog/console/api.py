@@ -279,13 +279,13 @@ def post(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, s
 def remove(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
     """``store.remove_pending`` of ``{"id"}`` (SPEC §11.3)."""
     message_id = id_of(body)
-    return {"post": cast(Any, store).remove_pending(id, message_id)}
+    return {"post": store.remove_pending(id, message_id)}
 
 
 def replace(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
     """``store.replace_pending`` of ``{"id","message"}`` (SPEC §11.3)."""
     message_id, message = id_of(body), message_of(body)
-    return {"post": cast(Any, store).replace_pending(id, message_id, message)}
+    return {"post": store.replace_pending(id, message_id, message)}
 
 
 __all__ = [

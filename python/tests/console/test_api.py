@@ -3,6 +3,8 @@ error status, through Starlette's TestClient."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,10 +15,6 @@ from starlette.testclient import TestClient
 import inboxlog
 import inboxlog.console
 from inboxlog.console import api
-
-needs_edits = pytest.mark.skipif(
-    not hasattr(inboxlog.Store, "remove_pending"), reason="needs remote edits (SPEC §11.3)"
-)
 
 
 @pytest.fixture
@@ -187,7 +185,6 @@ def test_a_post_is_accepted_and_taken_in_by_the_owner(
         assert s.events()[-1]["data"]["post"] == post
 
 
-@needs_edits
 def test_remove_and_replace_are_accepted_and_applied_by_the_owner(
     store: inboxlog.Store, client: TestClient
 ) -> None:
@@ -306,3 +303,14 @@ def test_pages_are_served_at_the_root_and_per_session(client: TestClient) -> Non
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/html")
         assert "<html" in r.text
+
+
+def test_import_inboxlog_imports_neither_the_console_nor_starlette() -> None:
+    code = (
+        "import sys, inboxlog, inboxlog.aio\n"
+        "loaded = [m for m in sys.modules if m.startswith(('inboxlog.console', 'starlette', "
+        "'uvicorn'))]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
