@@ -1,5 +1,6 @@
 """The console of SPEC §14.2 in a real browser: Debian's headless Chromium driven by
-Selenium against a real uvicorn serving a JSONL store on 127.0.0.1 (serve_store.py).
+Selenium against a real uvicorn serving a store on 127.0.0.1 (serve_store.py): a JSONL
+directory, and PostgreSQL for the queues followed across processes.
 
 Each test opens a fresh profile. Page state is read through the stable hooks of §14.2
 (``data-seq``, ``data-queue``, ``data-message-id``, ``data-action``, ``data-field``) and
