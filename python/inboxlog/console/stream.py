@@ -1,9 +1,10 @@
 """Server-Sent Events (SPEC §14.1, §14.4): one store follower per followed session,
 fanned out to every client following it, and one watcher of the session list.
 
-A :class:`Feed` follows its session with :class:`inboxlog.aio.Follower` from the end of
-the log it found when its first client came, encodes each event once and hands the
-bytes to every client's buffer. A client that joins later, or asks for older events
+A :class:`Feed` follows its session with one :class:`inboxlog.Follower` from the end of
+the log it found when its first client came, waiting for events on the feeds' executor
+(a burst taken in one call), encodes each event once and hands the bytes to every
+client's buffer. A client that joins later, or asks for older events
 (``since``, ``Last-Event-ID``), reads the events before the feed's position from the
 store itself, in pages, then takes the feed's: every seq is sent once, in order.
 
@@ -19,21 +20,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.types import Receive, Scope, Send
 
 import inboxlog
-import inboxlog.aio
 
 from . import api
 
 log = logging.getLogger("inboxlog.console")
+
+_T = TypeVar("_T")
 
 #: The most bytes of encoded events a client's buffer holds before it is dropped.
 CLIENT_BUFFER_BYTES = 1 << 20
@@ -47,6 +50,11 @@ LIST_EVERY = 1.0
 LAST_WORDS = 1.0
 #: Events one read of older events takes from the store.
 CATCH_UP_PAGE = 1000
+#: Seconds one wait of a feed's follower lasts on its executor thread: the bound on how
+#: long a feed whose last client left keeps that thread.
+FOLLOW_SLICE = 0.25
+#: The most events a feed takes from its follower in one executor call.
+PULL = 512
 
 _RETRY = b"retry: 1000\n\n"
 _HEARTBEAT = b": keep-alive\n\n"
@@ -148,24 +156,52 @@ class Feed:
         self.task = asyncio.get_running_loop().create_task(self.run(), name=f"feed {self.id}")
 
     async def run(self) -> None:
-        follower = self.hub.aio.follow(self.id, self.next_seq)
+        run = self.hub.run_feed
+        follower: inboxlog.Follower | None = None
         try:
+            follower = await run(self.hub.store.follow, self.id, self.next_seq)
             while True:
-                event = await follower.next()
-                assert event is not None
-                chunk = encode(event["seq"], event)
-                self.next_seq = event["seq"] + 1
-                for client in list(self.clients):
-                    client.offer(event["seq"], chunk)
-                self.hub.delivered += 1
+                batch = await run(_pull, follower, CLIENT_BUFFER_BYTES // 4)
+                for seq, chunk in batch:
+                    for client in list(self.clients):
+                        client.offer(seq, chunk)
+                if batch:
+                    self.next_seq = batch[-1][0] + 1
+                    self.hub.delivered += len(batch)
+                    # The clients' senders run before the next burst is offered.
+                    await asyncio.sleep(0)
         except inboxlog.InboxlogError as e:
             log.warning("following session %s stopped: %s: %s", self.id, e.kind, e)
-            for client in list(self.clients):
-                client.drop(e.kind, str(e), {"code": e.code})
-            self.hub.forget(self)
+            self.fail(e.kind, str(e), {"code": e.code})
+        except Exception:
+            log.exception("following session %s failed", self.id)
+            self.fail("internal", "the console's follower of this session failed")
         finally:
-            with contextlib.suppress(inboxlog.InboxlogError):
-                await asyncio.shield(follower.aclose())
+            if follower is not None:
+                with contextlib.suppress(inboxlog.InboxlogError):
+                    await asyncio.shield(run(follower.close))
+
+    def fail(self, kind: str, message: str, extra: dict[str, Any] | None = None) -> None:
+        """Ends every client's stream with this error; the next client starts anew."""
+        for client in list(self.clients):
+            client.drop(kind, message, extra)
+        self.hub.forget(self)
+
+
+def _pull(follower: inboxlog.Follower, budget: int) -> list[tuple[int, bytes]]:
+    """The events committed now, encoded, waiting up to ``FOLLOW_SLICE`` seconds for
+    the first: one executor call for a burst, cut after ``budget`` bytes or ``PULL``
+    events so that a client that keeps up never sees more than a fraction of its
+    buffer arrive at once."""
+    first = follower.next(FOLLOW_SLICE)
+    if first is None:
+        return []
+    batch = [(first["seq"], encode(first["seq"], first))]
+    size = len(batch[0][1])
+    while size < budget and len(batch) < PULL and (event := follower.next(0)) is not None:
+        batch.append((event["seq"], encode(event["seq"], event)))
+        size += len(batch[-1][1])
+    return batch
 
 
 class Hub:
@@ -174,7 +210,7 @@ class Hub:
     def __init__(self, store: inboxlog.Store, reader: api.Reader, executor: Executor) -> None:
         self.store = store
         self.reader = reader
-        self.aio = inboxlog.aio.Store.wrap(store, executor=executor)
+        self.executor = executor
         self.feeds: dict[str, Feed] = {}
         self.list_clients: set[Client] = set()
         self.list_task: asyncio.Task[None] | None = None
@@ -182,6 +218,11 @@ class Hub:
         self.delivered = 0
         #: Clients dropped for falling behind.
         self.dropped = 0
+
+    async def run_feed(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` on the feeds' executor."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(fn, *args))
 
     def followers(self) -> int:
         """Store followers running: one per followed session."""
