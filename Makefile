@@ -227,6 +227,8 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 	$(VPY) -m pip install --quiet "starlette>=1.10,<2" "uvicorn>=0.54,<1" "httpx>=0.28,<1"
 	@# Bench only (python/bench/bench_postgres.py's bare clients), not a package dependency.
 	$(VPY) -m pip install --quiet "psycopg[binary]>=3.2,<4"
+	@# The console's browser tests drive Debian's Chromium with Selenium (make browser).
+	$(VPY) -m pip install --quiet "selenium>=4.30,<5"
 	touch $@
 
 # Python package and its tests (section owned by the Python layer). The package is
@@ -244,7 +246,7 @@ $(VENV)/.installed: $(VENV)/.ready $(DIST)/.wheel
 
 FLEET_PG_SCHEMA := inboxlog_fleet_$(shell date +%s)_$(shell echo $$PPID)
 
-test-python: $(VENV)/.installed
+test-python: $(VENV)/.installed browser
 	$(VENV)/bin/ruff format --check python/inboxlog python/tests python/bench examples
 	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
 	cd python && ../$(VENV)/bin/pytest
@@ -287,7 +289,7 @@ CHECK_SKIP_RUST := test(=queue::tests::matches_vec_model) | test(a_soak_of_) \
 CHECK_SKIP_CARGO := matches_vec_model a_soak_of_ two_thousand_sessions \
 	session_on_postgres_matches_the_reference_model peak_memory_stays_within_the_budget
 CHECK_SKIP_PYTHON := not type_checks_against and not test_pg_fleet_scale \
-	and not the_example_runs and not killed
+	and not the_example_runs and not killed and not test_browser
 # cargo and maturin see one environment, so pyo3's build script does not run again
 # (and rebuild everything after it) each time one of them follows the other.
 CHECK_ENV := VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
@@ -311,7 +313,8 @@ check-suites: $(VENV)/.develop
 	@# Left to `make test`: the strict mypy and stubtest runs (tests/test_tooling.py and
 	@# the examples' type checks, minutes of a cold mypy), the fleet-scale runs
 	@# (tests/test_pg_fleet_scale.py: 10,000 sessions, 8 worker processes), and the
-	@# runs that start other interpreters: the examples and the killed workers.
+	@# runs that start other interpreters: the examples, the killed workers and the
+	@# console's browser tests (tests/console/test_browser.py: Chromium and uvicorn).
 	cd python && ../$(VENV)/bin/pytest -q -x --ignore tests/test_tooling.py -k "$(CHECK_SKIP_PYTHON)"
 
 # The debug module in python/inboxlog (maturin develop installs the package editable:
@@ -321,6 +324,24 @@ $(VENV)/.develop: $(VENV)/.ready $(RUST_SOURCES)
 	rm -f $(VENV)/.installed
 	$(CHECK_ENV) $(VENV)/bin/maturin develop --quiet --manifest-path python/Cargo.toml
 	touch $@
+
+# Debian's chromium and chromium-driver for the console's browser tests (SPEC §14.4,
+# python/tests/console/test_browser.py), installed when missing as valgrind is for test-c;
+# no browser comes from anywhere else.
+.PHONY: browser console-screenshot
+browser:
+	@{ command -v chromium && command -v chromedriver; } >/dev/null || [ "$$(id -u)" != 0 ] \
+		|| ! command -v apt-get >/dev/null \
+		|| { echo "make browser: installing chromium and chromium-driver with apt-get"; \
+		     apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	@{ command -v chromium && command -v chromedriver; } >/dev/null || { \
+		echo "make browser: chromium or chromedriver not found; install them" \
+			"(apt-get install chromium chromium-driver)" >&2; exit 1; }
+
+# docs/console.png, taken by the browser test itself from a scripted session.
+console-screenshot: $(VENV)/.installed browser
+	cd python && INBOXLOG_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png \
+		../$(VENV)/bin/pytest -q tests/console/test_browser.py -k test_the_screenshot
 
 # Restarts the test server under load: alone, after every other suite (see the test).
 .PHONY: test-suites test-pg-restart demo-postgres demo-fleet

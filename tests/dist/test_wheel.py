@@ -67,6 +67,10 @@ def test_the_wheel_holds_the_package_its_stubs_and_licenses_only(wheel: Path) ->
         "inboxlog/py.typed",
         "inboxlog/_native.abi3.so",
         "inboxlog/integrations/__init__.py",
+        "inboxlog/console/static/index.html",
+        "inboxlog/console/static/session.html",
+        "inboxlog/console/static/console.css",
+        "inboxlog/console/static/session.js",
         f"{info}/METADATA",
         f"{info}/WHEEL",
         f"{info}/RECORD",
@@ -80,7 +84,8 @@ def test_the_wheel_holds_the_package_its_stubs_and_licenses_only(wheel: Path) ->
         for n in names
         if re.search(r"(^|/)(tests?|bench|target|src|__pycache__)/|\.pyc$|\.rs$|Cargo\.", n)
         or (
-            (n.startswith("inboxlog/") and not n.startswith("inboxlog/integrations/"))
+            n.startswith("inboxlog/")
+            and not n.startswith(("inboxlog/integrations/", "inboxlog/console/"))
             and n.count("/") > 1
         )
     ]

@@ -1,0 +1,784 @@
+"""The console of SPEC §14.2 in a real browser: Debian's headless Chromium driven by
+Selenium against a real uvicorn serving a store on 127.0.0.1 (serve_store.py): a JSONL
+directory, and PostgreSQL for the queues followed across processes.
+
+Each test opens a fresh profile. Page state is read through the stable hooks of §14.2
+(``data-seq``, ``data-queue``, ``data-message-id``, ``data-action``, ``data-field``) and
+compared with what the store holds; every test ends with the browser's console clean (no
+error, no CSP violation, no queue projection that had to start again from a baseline).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from browser import (
+    HERE,
+    WAIT,
+    Server,
+    assert_clean,
+    chromium,
+    count_streams,
+    ids,
+    message,
+    open_session,
+    page_queues,
+    page_texts,
+    row_seqs,
+    until,
+)
+from conftest import PG_URL, sql
+from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+import inboxlog
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "sessions"
+
+
+@pytest.fixture
+def store(root: Path) -> inboxlog.Store:
+    return inboxlog.Store(root, durability="none")
+
+
+@pytest.fixture
+def server(root: Path, tmp_path: Path, store: inboxlog.Store) -> Iterator[Server]:
+    running = Server(root, tmp_path)
+    running.start()
+    yield running
+    if running.proc is not None:
+        running.kill()
+
+
+@pytest.fixture
+def pg(tmp_path: Path) -> Iterator[tuple[inboxlog.Store, Server, str]]:
+    """A PostgreSQL store in a schema of its own (dropped afterwards), its console served
+    by a process of its own, and the schema's name. Skipped when no server answers at
+    INBOXLOG_TEST_PG, except under CI=true, as conftest's stores are."""
+    schema = f"py_console_{os.getpid()}_{uuid.uuid4().hex[:12]}"
+    try:
+        store = inboxlog.Store.postgres(PG_URL, schema=schema, durability="none")
+    except inboxlog.UnavailableError as e:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
+    running = Server(PG_URL, tmp_path, "--schema", schema)
+    try:
+        running.start()
+        yield store, running, schema
+    finally:
+        if running.proc is not None:
+            running.kill()
+        del store
+        sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    driver = chromium(tmp_path / "chromium-profile")
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_the_session_list_updates_live(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    store.create("alpha").close()
+    browser.get(server.url)
+    listed = (
+        "return [...document.querySelectorAll('[data-session-id]')]"
+        ".map((n) => n.dataset.sessionId);"
+    )
+    until(browser, lambda: browser.execute_script(listed) == ["alpha"], "alpha listed")
+    store.create("beta", agent_preset="support").close()
+    until(browser, lambda: browser.execute_script(listed) == ["alpha", "beta"], "beta appears")
+    store.delete("alpha")
+    until(browser, lambda: browser.execute_script(listed) == ["beta"], "alpha goes")
+    link = browser.find_element(By.CSS_SELECTOR, '[data-session-id="beta"] a')
+    assert link.get_attribute("href") == f"{server.url}sessions/beta"
+    assert_clean(browser)
+
+
+def test_the_session_list_catches_up_after_a_restart(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    store.create("one").close()
+    store.create("two").close()
+    browser.get(server.url)
+    listed = (
+        "return [...document.querySelectorAll('[data-session-id]')]"
+        ".map((n) => n.dataset.sessionId);"
+    )
+    until(browser, lambda: browser.execute_script(listed) == ["one", "two"], "listed")
+    browser.execute_script("window.__sameDocument = true")
+    server.kill()
+    badge = browser.find_element(By.CSS_SELECTOR, "[data-role=stream]")
+    until(browser, lambda: badge.text == "Reconnecting…", "the page sees the server gone")
+    store.delete("one")
+    store.create("three").close()
+    server.start()
+    until(browser, lambda: browser.execute_script(listed) == ["three", "two"], "caught up")
+    until(browser, lambda: badge.text == "Live", "live again")
+    store.create("four").close()
+    until(browser, lambda: browser.execute_script(listed) == ["four", "three", "two"], "live")
+    assert browser.execute_script("return window.__sameDocument") is True, "no reload"
+    assert_clean(browser, allow=("net::ERR_",))
+
+
+def test_the_session_list_comes_in_pages(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    for n in range(105):
+        store.create(f"s{n:03}").close()
+    browser.get(server.url)
+    listed = (
+        "return [...document.querySelectorAll('[data-session-id]')]"
+        ".map((n) => n.dataset.sessionId);"
+    )
+    until(browser, lambda: len(browser.execute_script(listed)) == 100, "the first page")
+    assert browser.execute_script(listed) == [f"s{n:03}" for n in range(100)]
+    # Created meanwhile: one inside the loaded page shows at once, one past it with its page.
+    store.create("s050a").close()
+    store.create("s200").close()
+    until(browser, lambda: "s050a" in browser.execute_script(listed), "s050a shown")
+    assert "s200" not in browser.execute_script(listed)
+    browser.find_element(By.CSS_SELECTOR, '[data-action="more"]').click()
+    everything = sorted([f"s{n:03}" for n in range(105)] + ["s050a", "s200"])
+    until(browser, lambda: browser.execute_script(listed) == everything, "the next page")
+    assert not browser.find_element(By.CSS_SELECTOR, '[data-action="more"]').is_displayed()
+    assert_clean(browser)
+
+
+def test_a_session_list_that_fails_to_load_tries_again(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    store.create("listed").close()
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/api/sessions"]})
+    browser.get(server.url)
+    notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+    until(browser, lambda: notice.text.endswith("trying again."), "the failure said")
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    until(
+        browser,
+        lambda: browser.find_elements(By.CSS_SELECTOR, '[data-session-id="listed"]'),
+        "listed",
+    )
+    until(browser, lambda: notice.text == "", "the notice cleared")
+    assert_clean(browser, allow=("ERR_BLOCKED_BY_CLIENT",))
+
+
+def test_the_queues_equal_the_store_inbox_while_another_process_works(
+    browser: WebDriver, server: Server, store: inboxlog.Store, root: Path
+) -> None:
+    store.create("work").close()
+    open_session(browser, server, "work")
+    worker = subprocess.run(
+        [sys.executable, str(HERE / "inbox_worker.py"), str(root), "work", "12"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert worker.returncode == 0, worker.stderr
+    final = ids(json.loads(worker.stdout))
+    assert final["next-turn"], "the worker leaves next-turn messages pending"
+    until(browser, lambda: page_queues(browser) == final, f"the page's queues become {final}")
+    _, events = store.inspect("work")
+    until(browser, lambda: len(row_seqs(browser)) == len(events), "every event shown")
+    assert sorted(row_seqs(browser)) == [e["seq"] for e in events]
+    assert_clean(browser)
+
+
+def test_the_queues_follow_a_postgresql_session_another_process_works_on(
+    browser: WebDriver, pg: tuple[inboxlog.Store, Server, str]
+) -> None:
+    store, server, schema = pg
+    store.create("work").close()
+    open_session(browser, server, "work")
+    worker = subprocess.run(
+        [sys.executable, str(HERE / "inbox_worker.py"), PG_URL, "work", "6", schema],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert worker.returncode == 0, worker.stderr
+    final = ids(json.loads(worker.stdout))
+    assert final["next-turn"], "the worker leaves next-turn messages pending"
+    until(browser, lambda: page_queues(browser) == final, f"the page's queues become {final}")
+    _, events = store.inspect("work")
+    until(browser, lambda: len(row_seqs(browser)) == len(events), "every event shown")
+    assert sorted(row_seqs(browser)) == [e["seq"] for e in events]
+    # The composer's post reaches the PostgreSQL store's owner.
+    browser.find_element(By.CSS_SELECTOR, "[data-field=content]").send_keys("from the page")
+    browser.find_element(By.CSS_SELECTOR, '[data-action="post"]').click()
+    notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+    until(browser, lambda: notice.text.startswith("Posted"), "posted")
+    with store.open("work") as session:  # opening takes the post in
+        *before, posted = session.inbox.next_step
+        assert posted["content"] == "from the page"
+        assert [m["id"] for m in before] == final["next-step"]
+    final["next-step"].append(posted["id"])
+    until(browser, lambda: page_queues(browser) == final, "the post shown")
+    assert_clean(browser)
+
+
+def test_a_restarted_server_recovers_the_page_with_nothing_doubled(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    count_streams(browser)
+    with store.create("restart") as session:
+        session.inbox.append("next-turn", message("m1", "before"))
+        open_session(browser, server, "restart")
+        assert browser.execute_script("return window.__streams()") == 1
+        browser.execute_script("window.__sameDocument = true")
+        server.kill()
+        until(
+            browser,
+            lambda: (
+                browser.find_element(By.CSS_SELECTOR, "[data-role=stream]").text == "Reconnecting…"
+            ),
+            "the page sees the server gone",
+        )
+        session.inbox.append("next-step", message("m2", "while down"))
+        session.open_turn()
+        proposal = session.propose_step()
+        session.decide({"kind": "enter", "messages": proposal["messages"]})
+        server.start()
+        session.inbox.append("next-turn", message("m3", "after"))
+        expected = ids(session.baseline())
+        last = session.last_seq
+    assert last is not None
+    until(browser, lambda: page_queues(browser) == expected, f"queues become {expected}")
+    until(browser, lambda: max(row_seqs(browser)) == last, "the last event shown")
+    assert sorted(row_seqs(browser)) == list(range(last + 1))
+    until(
+        browser,
+        lambda: browser.find_element(By.CSS_SELECTOR, "[data-role=stream]").text == "Live",
+        "live again",
+    )
+    assert browser.execute_script("return window.__sameDocument") is True, "no reload"
+    # One live stream the whole time (the browser's own reconnects reuse it; a new one
+    # replaces a closed one), and none after pagehide.
+    assert browser.execute_script("return window.__streams()") == 1
+    browser.execute_script("window.dispatchEvent(new PageTransitionEvent('pagehide'))")
+    assert browser.execute_script("return window.__streams()") == 0
+    assert_clean(browser, allow=("ERR_CONNECTION_REFUSED", "net::ERR_"))
+
+
+def test_a_skipped_event_makes_the_page_start_again_from_a_baseline(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    """A stream that skips a seq (here: the page never sees it) is a gap: the page takes a
+    new baseline and follows again from what it has, so nothing is missing or doubled."""
+    count_streams(browser)
+    with store.create("gap") as session:
+        session.inbox.append("next-turn", message("m1", "one"))
+        open_session(browser, server, "gap")
+        skipped = (session.last_seq or 0) + 1
+        browser.execute_script(f"window.__drop.add({skipped})")
+        session.inbox.append("next-turn", message("m2", "two"))
+        session.inbox.append("next-step", message("m3", "three"))
+        session.inbox.remove("m1")
+        expected = ids(session.baseline())
+        last = session.last_seq
+    assert last is not None
+    until(browser, lambda: page_queues(browser) == expected, f"queues become {expected}")
+    until(browser, lambda: max(row_seqs(browser)) == last, "the last event shown")
+    assert sorted(row_seqs(browser)) == list(range(last + 1))
+    assert browser.execute_script("return window.__drop.size") == 0, "the event was dropped"
+    assert browser.execute_script("return window.__streams()") == 1
+    logs = [e["message"] for e in browser.get_log("browser")]  # type: ignore[no-untyped-call]
+    assert any(f"new baseline (gap: seq {skipped + 1} after {skipped - 1})" in m for m in logs)
+    assert [m for m in logs if "SEVERE" in m] == []
+
+
+def test_the_projection_applies_splices_with_the_checks_of_section_3_4(
+    browser: WebDriver, server: Server
+) -> None:
+    """projection.js on its own, in the page: what it applies and what it refuses."""
+    browser.get(server.url)
+    until(browser, lambda: browser.execute_script("return document.readyState") == "complete", "")
+    cases = (HERE / "projection_cases.js").read_text()
+    outcome = browser.execute_async_script(cases)
+    assert outcome == {
+        "changed": [False, False, True, True],
+        "lists": [["a", "b2", "d"], ["c"]],
+        "seq": 7,
+        "gap": "ProjectionError: gap: seq 6 after 4",
+        "start": "ProjectionError: invalid inbox splice at seq 5: start 3 outside 0..2",
+        "negative": "ProjectionError: invalid inbox splice at seq 5: start -1 outside 0..1",
+        "past": "ProjectionError: invalid inbox splice at seq 5: removedCount 2 past the list",
+        "unsafe": "ProjectionError: invalid inbox splice at seq 5: "
+        "coordinates are not safe integers",
+        "target": 'ProjectionError: invalid inbox splice at seq 5: unknown target "later"',
+        "duplicate": 'ProjectionError: message "a" is already pending',
+        "twice": 'ProjectionError: message "x" is already pending',
+        "noId": "ProjectionError: a message without a non-empty string id",
+        "baseline": 'ProjectionError: message "a" is already pending',
+    }
+    assert_clean(browser)
+
+
+def test_a_missing_session_and_a_refused_post_are_said_on_the_page(
+    browser: WebDriver, root: Path, tmp_path: Path, store: inboxlog.Store
+) -> None:
+    store.create("quiet").close()
+    read_only = Server(root, tmp_path, "--read-only")
+    read_only.start()
+    try:
+        browser.get(f"{read_only.url}sessions/nowhere")
+        notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+        until(browser, lambda: notice.text == "No session nowhere.", "the 404 said")
+        open_session(browser, read_only, "quiet")
+        browser.find_element(By.CSS_SELECTOR, "[data-field=content]").send_keys("hello")
+        browser.find_element(By.CSS_SELECTOR, '[data-action="post"]').click()
+        notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+        until(browser, lambda: notice.text.startswith("Not posted: "), "the refusal said")
+        assert notice.text.endswith("(403)"), notice.text
+        assert (
+            browser.find_element(By.CSS_SELECTOR, "[data-field=content]").get_attribute("value")
+            == "hello"
+        ), "the text stays for another try"
+        assert_clean(browser, allow=("404", "403"))
+    finally:
+        read_only.kill()
+    assert store.inspect("quiet")[1] == []
+
+
+def test_a_page_whose_first_load_fails_tries_again(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("retry") as session:
+        session.inbox.append("next-step", message("m1", "hello"))
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/api/sessions/retry"]})
+    browser.get(f"{server.url}sessions/retry")
+    notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+    until(browser, lambda: notice.text.endswith("trying again."), "the failure said")
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    until(browser, lambda: browser.execute_script("return document.body.dataset.ready"), "")
+    assert page_queues(browser) == {"next-turn": [], "next-step": ["m1"]}
+    assert row_seqs(browser) == [0]
+    assert notice.text == ""
+    assert_clean(browser, allow=("ERR_BLOCKED_BY_CLIENT",))
+
+
+def test_a_page_back_from_the_back_forward_cache_follows_again(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    """pagehide closed the stream; coming back reopens it where it stopped."""
+    count_streams(browser)
+    with store.create("cached") as session:
+        session.inbox.append("next-turn", message("m1", "one"))
+        open_session(browser, server, "cached")
+        browser.execute_script("window.__sameDocument = true")
+        browser.get(server.url)
+        session.inbox.append("next-step", message("m2", "two"))
+        browser.back()
+        until(browser, lambda: page_queues(browser)["next-step"] == ["m2"], "caught up")
+        restored = browser.execute_script("return window.__sameDocument === true")
+        assert browser.execute_script("return window.__streams()") == 1
+        assert sorted(row_seqs(browser)) == [0, 1]
+    assert restored, "the page came back from the back/forward cache"
+    assert_clean(browser)
+
+
+def test_a_busy_session_keeps_its_page_bounded(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    """Live events add rows at the top; past a page more than it shows, the oldest go
+    (and come back with "more")."""
+    with store.create("busy") as session:
+        session.append("host/tick", {"n": 0})
+        open_session(browser, server, "busy")
+        for n in range(1, 1600):
+            session.append("host/tick", {"n": n})
+        last = session.last_seq
+    assert last == 1599
+    until(browser, lambda: row_seqs(browser)[0] == last, "the last event shown")
+    seqs = row_seqs(browser)
+    assert 500 <= len(seqs) <= 1000, len(seqs)
+    assert seqs == list(range(last, last - len(seqs), -1))
+    more = browser.find_element(By.CSS_SELECTOR, '[data-action="more"]')
+    assert more.is_displayed()
+    more.click()
+    until(browser, lambda: len(row_seqs(browser)) == len(seqs) + 500, "an older page")
+    assert row_seqs(browser) == list(range(last, last - len(seqs) - 500, -1))
+    assert_clean(browser)
+
+
+def test_the_composer_posts_exactly_once(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("compose") as session:
+        open_session(browser, server, "compose")
+        browser.find_element(By.CSS_SELECTOR, "[data-field=content]").send_keys("turn left")
+        target = browser.find_element(By.CSS_SELECTOR, "select[data-target]")
+        target.find_element(By.CSS_SELECTOR, "option[value=next-turn]").click()
+        post = browser.find_element(By.CSS_SELECTOR, '[data-action="post"]')
+        ActionChains(browser).double_click(post).perform()
+        post.click()
+        notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+        until(browser, lambda: notice.text.startswith("Posted"), "the post answered")
+        assert (
+            browser.find_element(By.CSS_SELECTOR, "[data-field=content]").get_attribute("value")
+            == ""
+        )
+        assert session.inbox.receive() == 1
+        (taken,) = session.inbox.next_turn
+        assert taken["content"] == "turn left" and taken["role"] == "user"
+        until(browser, lambda: page_queues(browser)["next-turn"] == [taken["id"]], "shown")
+        assert page_texts(browser) == {taken["id"]: "turn left"}
+        assert session.inbox.receive() == 0
+        types = [e["type"] for e in session.events()]
+    assert types == ["agent/inbox/spliced"]
+    assert_clean(browser)
+
+
+def test_remove_cancels_and_replace_edits_a_pending_message(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("edit") as session:
+        session.inbox.append("next-turn", message("m1", "first"))
+        session.inbox.append("next-step", message("m2", "second"))
+        open_session(browser, server, "edit")
+        until(browser, lambda: page_queues(browser)["next-turn"] == ["m1"], "m1 shown")
+        browser.find_element(
+            By.CSS_SELECTOR, '[data-message-id="m1"] [data-action="remove"]'
+        ).click()
+        notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+        until(browser, lambda: notice.text.startswith("Removal of m1 sent"), "sent")
+        assert session.inbox.receive() == 1
+        until(
+            browser,
+            lambda: page_queues(browser) == {"next-turn": [], "next-step": ["m2"]},
+            "m1 gone",
+        )
+        record = session.events()[-1]["data"]
+        assert record["outcome"] == "canceled" and record["inserted"] == []
+
+        browser.find_element(
+            By.CSS_SELECTOR, '[data-message-id="m2"] [data-action="replace"]'
+        ).click()
+        field = browser.find_element(
+            By.CSS_SELECTOR, '[data-message-id="m2"] [data-field="content"]'
+        )
+        assert field.get_attribute("value") == "second"
+        field.clear()
+        field.send_keys("second, edited")
+        browser.find_element(By.CSS_SELECTOR, '[data-message-id="m2"] [data-action="save"]').click()
+        until(browser, lambda: notice.text.startswith("Replacement of m2 sent"), "sent")
+        assert session.inbox.receive() == 1
+        until(browser, lambda: page_texts(browser) == {"m2": "second, edited"}, "m2 replaced")
+        assert list(session.inbox.next_step) == [message("m2", "second, edited")]
+    assert_clean(browser)
+
+
+def test_picking_an_event_shows_the_inbox_at_its_seq(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("history") as session:
+        session.inbox.append("next-turn", message("m1", "one"))
+        session.inbox.append("next-turn", message("m2", "two"))
+        picked = session.last_seq
+        session.open_turn()
+        proposal = session.propose_step()
+        session.decide({"kind": "enter", "messages": proposal["messages"]})
+        session.inbox.append("next-step", message("m3", "three"))
+        live = ids(session.baseline())
+        assert picked is not None
+        past = ids(session.baseline(picked))
+    assert past != live
+    open_session(browser, server, "history")
+    until(browser, lambda: page_queues(browser) == live, "the live inbox")
+    browser.find_element(By.CSS_SELECTOR, f'[data-seq="{picked}"] [data-action="inbox-at"]').click()
+    until(browser, lambda: page_queues(browser) == past, f"the inbox at {picked}: {past}")
+    assert browser.find_elements(By.CSS_SELECTOR, '[data-queue] [data-action="remove"]') == []
+    browser.find_element(By.CSS_SELECTOR, '[data-action="live"]').click()
+    until(browser, lambda: page_queues(browser) == live, "live again")
+    assert browser.find_elements(By.CSS_SELECTOR, '[data-queue] [data-action="remove"]')
+    assert_clean(browser)
+
+
+HOSTILE = [
+    '<img src=x onerror="window.__pwned=1">',
+    "</script><script>window.__pwned=2</script>",
+    '<svg onload="window.__pwned=3"></svg>',
+    '"><iframe src="javascript:window.parent.__pwned=4"></iframe>',
+]
+
+
+def test_hostile_content_is_shown_as_text_and_never_runs(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    with store.create("hostile") as session:
+        session.inbox.append("next-turn", message("h0", HOSTILE[0]))
+        session.open_turn()
+        proposal = session.propose_step()
+        session.decide({"kind": "enter", "messages": proposal["messages"]})
+        session.append("assistant/message", {"content": HOSTILE[1]})
+        session.append("tool/result", {"content": [{"type": "text", "text": HOSTILE[2]}]})
+        session.append("host/hostile", {"html": HOSTILE[3]})
+        session.inbox.append("next-step", message(HOSTILE[3], HOSTILE[1]))
+        open_session(browser, server, "hostile")
+        session.inbox.append("next-step", message("h1", HOSTILE[2]))
+    until(browser, lambda: "h1" in page_queues(browser)["next-step"], "the live one shown")
+    with urllib.request.urlopen(f"{server.url}sessions/hostile", timeout=10) as answer:
+        policy = answer.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "unsafe" not in policy, policy
+    for details in browser.find_elements(By.CSS_SELECTOR, "details"):
+        details.click()
+    text = browser.find_element(By.TAG_NAME, "main").text
+    for payload in HOSTILE:
+        assert payload in text
+    assert page_texts(browser) == {HOSTILE[3]: HOSTILE[1], "h1": HOSTILE[2]}
+    markup = browser.execute_script(
+        "return document.querySelectorAll('main img, main svg, main iframe, main script').length;"
+    )
+    assert markup == 0
+    # An image whose load failed would have run its handler by now (the page's own
+    # requests have all answered: the stream is live and the last event shown).
+    assert browser.execute_script("return window.__pwned") is None
+    # A header's fields on the session list, too.
+    store.create("hostile-preset", agent_preset=HOSTILE[0]).close()
+    browser.get(server.url)
+    row = until(
+        browser,
+        lambda: browser.find_elements(By.CSS_SELECTOR, '[data-session-id="hostile-preset"]'),
+        "listed",
+    )[0]
+    assert HOSTILE[0] in row.text
+    assert browser.execute_script("return document.querySelectorAll('main img').length") == 0
+    assert browser.execute_script("return window.__pwned") is None
+    assert_clean(browser)
+
+
+def test_a_visit_with_the_token_logs_the_browser_in(
+    browser: WebDriver, root: Path, tmp_path: Path, store: inboxlog.Store
+) -> None:
+    """With a token, the pages, their API calls, the streams and a post all go through on
+    the cookie a ``?token=`` visit sets (and the page's own Origin)."""
+    with store.create("guarded") as session:
+        session.inbox.append("next-turn", message("m1", "hello"))
+        guarded = Server(root, tmp_path, "--token", "s3cret")
+        try:
+            guarded.start()
+            browser.get(guarded.url)
+            assert "token needed" in browser.title
+            browser.get(f"{guarded.url}?token=s3cret")
+            until(browser, lambda: browser.current_url == guarded.url, "the token left the URL")
+            link = until(
+                browser,
+                lambda: browser.find_elements(By.CSS_SELECTOR, '[data-session-id="guarded"] a'),
+                "listed",
+            )[0]
+            link.click()
+            until(browser, lambda: browser.execute_script("return document.body.dataset.ready"), "")
+            assert page_queues(browser) == {"next-turn": ["m1"], "next-step": []}
+            browser.find_element(By.CSS_SELECTOR, "[data-field=content]").send_keys("go on")
+            browser.find_element(By.CSS_SELECTOR, '[data-action="post"]').click()
+            notice = browser.find_element(By.CSS_SELECTOR, "[data-role=notice]")
+            until(browser, lambda: notice.text.startswith("Posted"), "posted")
+            assert session.inbox.receive() == 1
+            until(browser, lambda: len(page_queues(browser)["next-step"]) == 1, "shown live")
+            assert_clean(browser, allow=("401",))
+        finally:
+            guarded.kill()
+
+
+def test_a_page_works_under_a_path_prefix(
+    browser: WebDriver, root: Path, tmp_path: Path, store: inboxlog.Store
+) -> None:
+    with store.create("nested") as session:
+        session.inbox.append("next-turn", message("m1", "hello"))
+    mounted = Server(root, tmp_path, "--prefix", "/console")
+    mounted.start()
+    try:
+        assert mounted.url.endswith("/console/")
+        browser.get(mounted.url)
+        link = until(
+            browser,
+            lambda: browser.find_elements(By.CSS_SELECTOR, '[data-session-id="nested"] a'),
+            "listed",
+        )[0]
+        assert link.get_attribute("href") == f"{mounted.url}sessions/nested"
+        link.click()
+        until(browser, lambda: browser.execute_script("return document.body.dataset.ready"), "")
+        assert page_queues(browser)["next-turn"] == ["m1"]
+        assert row_seqs(browser) == [0]
+        assert_clean(browser)
+    finally:
+        mounted.kill()
+
+
+def test_a_100k_event_session_shows_its_first_rows_and_queues(
+    browser: WebDriver, server: Server, store: inboxlog.Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with store.create("big") as session:
+        turn = 0
+        while (session.last_seq or 0) < 99_999:
+            turn += 1
+            session.inbox.append("next-turn", message(f"u{turn}", f"prompt {turn}"))
+            session.open_turn()
+            proposal = session.propose_step()
+            session.decide({"kind": "enter", "messages": proposal["messages"]})
+            for i in range(40):
+                session.append("assistant/chunk", {"text": f"chunk {i} of turn {turn}"})
+            session.end_step("completed")
+            session.close_turn()
+        session.inbox.append("next-turn", message("pending", "still waiting"))
+        last = session.last_seq
+    assert last is not None and last >= 100_000
+    with store.create("small") as session:
+        session.inbox.append("next-turn", message("m1", "hello"))
+    figures = []
+    # The first visit finds the server cold (it has read nothing of the session yet);
+    # the second, the server's state of the session as the first left it. A one-event
+    # session beside them shows what the page itself costs.
+    for visit, session_id in [
+        ("first visit", "big"),
+        ("second visit", "big"),
+        ("a one-event session", "small"),
+    ]:
+        open_session(browser, server, session_id)
+        ready = browser.execute_script(
+            "return performance.getEntriesByName('inboxlog:first-render')[0].startTime;"
+        )
+        calls = browser.execute_script(
+            """return performance.getEntriesByType("resource")
+                .filter((r) => r.name.includes("/api/") && !r.name.includes("/follow"))
+                .map((r) => new URL(r.name).pathname.split("/").pop()
+                    + ` ${r.duration.toFixed(0)} ms`);"""
+        )
+        if session_id == "big":
+            assert page_queues(browser) == {"next-turn": ["pending"], "next-step": []}
+            assert row_seqs(browser) == list(range(last, last - 500, -1))
+        figures.append(f"{visit}: {ready:.0f} ms ({', '.join(calls)})")
+    open_session(browser, server, "big")
+    with capsys.disabled():
+        print(
+            f"\n{last + 1}-event session, first rows and queues shown after navigation start: "
+            + "; ".join(figures)
+        )
+    browser.find_element(By.CSS_SELECTOR, '[data-action="more"]').click()
+    until(browser, lambda: len(row_seqs(browser)) == 1000, "the next page")
+    assert row_seqs(browser) == list(range(last, last - 1000, -1))
+    assert_clean(browser)
+
+
+def test_the_demo_agent_is_steered_from_the_page(browser: WebDriver, tmp_path: Path) -> None:
+    """examples/console_demo.py as a user runs it: steering typed into the page and posted
+    is what the agent's next step takes in."""
+    example = Path(__file__).resolve().parents[3] / "examples" / "console_demo.py"
+    demo = subprocess.Popen(
+        [sys.executable, str(example), str(tmp_path / "demo"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert demo.stdout is not None
+
+    def pump() -> None:
+        for line in demo.stdout or []:
+            lines.put(line)
+
+    reader = threading.Thread(target=pump)
+    reader.start()
+
+    def line_with(text: str) -> str:
+        deadline = time.monotonic() + WAIT
+        while True:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            if text in line:
+                return line
+
+    try:
+        url = line_with("console: ").split()[1]
+        browser.get(url)
+        until(browser, lambda: browser.execute_script("return document.body.dataset.ready"), "")
+        line_with("turn 1 step 1 took p1")
+        browser.find_element(By.CSS_SELECTOR, "[data-field=content]").send_keys("Keep it cheap.")
+        browser.find_element(By.CSS_SELECTOR, '[data-action="post"]').click()
+        took = line_with("'Keep it cheap.'")
+        assert took.startswith("turn 1 step ") and " took web-" in took, took
+        until(browser, lambda: "Noted: Keep it cheap." in browser.page_source, "the answer shown")
+        assert_clean(browser)
+    finally:
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=WAIT) == 0
+        reader.join()
+        demo.stdout.close()
+
+
+def demo_session(store: inboxlog.Store) -> None:
+    """A short support conversation: a tool call, steering waiting, a turn queued."""
+    with store.create("support-chat-7", agent_preset="support") as s:
+        s.inbox.append("next-turn", message("m1", "What is the weather in Paris tomorrow?"))
+        s.open_turn()
+        p = s.propose_step()
+        s.decide({"kind": "enter", "messages": p["messages"]})
+        s.append("assistant/message", {"content": "Let me look that up."})
+        s.append("tool/call", {"name": "get_weather", "args": {"city": "Paris", "day": "tomorrow"}})
+        s.append("tool/result", {"content": "18 °C, light rain in the afternoon"})
+        s.end_step("continue")
+        s.inbox.append("next-step", message("m2", "Give me the temperature in Fahrenheit too."))
+        p = s.propose_step()
+        s.decide({"kind": "enter", "messages": p["messages"]})
+        s.append(
+            "assistant/message",
+            {"content": "Tomorrow in Paris: 18 °C (64 °F), light rain after noon."},
+        )
+        s.end_step("completed")
+        s.close_turn()
+        s.inbox.append("next-turn", message("m3", "Book a table for two near the Louvre at 8 pm."))
+        s.inbox.append("next-step", message("m4", "Prefer somewhere with outdoor seating."))
+    store.create("triage-bot-12", agent_preset="triage").close()
+    store.create("nightly-report", cwd="/srv/reports").close()
+
+
+def test_the_screenshot(
+    browser: WebDriver, server: Server, store: inboxlog.Store, tmp_path: Path
+) -> None:
+    """The console as the README shows it: written where INBOXLOG_CONSOLE_SCREENSHOT says
+    (``make console-screenshot``: docs/console.png)."""
+    demo_session(store)
+    browser.set_window_size(1280, 960)
+    open_session(browser, server, "support-chat-7")
+    until(
+        browser,
+        lambda: page_queues(browser) == {"next-turn": ["m3"], "next-step": ["m4"]},
+        "queues",
+    )
+    browser.find_element(By.CSS_SELECTOR, '[data-message-id="m4"] [data-action="replace"]').click()
+    shot = tmp_path / "console.png"
+    assert browser.save_screenshot(str(shot))
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    assert width >= 1000 and height >= 600, (width, height)
+    if target := os.environ.get("INBOXLOG_CONSOLE_SCREENSHOT"):
+        shutil.copyfile(shot, target)
+    assert_clean(browser)
