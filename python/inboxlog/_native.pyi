@@ -379,8 +379,10 @@ class Session:
 
     def end_step(self, outcome: StepOutcome, **extra: Any) -> bool:
         """Ends the open step with ``"continue"``, ``"completed"`` or ``"max-tokens"``;
-        returns whether another step must be proposed. Keyword arguments are host
-        extras for the ``step/end`` data."""
+        returns whether another step must be proposed. When the turn would end, posts
+        waiting in the mailbox are taken in first, so steering posted from another
+        process during the last step counts (asked at no read's cost when nothing was
+        posted). Keyword arguments are host extras for the ``step/end`` data."""
 
     def step_boundary(
         self, end_step: StepOutcome | None = None, *, whole_next_turn: bool = False
@@ -401,8 +403,9 @@ class Session:
         """``end_step(outcome)`` and, when it answers that no other step is due,
         ``close_turn()``, as one call written in one durable append, with the same events
         (``step/end``, then ``turn/end``). Returns the turn's end, or ``None`` when another
-        step must be proposed (steering waits in ``next-step``, or the step ended with
-        ``"continue"``): then only the step ended, and ``close_turn`` would be refused.
+        step must be proposed (steering waits in ``next-step``, posted ones taken in
+        first as by ``end_step``, or the step ended with ``"continue"``): then only the
+        step ended, and ``close_turn`` would be refused.
         With no step open it raises ``ProtocolError`` as ``end_step`` does, with nothing
         written. No host extras: use the separate calls for those."""
 
