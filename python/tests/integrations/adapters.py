@@ -343,38 +343,30 @@ class PydanticAI(Adapter):
 
 def pydantic_model(script: Script) -> Any:
     """A Pydantic AI ``FunctionModel`` answering from ``script``."""
-    from pydantic_ai.messages import (
-        ModelMessage,
-        ModelRequest,
-        ModelResponse,
-        TextPart,
-        ToolCallPart,
-        ToolReturnPart,
-        UserPromptPart,
-    )
+    from pydantic_ai import messages as pm
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    def seen(messages: list[ModelMessage]) -> Seen:
+    def seen(messages: list[pm.ModelMessage]) -> Seen:
         out: Seen = []
         for m in messages:
             for part in m.parts:
-                if isinstance(m, ModelRequest) and isinstance(part, UserPromptPart):
+                if isinstance(m, pm.ModelRequest) and isinstance(part, pm.UserPromptPart):
                     out.append(("user", str(part.content)))
-                elif isinstance(part, ToolReturnPart):
+                elif isinstance(part, pm.ToolReturnPart):
                     out.append(("tool", str(part.content)))
-                elif isinstance(m, ModelResponse) and isinstance(part, TextPart):
+                elif isinstance(m, pm.ModelResponse) and isinstance(part, pm.TextPart):
                     out.append(("assistant", part.content))
         return out
 
-    async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    async def model(messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelResponse:
         reply = await script.answer(seen(messages))
         if reply.tool is not None:
-            call = ToolCallPart(
+            call = pm.ToolCallPart(
                 "weather", {"city": reply.tool}, tool_call_id=f"c{len(script.seen)}"
             )
-            return ModelResponse(parts=[call])
+            return pm.ModelResponse(parts=[call])
         reason = "length" if reply.length else "stop"
-        return ModelResponse(parts=[TextPart(reply.text)], finish_reason=reason)
+        return pm.ModelResponse(parts=[pm.TextPart(reply.text)], finish_reason=reason)
 
     return FunctionModel(model)
 
