@@ -224,5 +224,13 @@ class Turn:
         else:
             self.log.fail(error_reason(error))
 
+    async def end_async(self, error: BaseException, outcome: StepOutcome | None = None) -> None:
+        """:meth:`end` from a coroutine, in a worker thread; for ``GeneratorExit`` (the
+        coroutine is being closed, so it must not wait) in the caller's thread."""
+        if isinstance(error, GeneratorExit):
+            self.end(error, outcome)
+        else:
+            await call(self.end, error, outcome)
+
 
 __all__ = ["ABORTS", "Turn", "input_id"]

@@ -324,7 +324,7 @@ async def run(
             # Steering arrived during the last model call: the SDK's run is over, so
             # another Runner.run on the same history takes it, in the same turn.
     except BaseException as error:
-        await call(turn.end, error)
+        await turn.end_async(error)
         raise
     if stopped is not None:
         raise stopped

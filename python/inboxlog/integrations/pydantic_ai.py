@@ -198,6 +198,9 @@ class InboxlogCapability(AbstractCapability[Any]):
                 ctx.messages.append(run.placeholder)
             result = await handler()
             await run.written()  # normally done already, by the hook after the last response
+        except GeneratorExit as error:  # the run's coroutine is closed: it must not wait
+            run.end(run.history(ctx), error, None)
+            raise
         except BaseException as error:
             await run.written(quietly=True)
             length = isinstance(error, (IncompleteToolCall, OutputTokenLimitExceeded))

@@ -139,3 +139,30 @@ def test_steering_taken_away_before_the_run_ended_lets_the_turn_close(
     assert log.inbox.remove("s")
     turn.finish()
     assert ends(log) == [{"kind": "max-tokens"}]
+
+
+def test_a_coroutine_closed_mid_run_ends_the_turn_aborted_without_waiting(
+    log: inboxlog.Session,
+) -> None:
+    """``GeneratorExit`` comes into a coroutine being closed, which must not suspend:
+    ``end_async`` ends the turn in the caller's thread (awaiting a worker would raise
+    ``RuntimeError: coroutine ignored GeneratorExit``)."""
+    turn = stepped(log)
+
+    async def run() -> None:
+        try:
+            await asyncio.sleep(0)  # suspended here when closed
+        except BaseException as error:
+            await turn.end_async(error)
+            raise
+
+    coroutine = run()
+    coroutine.send(None)
+    coroutine.close()
+    assert ends(log) == [{"kind": "aborted", "reason": {"kind": "user"}}]
+
+
+def test_end_async_ends_any_other_error_from_a_worker_thread(log: inboxlog.Session) -> None:
+    turn = stepped(log)
+    asyncio.run(turn.end_async(RuntimeError("down")))
+    assert ends(log) == [{"kind": "error", "error": {"message": "down", "code": "RuntimeError"}}]

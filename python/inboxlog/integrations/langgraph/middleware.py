@@ -141,7 +141,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
-            await call(self._abort, run, error)
+            await self._abort_async(run, error)
             raise
 
     @hook_config(can_jump_to=["model"])
@@ -171,7 +171,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
-            await call(self._abort, run, error)
+            await self._abort_async(run, error)
             raise
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -182,7 +182,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
-            await call(self._abort, run, error)
+            await self._abort_async(run, error)
             raise
 
     # -- runs -------------------------------------------------------------------------
@@ -254,6 +254,14 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             run.turn.end(error)
         finally:
             self._forget(run)
+
+    async def _abort_async(self, run: _Run, error: BaseException) -> None:
+        """:meth:`_abort` from a coroutine (for ``GeneratorExit``, which closes it, in
+        this thread: a closed coroutine must not wait)."""
+        if isinstance(error, GeneratorExit):
+            self._abort(run, error)
+        else:
+            await call(self._abort, run, error)
 
     def _forget(self, run: _Run) -> None:
         with self._lock:
