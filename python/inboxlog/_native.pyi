@@ -54,7 +54,6 @@ __all__ = [
     "Store",
     "TooLargeError",
     "UnavailableError",
-    "Written",
     "_SessionOpen",
     "_StoreOpen",
     "__version__",
@@ -361,20 +360,6 @@ class Session:
         carries none; only inbox messages need one).
         """
 
-    def _append_behind(self, type: str, data: _JSONObject, receive: bool = False) -> Written:
-        """``append(type, data)`` written behind the caller: ``data`` is converted now,
-        then a writer thread appends it (after the appends behind asked for before) and,
-        with ``receive``, takes the posts in; returns at once. For an event loop that
-        must not wait for the disk, nor for the GIL to start the write (the
-        integrations)."""
-
-    def _step_boundary_behind(
-        self, end_step: StepOutcome | None = None, *, whole_next_turn: bool = False
-    ) -> Written:
-        """``step_boundary(end_step, whole_next_turn=...)`` written behind the caller, as
-        ``_append_behind`` is: returns at once; the ``Written``'s ``wait()`` answers what
-        ``step_boundary`` would."""
-
     def flush(self) -> None:
         """Makes everything appended so far durable (the barrier of ``batched``)."""
 
@@ -484,31 +469,6 @@ class Session:
     def fail(self, error: _JSONObject, **extra: Any) -> None:
         """Ends the open turn with ``error`` (str ``message`` and ``code``). Keyword
         arguments are host extras for the ``turn/end`` data."""
-
-@final
-class Written:
-    """A call written behind its caller (``Session._append_behind``,
-    ``Session._step_boundary_behind``)."""
-
-    @property
-    def done(self) -> bool:
-        """Whether the call has ended (durable, or failed): ``wait()`` then returns at
-        once."""
-
-    @property
-    def appended(self) -> bool:
-        """Whether the event was appended (also when taking the posts in after it
-        failed): final once ``done``."""
-
-    def wake_fd(self) -> int | None:
-        """A socket to watch for reading until ``done``, or ``None`` when it already is:
-        once the append ends, a byte is written to it (read what is there, then look at
-        ``done`` again: a byte may be left from an earlier append). One per session."""
-
-    def wait(self) -> Any:
-        """Waits until the call has ended (the GIL released meanwhile); returns what it
-        answers (``None`` for an append) or raises its error, the first time it is
-        asked; after that, returns ``None``."""
 
 @final
 class Inbox:
