@@ -218,6 +218,10 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 		"langgraph-checkpoint>=4.3,<4.4" "langgraph-checkpoint-conformance==0.0.2"
 	@# The pydantic-ai extra's dependency (the capability API of 2.68), for its tests and example.
 	$(VPY) -m pip install --quiet "pydantic-ai-slim>=2.68,<2.69"
+	@# The adk extra's dependency, with what tests/test_adk_sessions.py compares it against
+	@# (ADK's DatabaseSessionService on SQLite through aiosqlite) and bench_adk.py's
+	@# PostgreSQL driver for that service (asyncpg).
+	$(VPY) -m pip install --quiet "google-adk[db]>=2.13,<2.14" "aiosqlite>=0.20,<1" "asyncpg>=0.29,<1"
 	@# Bench only (python/bench/bench_postgres.py's bare clients), not a package dependency.
 	$(VPY) -m pip install --quiet "psycopg[binary]>=3.2,<4"
 	touch $@
