@@ -50,6 +50,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
+from inboxlog.integrations import _driver as driver
 from inboxlog.integrations import pydantic_ai as pa
 from inboxlog.integrations.pydantic_ai import (
     InboxlogCapability,
@@ -470,7 +471,7 @@ async def test_steering_during_run_streams_final_response_waits_for_the_next_run
     )
     async with agent.run_stream("Weather?") as streamed:
         assert await streamed.get_output() == "Sunny."
-    reason = "steering arrived after the final streamed response"
+    reason = "steering arrived after the run's last model call"
     ended = {"kind": "aborted", "reason": {"kind": "hook", "reason": reason}}
     assert turn_ends(session.events()) == [ended]
     assert [m["id"] for m in session.inbox.next_step] == ["late"]
@@ -523,11 +524,12 @@ async def test_a_tool_call_cut_at_the_token_limit_ends_max_tokens_and_propagates
     assert round_trip([cut])[0] in fold_messages(events)
 
 
-async def test_a_length_stop_with_steering_pending_ends_the_turn_error(
+async def test_a_raised_length_stop_with_steering_pending_ends_aborted_with_the_inbox_kept(
     store: inboxlog.Store,
 ) -> None:
-    """The length error propagates, so no request takes the steering: the turn cannot
-    conclude max-tokens with input pending, it ends error and the input stays."""
+    """The length error propagates, so no request of this run can take the steering: the
+    turn ends as for any steering too late for the run (aborted, cause hook) and the
+    input stays for the next run."""
     session = store.create("chat")
     cut = ModelResponse(parts=[ToolCallPart("weather", '{"city": "Par')], finish_reason="length")
     calls: list[str] = []
@@ -541,7 +543,7 @@ async def test_a_length_stop_with_steering_pending_ends_the_turn_error(
     with pytest.raises(IncompleteToolCall):
         await agent_with(script.model, session).run("Weather?")
     (reason,) = turn_ends(session.events())
-    assert reason["kind"] == "error" and reason["error"]["code"] == "IncompleteToolCall"
+    assert reason["kind"] == "aborted" and reason["reason"]["kind"] == "hook"
     assert [m["id"] for m in session.inbox.next_step] == [calls[-1]]
     assert [i for _, _, i in entered(session.events())][1:] == calls[:-1]
     session.close()
@@ -676,31 +678,16 @@ async def test_a_response_record_that_fails_fails_the_run_at_the_next_hook(
     """A response is written while the tools run: when writing it fails, the next hook
     raises that error, the turn ends ``error`` and the response is recorded with the
     rest of the history as the run ends, so nothing in it is lost."""
-    real = pa._Run.write_behind
+    real = pa._Run.record
     failures = []
 
-    def failing(run: Any, messages: Any, *, receive: bool = False) -> None:
-        if failures or not receive:  # the request's record, or a later response's
-            return real(run, messages, receive=receive)
-        log = run.log
+    def failing(run: Any, messages: Any, kind: str = pa.MESSAGES) -> None:
+        if not failures and any(isinstance(m, ModelResponse) for m in messages):
+            failures.append(kind)
+            run.log.append("turn/start", {"messages": []})  # a reserved type: refused
+        real(run, messages, kind)
 
-        class Refusing:
-            """The run's session, whose append behind is refused: a reserved type."""
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(log, name)
-
-            def _append_behind(self, type: str, data: Any, *args: Any) -> Any:
-                failures.append(type)
-                return log._append_behind("turn/start", data, *args)
-
-        run.log = Refusing()
-        try:
-            real(run, messages, receive=receive)
-        finally:
-            run.log = log
-
-    monkeypatch.setattr(pa._Run, "write_behind", failing)
+    monkeypatch.setattr(pa._Run, "record", failing)
     script = Script(call_weather("Paris"), say("Sunny in Paris."))
     with pytest.raises(inboxlog.InvalidInputError, match="turn/start is written only by"):
         await agent_with(script.model, store).run("Weather?", conversation_id="chat")
@@ -720,37 +707,24 @@ async def test_a_response_record_that_fails_fails_the_run_at_the_next_hook(
 async def test_each_run_makes_the_same_few_worker_thread_calls(
     store: inboxlog.Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run of two model requests makes seven log calls off the event loop, however long
-    the conversation: on the integrations' worker threads the turn's start with the
-    first step and the turn's end; written behind (by a writer thread that needs no GIL
-    and wakes the loop when done) per request its record and its response's, and the
-    second step (the request's record and the step waited for at once, the response's
-    by the next hook)."""
+    """A run of two model requests makes eight log calls off the event loop, however
+    long the conversation: the turn's start; per request its step, its record and its
+    response's (started while the tools run, waited for by the next hook); the model's
+    stop (the last step's end with the turn's close); the session's release."""
     made: list[str] = []
-    real, real_start, real_write = pa.call, pa.start, pa._Run.write_behind
-    real_boundary = pa._Run._boundary
-
-    async def boundary(run: Any) -> Any:
-        made.append("step: Behind")
-        return await real_boundary(run)
-
-    def write(run: Any, messages: Any, *, receive: bool = False) -> None:
-        real_write(run, messages, receive=receive)
-        what = "response" if receive else "request"
-        made.append(f"{what}: {run.writing[0].__class__.__name__}")
+    real, real_start = pa.call, pa.start
 
     async def counted(fn: Callable[..., Any], *args: Any) -> Any:
         made.append(fn.__name__)
         return await real(fn, *args)
 
     def started(fn: Callable[..., Any], *args: Any) -> Any:
-        made.append(fn.__name__)
+        made.append(f"{fn.__name__} (started)")
         return real_start(fn, *args)
 
     monkeypatch.setattr(pa, "call", counted)
+    monkeypatch.setattr(driver, "call", counted)
     monkeypatch.setattr(pa, "start", started)
-    monkeypatch.setattr(pa._Run, "write_behind", write)
-    monkeypatch.setattr(pa._Run, "_boundary", boundary)
     replies = [call_weather("Paris"), say("Sunny in Paris.")]
     script = Script(*replies * 3)
     agent = agent_with(script.model, store)
@@ -759,21 +733,8 @@ async def test_each_run_makes_the_same_few_worker_thread_calls(
         made.clear()
         await agent.run(f"Weather in Paris? ({n})", conversation_id="chat")
         per_run.append(list(made))
-    assert (
-        per_run
-        == [
-            [
-                "begin",
-                "request: Behind",
-                "response: Behind",
-                "step: Behind",
-                "request: Behind",
-                "response: Behind",
-                "end",
-            ]
-        ]
-        * 3
-    )
+    step = ["_boundary", "record_new", "record_new (started)"]
+    assert per_run == [["begin", *step, *step, "stop", "end"]] * 3
     assert turn_ends(log_of(store)) == [{"kind": "completed"}] * 3
 
 

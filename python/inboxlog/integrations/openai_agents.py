@@ -51,10 +51,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import inspect
 import threading
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -78,7 +76,8 @@ from inboxlog.integrations._common import (
     call,
     open_or_create,
 )
-from inboxlog.types import Decision, Message
+from inboxlog.integrations._driver import Turn, input_id
+from inboxlog.types import Message
 
 ITEMS = "openai-agents/items"
 """The event type of one ``add_items`` call: ``{"items": [...]}``."""
@@ -296,127 +295,77 @@ async def run(
     """
     log = session.session
     config = RunConfig() if run_config is None else run_config
-    turn = _Turn(log, list(plugins), continue_history=input is None)
-    turn.number = await call(log.open_turn)  # refused while another run holds the session
+    turn = Turn(log, list(plugins), keep_inbox_on_cancel=keep_inbox_on_cancel)
+    own = [] if input is None else [_input_message(input)]
     stopped: ModelBehaviorError | None = None
     try:
-        if input is not None:
-            # Behind what was pending (posts taken in first), all of which step 1
-            # claims; durable before any model call, so after a crash it still waits
-            # there for the next run.
-            await call(log.inbox.receive)
-            await call(log.inbox.append, "next-turn", _input_message(input))
+        await call(turn.start, own)  # refused while another run holds the session
         while True:
-            stopped = None
-            step_filter = turn.model_input_filter(config.call_model_input_filter)
+            stopped, outcome = None, "completed"
+            step_filter = _model_input_filter(turn, config.call_model_input_filter)
             step_config = dataclasses.replace(config, call_model_input_filter=step_filter)
             try:
                 result = await Runner.run(
                     agent, [], session=session, run_config=step_config, **runner_kwargs
                 )
-                outcome = "completed"
             except ModelBehaviorError as error:
                 if not (turn.step_open and _is_length_stop(error)):
                     raise
                 stopped, outcome = error, "max-tokens"
-            turn.step_open = False
-            if not await call(log.end_step, outcome):
-                await call(log.close_turn)
+            if not await call(turn.model_stopped, outcome):
                 break
-            # Steering arrived after the last model call: another run takes it, same turn.
-    except TurnEndedError:
-        raise
-    except asyncio.CancelledError:
-        if log.current_turn == turn.number:
-            await call(log.cancel, {"kind": "user"}, keep_inbox_on_cancel)
-        raise
-    except Exception as error:
-        if log.current_turn == turn.number:
-            reason = {"message": str(error) or type(error).__name__, "code": type(error).__name__}
-            await call(log.fail, reason)
+            # Steering arrived during the last model call: the SDK's run is over, so
+            # another Runner.run on the same history takes it, in the same turn.
+    except BaseException as error:
+        await call(turn.end, error)
         raise
     if stopped is not None:
         raise stopped
     return result
 
 
-class _Turn:
-    """One run's turn: enters a step at each model call and remembers what it added."""
+def _model_input_filter(turn: Turn, then: CallModelInputFilter | None) -> CallModelInputFilter:
+    """The ``call_model_input_filter`` for one ``Runner.run``: enters a step, then gives
+    the model the SDK's input with every batch this run entered at its place.
 
-    def __init__(
-        self, log: inboxlog.Session, plugins: list[inboxlog.AsyncListener], continue_history: bool
-    ) -> None:
-        self.log = log
-        self.plugins = plugins
-        self.continue_history = continue_history
-        self.number = 0
-        self.step_open = False
+    The SDK rebuilds its input at each call from the history it read at the start and
+    the items it generated since, so the batches added earlier in the run are put back
+    where they were (the history read by a later run holds them already).
+    """
+    added: list[tuple[int, list[TResponseInputItem]]] = []
 
-    def model_input_filter(self, then: CallModelInputFilter | None) -> CallModelInputFilter:
-        """The ``call_model_input_filter`` for one ``Runner.run``: enters a step, then
-        gives the model the SDK's input with every batch this run entered at its place.
+    async def enter_step(data: CallModelData[Any]) -> ModelInputData:
+        given = data.model_data.input
+        added.append((len(given), await _enter_step(turn)))
+        merged = list(given)
+        shift = 0
+        for at, items in added:
+            place = min(at, len(given)) + shift
+            merged[place:place] = items
+            shift += len(items)
+        result = ModelInputData(input=merged, instructions=data.model_data.instructions)
+        if then is None:
+            return result
+        chained = then(CallModelData(model_data=result, agent=data.agent, context=data.context))
+        return await chained if inspect.isawaitable(chained) else chained
 
-        The SDK rebuilds its input at each call from the history it read at the start
-        and the items it generated since, so the batches added earlier in the run are
-        put back where they were (the history read by a later run holds them already).
-        """
-        added: list[tuple[int, list[TResponseInputItem]]] = []
+    return enter_step
 
-        async def enter_step(data: CallModelData[Any]) -> ModelInputData:
-            given = data.model_data.input
-            added.append((len(given), await self.enter_step()))
-            merged = list(given)
-            shift = 0
-            for at, items in added:
-                place = min(at, len(given)) + shift
-                merged[place:place] = items
-                shift += len(items)
-            result = ModelInputData(input=merged, instructions=data.model_data.instructions)
-            if then is None:
-                return result
-            chained = then(CallModelData(model_data=result, agent=data.agent, context=data.context))
-            return await chained if inspect.isawaitable(chained) else chained
 
-        return enter_step
-
-    async def enter_step(self) -> list[TResponseInputItem]:
-        """Ends the step the previous model call owed (``continue``), then proposes,
-        decides and records the next one; returns the SDK items of the messages that
-        entered (also appended to the history)."""
-        if self.step_open:
-            await call(self.log.end_step, "continue")
-            self.step_open = False
-        proposal = await call(functools.partial(self.log.propose_step, whole_next_turn=True))
-        decision: Decision = await inboxlog.pre_step_async(proposal, self.plugins)
-        if (
-            decision["kind"] == "enter"
-            and not decision["messages"]
-            and not proposal["messages"]
-            and proposal["step"] == 1
-            and self.continue_history
-        ):
-            # A run without input continues from the history: its first step enters
-            # this marker (no SDK items), as a turn's first step must enter something.
-            marker = {"id": f"continue-turn-{proposal['turn']}", "continue": True}
-            decision = {"kind": "enter", "messages": [marker]}
-        decided = await call(self.log.decide, decision)
-        if decided["kind"] != "step":
-            reason = decided["reason"]
-            if reason.get("kind") == "blocked":
-                raise StepRejectedError(decided["turn"], reason)
-            raise TurnEndedError(decided["turn"], reason)
-        self.step_open = True
-        messages = decision["messages"] if decision["kind"] == "enter" else []
-        items = [item for message in messages for item in message_items(message)]
-        if items:
-            data = {"items": items, "messages": [m.get("id") for m in messages]}
-            await call(self.log.append, ITEMS, data)
-        return items
+async def _enter_step(turn: Turn) -> list[TResponseInputItem]:
+    """The step boundary at a model call; returns the SDK items of the messages that
+    entered, which are also appended to the history."""
+    messages = await turn.step_async()
+    items = [item for message in messages for item in message_items(message)]
+    if items:
+        data = {"items": items, "messages": [m.get("id") for m in messages]}
+        await call(turn.log.append, ITEMS, data)
+    return items
 
 
 def _input_message(input: str | Sequence[TResponseInputItem]) -> Message:
     """The inbox message a run's own input travels as."""
-    id = f"input-{uuid.uuid4().hex}"
+    id = input_id()
     if isinstance(input, str):
         return {"id": id, "role": "user", "content": input}
     return {"id": id, "items": list(input)}

@@ -80,10 +80,8 @@ it is durable (and raises its error, ending the turn ``error``).
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 try:
@@ -116,16 +114,15 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
 
 import inboxlog
 from inboxlog.integrations._common import (
-    Behind,
     Job,
     StepRejectedError,
     TurnEndedError,
     call,
-    error_reason,
     open_or_create,
     start,
 )
-from inboxlog.types import Decided, Decision, Message, Proposal, StepBoundary, StepOutcome
+from inboxlog.integrations._driver import Turn, input_id
+from inboxlog.types import Message, StepOutcome
 
 MESSAGES = "pydantic-ai/messages"
 """The event type of messages added to the history: ``{"messages": [...]}``."""
@@ -181,7 +178,7 @@ class InboxlogCapability(AbstractCapability[Any]):
     ) -> AgentRunResult[Any]:
         """Opens the session and the turn, puts the stored history in front of the run,
         runs it, and ends the turn as the run ended."""
-        run = _Run(self.plugins, ctx.prompt, self._histories)
+        run = _Run(self.plugins, self.keep_inbox_on_cancel, ctx.prompt, self._histories)
         if self._runs.setdefault(ctx.run_id, run) is not run:
             raise RuntimeError(f'InboxlogCapability: a run with id "{ctx.run_id}" is in progress')
         try:
@@ -198,28 +195,16 @@ class InboxlogCapability(AbstractCapability[Any]):
                 ctx.messages.append(run.placeholder)
             result = await handler()
             await run.written()  # normally done already, by the hook after the last response
-        except TurnEndedError:
-            raise
-        except asyncio.CancelledError:
+        except BaseException as error:
             await run.written(quietly=True)
-            await call(run.end, run.finish_aborted, run.history(ctx), self.keep_inbox_on_cancel)
-            raise
-        except (IncompleteToolCall, OutputTokenLimitExceeded) as error:
-            await run.written(quietly=True)
-            await call(run.end, run.finish, run.history(ctx), "max-tokens", error)
-            raise
-        except Exception as error:
-            await run.written(quietly=True)
-            await call(run.end, run.finish_failed, run.history(ctx), error)
+            length = isinstance(error, (IncompleteToolCall, OutputTokenLimitExceeded))
+            await call(run.end, run.history(ctx), error, "max-tokens" if length else None)
             raise
         else:
-            await call(run.end, run.finish, result.all_messages(), run.outcome(), None)
+            await call(run.end, result.all_messages(), None, run.outcome())
             return result
         finally:
             del self._runs[ctx.run_id]
-            if not run.released:  # the turn ended at a step boundary, or ending it failed
-                await run.written(quietly=True)
-                await call(run.release)
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
@@ -228,7 +213,7 @@ class InboxlogCapability(AbstractCapability[Any]):
         step and adds the messages that entered to the request about to be sent."""
         run = self._active(ctx)
         await run.written()
-        entered = await run.enter_step()
+        entered = await run.turn.step_async()
         target = ctx.messages[-1] if ctx.messages else None
         shared = (
             isinstance(target, ModelRequest)
@@ -257,29 +242,27 @@ class InboxlogCapability(AbstractCapability[Any]):
         run = self._active(ctx)
         await run.written()
         if run.has_new(ctx.messages):  # a further attempt at the same request has none
-            run.write_behind(ctx.messages)
-            await run.written()
+            await call(run.record_new, ctx.messages)
         return request_context
 
     async def after_node_run(
         self, ctx: RunContext[Any], *, node: AgentNode[Any], result: NodeResult[Any]
     ) -> NodeResult[Any]:
         """Appends a model response to the log as soon as it is in the history, while the
-        tools run (the next hook waits until it is durable); turns an ``End`` into one more
-        request while ``next-step`` holds input."""
+        tools run (the next hook waits until it is durable); at an ``End``, the model
+        stopped: one more request while ``next-step`` holds input, else the turn ends."""
         run = self._active(ctx)
         await run.written()
         if isinstance(node, ModelRequestNode):
-            run.write_behind(ctx.messages, receive=True)
+            run.write_behind(ctx.messages)
             run.last_response = next(
                 (m for m in reversed(ctx.messages) if isinstance(m, ModelResponse)), None
             )
             return result
         # Only a CallToolsNode's End: run_stream ends on a node of its own (its result is
-        # already handed out, so no request could follow). Posts were taken in with the
-        # response; what is pending now is read without a worker-thread call.
-        steer = isinstance(result, End) and isinstance(node, CallToolsNode) and run.step_open
-        if steer and run.log.inbox.next_step and await call(run.steer_at_end, ctx.messages):
+        # already handed out, so no request could follow).
+        stopped = isinstance(result, End) and isinstance(node, CallToolsNode)
+        if stopped and run.turn.step_open and await call(run.stop, ctx.messages):
             request = ModelRequest(parts=[])
             run.placeholder = request
             return ModelRequestNode(request=request)
@@ -295,7 +278,8 @@ class InboxlogCapability(AbstractCapability[Any]):
 
 
 class _Run:
-    """One run's turn: the session, the step state and what of the history is in the log.
+    """One run: its turn on the log (:class:`~inboxlog.integrations._driver.Turn`) and
+    what of the history is in the log.
 
     Its methods without ``async`` do the log's blocking work; each hook runs what it
     needs of them in one worker-thread call, never on the event loop.
@@ -303,28 +287,29 @@ class _Run:
 
     log: inboxlog.Session
     """The run's session (set by :meth:`begin`)."""
+    turn: Turn
+    """The run's turn (set by :meth:`begin`)."""
 
     def __init__(
-        self, plugins: list[inboxlog.AsyncListener], prompt: Any, histories: _Histories
+        self,
+        plugins: list[inboxlog.AsyncListener],
+        keep_inbox_on_cancel: bool,
+        prompt: Any,
+        histories: _Histories,
     ) -> None:
         self.plugins = plugins
+        self.keep_inbox_on_cancel = keep_inbox_on_cancel
         self.prompt = prompt
         self.histories = histories
         self.owned = False
-        self.released = False
         self.loaded: list[ModelMessage] = []
         self.pending = False
-        self.prompt_id = f"input-{uuid.uuid4().hex}"
-        self.number = 0
-        self.step_open = False
-        self.steps = 0
+        self.prompt_id = input_id()
         self.recorded: list[ModelMessage] = []
         self.live: list[ModelMessage] | None = None  # the run's history, as the hooks see it
         self.placeholder: ModelRequest | None = None
         self.last_response: ModelResponse | None = None
-        self.first: tuple[Decision, Decided] | None = None  # the step begin took
-        # The response record in flight, and the history it records.
-        self.writing: tuple[Job | Behind, list[ModelMessage]] | None = None
+        self.writing: Job | None = None  # the response record in flight
 
     def begin(
         self,
@@ -332,39 +317,31 @@ class _Run:
         conversation_id: str,
         given: list[ModelMessage],
     ) -> None:
-        """Opens the session (unless given one), reads its history and opens the turn;
-        the run's prompt then enters ``next-turn``, durable before any model call, so
-        after a crash it still waits there for the next run."""
+        """Opens the session (unless given one), reads its history and starts the turn
+        with the run's prompt."""
         if isinstance(target, inboxlog.Session):
             self.log = target
         else:
             self.log, self.owned = open_or_create(target, conversation_id), True
         log = self.log
+        self.turn = Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel)
         try:
             self.loaded = self.histories.load(log)
             if self.loaded and given:
                 raise ValueError(
                     f'session "{log.id}" holds a history: run the agent without message_history='
                 )
-            self.number = log.open_turn()  # refused while another run holds the session
+            own = [] if self.prompt is None else [self.prompt_message()]
+            self.turn.start(own)  # refused while another run holds the session
         except BaseException:
             self.release()
             raise
         try:
             if given:
                 self.record(given)  # a given history seeds the log
-            if self.prompt is not None:
-                log.inbox.receive()  # posts that arrived before this run come first
-                log.inbox.append("next-turn", self.prompt_message())
             self.pending = log.inbox.has_pending
-            if not self.plugins:
-                # Nothing to ask between the claim and the decision: the first step is
-                # taken now, in this call, and the first request carries what entered.
-                self.first = self._step()
-                self.step_open = self.first[1]["kind"] == "step"
-                self.steps = int(self.step_open)
         except BaseException as error:
-            self.end(self.finish_failed, [], error)
+            self.end([], error, None)
             raise
 
     def prompt_message(self) -> Message:
@@ -373,87 +350,6 @@ class _Run:
             return {"id": self.prompt_id, "role": "user", "content": self.prompt}
         part = _USER_PROMPT.dump_python(UserPromptPart(self.prompt), mode="json")
         return {"id": self.prompt_id, "role": "user", "content": part["content"]}
-
-    async def enter_step(self) -> list[Message]:
-        """Proposes, decides and records the next step; returns the messages that entered.
-
-        Without plugins the step is one ``step_boundary`` written behind the loop (the
-        first one was taken with the turn's start); with them, one worker-thread call to
-        claim and one to decide, the plugins running on the loop in between."""
-        if self.first is not None:
-            (decision, decided), self.first = self.first, None
-            if decided["kind"] != "step":
-                raise _turn_ended(decided)
-            return decision["messages"] if decision["kind"] == "enter" else []
-        if self.plugins:
-            proposal = await call(self._propose)
-            decision = await inboxlog.pre_step_async(proposal, self.plugins)
-            decision, decided = await call(self._decide, proposal, decision)
-        elif self.steps == 0 and not self.pending:
-            decision, decided = await call(self._step)
-        else:
-            decision, decided = await self._boundary()
-        if decided["kind"] != "step":
-            raise _turn_ended(decided)
-        self.step_open = True
-        self.steps += 1
-        return decision["messages"] if decision["kind"] == "enter" else []
-
-    def _propose(self) -> Proposal:
-        """Ends the step the previous request owed (``continue``) and claims the input
-        of the next one."""
-        self.end_open_step("continue")
-        return self.log.propose_step(whole_next_turn=True)
-
-    async def _boundary(self) -> tuple[Decision, Decided]:
-        """:meth:`_step` past a turn's first boundary, its ``step_boundary`` written
-        behind the loop (``Session._step_boundary_behind``): no worker thread waits for
-        the GIL to start it, nor hands its answer back."""
-        owed: StepOutcome | None = "continue" if self.step_open else None
-        written = self.log._step_boundary_behind(owed, whole_next_turn=True)
-        boundary: StepBoundary | None = await Behind(written).outcome()
-        self.step_open = False
-        if boundary is None:  # as in _step: the owed step concluded the turn
-            return {"kind": "enter", "messages": []}, await call(self.log.close_turn)
-        entered = boundary["proposal"]["messages"]
-        return {"kind": "enter", "messages": entered}, boundary["decided"]
-
-    def _step(self) -> tuple[Decision, Decided]:
-        """:meth:`_propose`, and the claim enters as it is (no plugins): one log call
-        (``step_boundary``), so one durable write, with the events of the separate calls.
-
-        A turn's first boundary with nothing pending takes the separate calls, as the
-        marker must enter instead of the empty claim. (Input removed by another thread
-        between ``begin``'s look at the inbox and the claim leaves the claim empty: the
-        turn then completes at once, as ``decide`` ends a turn whose first batch is empty.)
-        """
-        if self.steps == 0 and not self.pending:
-            proposal = self._propose()
-            return self._decide(proposal, {"kind": "enter", "messages": list(proposal["messages"])})
-        owed: StepOutcome | None = "continue" if self.step_open else None
-        boundary = self.log.step_boundary(owed, whole_next_turn=True)
-        self.step_open = False
-        if boundary is None:
-            # The owed step concluded the turn (a "continue" after "max-tokens") and no
-            # steering waits: the separate calls' empty decision would end the turn now,
-            # with the same event closing it does.
-            return {"kind": "enter", "messages": []}, self.log.close_turn()
-        entered = boundary["proposal"]["messages"]
-        return {"kind": "enter", "messages": entered}, boundary["decided"]
-
-    def _decide(self, proposal: Proposal, decision: Decision) -> tuple[Decision, Decided]:
-        """Records ``decision``; returns it as recorded, and what the log made of it."""
-        if (
-            decision["kind"] == "enter"
-            and self.steps == 0
-            and not decision["messages"]
-            and not proposal["messages"]
-        ):
-            # A run with no input continues from the history: its first step enters
-            # this marker (no parts), as a turn's first step must enter something.
-            marker: Message = {"id": f"continue-turn-{proposal['turn']}", "continue": True}
-            decision = {"kind": "enter", "messages": [marker]}
-        return decision, self.log.decide(decision)
 
     def request_parts(
         self, request: ModelRequest, entered: list[Message]
@@ -480,29 +376,12 @@ class _Run:
                 added.extend(message_parts(m))
         return [*kept, *added]
 
-    def end_open_step(self, outcome: Any) -> None:
-        if self.step_open:
-            self.log.end_step(outcome)
-            self.step_open = False
-
-    def write_behind(self, messages: list[ModelMessage], *, receive: bool = False) -> None:
-        """On the loop: starts recording what the history gained (:meth:`record_new`'s
-        record, serialized now, as the history holds it) and, with ``receive``, taking
-        posted input in after it (so that an ``End`` after a response knows whether
-        ``next-step`` holds some). A writer thread that needs no GIL
-        (``Session._append_behind``) writes it at once, while the loop goes on (for a
-        response: while the tools run); :meth:`written` waits for it."""
+    def write_behind(self, messages: list[ModelMessage]) -> None:
+        """On the loop: starts recording what the history gained (a response) in a
+        worker thread while the loop goes on (the tools run); :meth:`written` waits for
+        it."""
         self.live = messages
-        record = self.added(messages)
-        pending: Job | Behind
-        if record is not None:
-            kind, data = record[0], {"messages": record[1]}
-            pending = Behind(self.log._append_behind(kind, data, receive))
-        elif receive:
-            pending = start(self.log.inbox.receive)
-        else:
-            return
-        self.writing = pending, list(messages)
+        self.writing = start(self.record_new, list(messages))
 
     async def written(self, *, quietly: bool = False) -> None:
         """Waits until the response record in flight is durable; its error raises here.
@@ -512,93 +391,44 @@ class _Run:
         ending the turn is never skipped."""
         if self.writing is None:
             return
-        (pending, messages), self.writing = self.writing, None
+        pending, self.writing = self.writing, None
         try:
             await pending.outcome()
         except BaseException:
             if not quietly:
                 raise
-        finally:
-            # Also when taking the posts in failed after it: never recorded twice.
-            if isinstance(pending, Behind) and pending.written.appended:
-                self.recorded = messages
 
-    def steer_at_end(self, messages: list[ModelMessage]) -> bool:
-        """At an ``End`` with ``next-step`` input pending: records the history and ends
-        the step, so that one more request can take the input (``False`` when the input
-        was taken away meanwhile)."""
+    def stop(self, messages: list[ModelMessage]) -> bool:
+        """The model stopped (an ``End``): records the history, then ends the step and,
+        when no steering waits, the turn; ``True`` when one more request must take the
+        steering."""
         self.record_new(messages)
-        if not self.log.inbox.next_step:
-            return False
-        self.end_open_step(self.outcome())
-        return True
+        return self.turn.model_stopped(self.outcome())
 
-    def outcome(self) -> Any:
+    def outcome(self) -> StepOutcome:
         last = self.last_response
         return "max-tokens" if last is not None and last.finish_reason == "length" else "completed"
 
-    def finish(
-        self, messages: list[ModelMessage], outcome: Any, error: BaseException | None
+    def end(
+        self, messages: list[ModelMessage], error: BaseException | None, outcome: StepOutcome | None
     ) -> None:
-        """Records the rest of the history and ends the turn with ``outcome``."""
-        self.settle(messages)
-        self.end_turn(outcome, error)
-        if error is None:
-            self.histories.keep(self.log, self.recorded)
-
-    def finish_failed(self, messages: list[ModelMessage], error: BaseException) -> None:
-        """Records the rest of the history and ends the turn ``error``."""
-        self.settle(messages)
-        if self.log.current_turn == self.number:
-            self.log.fail(error_reason(error))
-
-    def finish_aborted(self, messages: list[ModelMessage], keep_inbox: bool) -> None:
-        """Records the rest of the history and ends the turn ``aborted``."""
-        self.settle(messages)
-        if self.log.current_turn == self.number:
-            self.log.cancel({"kind": "user"}, keep_inbox)
-
-    def end(self, finish: Callable[..., None], *args: Any) -> None:
-        """``finish(*args)``, then :meth:`release` (one worker-thread call for both)."""
+        """Records the rest of the history, ends the turn as the run ended (the driver's
+        policy: ``outcome`` for a run that returned or stopped for length, else by
+        ``error``), then closes the session if this run opened it."""
         try:
-            finish(*args)
+            self.settle(messages)
+            if error is None:
+                self.turn.finish(outcome or "completed")
+                self.histories.keep(self.log, self.recorded)
+            else:
+                self.turn.end(error, outcome)
         finally:
             self.release()
 
     def release(self) -> None:
         """Closes the session if this run opened it."""
-        self.released = True
-        if self.owned:
+        if self.owned and not self.log.closed:
             self.log.close()
-
-    def end_turn(self, outcome: Any, error: BaseException | None) -> None:
-        """Ends the last step with ``outcome`` and closes the turn; with no step at all,
-        ends the turn as a balanced no-step turn."""
-        if self.log.current_turn != self.number:
-            return
-        if self.steps == 0:
-            self.log.propose_step()
-            self.log.decide({"kind": "enter", "messages": []})
-            return
-        if self.step_open:
-            # The step's end and, when no other step is due, the turn's close: one write.
-            self.step_open = False
-            if self.log.end_step_and_close(outcome) is not None:
-                return
-            again = True
-        else:
-            again = bool(self.log.inbox.next_step)
-        if again and error is not None:
-            self.log.fail(error_reason(error))
-            return
-        if again:
-            # Steering arrived after the last response and no request can carry it in
-            # this run (run_stream's final node runs no node hook): the turn ends with the
-            # inbox kept, and the next run's first request takes it first.
-            reason = "steering arrived after the final streamed response"
-            self.log.cancel({"kind": "hook", "reason": reason}, True)
-            return
-        self.log.close_turn()
 
     def record(self, messages: Sequence[ModelMessage], kind: str = MESSAGES) -> None:
         data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
@@ -613,23 +443,15 @@ class _Run:
         """Appends what the history gained since the last record; the whole history when
         a hook rewrote what was already recorded."""
         self.live = messages
-        record = self.added(messages)
-        if record is not None:
-            self.log.append(record[0], {"messages": record[1]})
-            self.recorded = list(messages)
-
-    def added(self, messages: list[ModelMessage]) -> tuple[str, list[Any]] | None:
-        """The record of what the history gained since the last one (``None``: nothing),
-        as (event type, the messages' JSON)."""
         done = self.recorded
         if len(messages) >= len(done) and all(a is b for a, b in zip(messages, done, strict=False)):
-            added = messages[len(done) :]
+            added, kind = messages[len(done) :], MESSAGES
             if not added:
-                return None
-            kind = MESSAGES
+                return
         else:
             added, kind = messages, HISTORY
-        return kind, ModelMessagesTypeAdapter.dump_python(list(added), mode="json")
+        self.record(added, kind)
+        self.recorded = list(messages)
 
     def history(self, ctx: RunContext[Any]) -> list[ModelMessage]:
         """The run's history: the hooks' view of it once a hook ran (the graph replaces the
@@ -716,15 +538,6 @@ def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
         elif kind == HISTORY:
             messages = list(event["data"]["messages"])
     return messages
-
-
-def _turn_ended(decided: Decided) -> TurnEndedError:
-    """The error a decision that ended the turn raises in the hook that asked for it."""
-    assert decided["kind"] != "step"
-    reason = decided["reason"]
-    if reason.get("kind") == "blocked":
-        return StepRejectedError(decided["turn"], reason)
-    return TurnEndedError(decided["turn"], reason)
 
 
 def _with_ids(metadata: dict[str, Any] | None, entered: list[Message]) -> dict[str, Any] | None:

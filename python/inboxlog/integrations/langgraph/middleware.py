@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -26,22 +24,16 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
 import inboxlog
-from inboxlog.integrations._common import (
-    StepRejectedError,
-    TurnEndedError,
-    call,
-    error_reason,
-    open_or_create,
-)
+from inboxlog.integrations._common import call, open_or_create
+from inboxlog.integrations._driver import Turn, input_id
 from inboxlog.integrations.langgraph.saver import InboxlogSaver
-from inboxlog.types import Decision, Message, Proposal, StepOutcome
+from inboxlog.types import Message, StepOutcome
 
 MESSAGES = "langchain/messages"
 """The event type of the messages the agent added (model output, tool results):
 ``{"messages": [...]}``, each in LangChain's ``message_to_dict`` form."""
 
 _T = TypeVar("_T")
-_ABORTS = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)
 
 
 class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -87,11 +79,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Records the messages added since, then claims, decides and enters a step."""
         run = self._run()
 
-        def step() -> dict[str, Any] | None:
-            proposal = run.propose(state["messages"])
-            return run.enter(inboxlog.pre_step(proposal, self.plugins))
-
-        return self._guard(run, step)
+        return self._guard(run, run.step, state["messages"])
 
     @hook_config(can_jump_to=["model"])
     def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -146,9 +134,10 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """:meth:`before_model`, with ``async`` plugins allowed."""
         run = await call(self._run)
         try:
-            proposal = await call(run.propose, state["messages"])
-            decision = await inboxlog.pre_step_async(proposal, self.plugins)
-            return await call(run.enter, decision)
+            if not self.plugins:
+                return await call(run.step, state["messages"])
+            await call(run.before_step, state["messages"])
+            return await call(run.update, await run.turn.step_async())
         except GraphBubbleUp:
             raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
@@ -208,7 +197,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 raise inboxlog.ProtocolError(
                     f'session "{key}": a run of this agent is already in progress'
                 )
-            run = _Run(log, owned, self.keep_inbox_on_cancel)
+            run = _Run(log, owned, self.plugins, self.keep_inbox_on_cancel)
             self._runs[key] = run
         try:
             run.open(messages)
@@ -262,7 +251,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _abort(self, run: _Run, error: BaseException) -> None:
         try:
-            run.abort(error)
+            run.turn.end(error)
         finally:
             self._forget(run)
 
@@ -275,111 +264,73 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
 
 class _Run:
-    """One run: its turn on the log and which messages of the agent's state the log holds."""
+    """One run: its turn on the log (:class:`~inboxlog.integrations._driver.Turn`) and
+    which messages of the agent's state the log holds."""
 
-    def __init__(self, log: inboxlog.Session, owned: bool, keep_inbox_on_cancel: bool) -> None:
+    def __init__(
+        self,
+        log: inboxlog.Session,
+        owned: bool,
+        plugins: Sequence[Any],
+        keep_inbox_on_cancel: bool,
+    ) -> None:
         self.log = log
         self.owned = owned
-        self.keep_inbox_on_cancel = keep_inbox_on_cancel
-        self.turn = 0
-        self.steps = 0  # steps entered in this turn
-        self.step_open = False
+        self.turn = Turn(log, plugins, keep_inbox_on_cancel=keep_inbox_on_cancel)
         self.logged: set[str] = set()
-        self.continue_history = False
-        self.state: list[AnyMessage] = []  # the state's messages at the last proposal
+        self.state: list[AnyMessage] = []  # the state's messages at the last step
 
     def open(self, messages: Sequence[AnyMessage]) -> None:
-        """Opens the turn and appends the run's new input (the state's messages the log
-        does not hold) to ``next-turn``, as one splice."""
+        """Opens the turn; the run's new input (the state's messages the log does not
+        hold) joins ``next-turn``."""
         history = conversation(self.log.events())
         self.logged = {m.id for m in history if m.id is not None}
-        new = [m for m in messages if m.id is None or m.id not in self.logged]
-        self.turn = self.log.open_turn()
-        if new:
-            inbox = self.log.inbox
-            inbox.receive()  # posts that arrived before this run come before its input
-            queued = [inbox_message(m) for m in new]
-            inbox.splice("next-turn", len(inbox.next_turn), 0, queued)
-            self.logged.update(m["id"] for m in queued)
-        self.continue_history = not new
+        new = [inbox_message(m) for m in messages if m.id is None or m.id not in self.logged]
+        self.turn.start(new)
+        self.logged.update(m["id"] for m in new)
 
-    def propose(self, messages: Sequence[AnyMessage]) -> Proposal:
-        """Records what the agent added since the last step, ends that step, claims the
-        next one's input: at the first step, the whole of ``next-turn`` (pending input
-        first, then the run's own), afterwards ``next-step``."""
+    def step(self, messages: Sequence[AnyMessage]) -> dict[str, Any] | None:
+        """The step boundary, blocking: :meth:`before_step`, the driver's step, then
+        :meth:`update`."""
+        self.before_step(messages)
+        return self.update(self.turn.step())
+
+    def before_step(self, messages: Sequence[AnyMessage]) -> None:
+        """Records what the agent added since the last step (tool results)."""
         self.record(messages)
         self.state = list(messages)
-        if self.step_open:
-            self.log.end_step("continue")
-            self.step_open = False
-        return self.log.propose_step(whole_next_turn=True)
 
-    def enter(self, decision: Decision) -> dict[str, Any] | None:
-        """Records the decision; returns the state update that gives the model its input
-        (at the first step, the whole conversation rebuilt from the log)."""
-        messages = decision["messages"] if decision["kind"] == "enter" else []
-        if (
-            decision["kind"] == "enter"
-            and not messages
-            and self.continue_history
-            and self.steps == 0
-        ):
-            # A run without input continues from the history: its first step enters
-            # this marker (no model input), as a turn's first step must enter something.
-            marker: Message = {"id": f"continue-turn-{self.turn}", "continue": True}
-            decision = {"kind": "enter", "messages": [marker]}
-        first = self.steps == 0
-        decided = self.log.decide(decision)
-        if decided["kind"] != "step":
-            reason = decided["reason"]
-            if reason.get("kind") == "blocked":
-                raise StepRejectedError(decided["turn"], reason)
-            raise TurnEndedError(decided["turn"], reason)
-        self.step_open = True
-        self.steps += 1
-        if first:
+    def update(self, entered: list[Message]) -> dict[str, Any] | None:
+        """The state update that gives the model the step's input (at the first step, the
+        whole conversation rebuilt from the log)."""
+        if self.turn.steps == 1:
             history = conversation(self.log.events())
             self.logged.update(m.id for m in history if m.id is not None)
             if history == self.state:
                 return None  # the state holds the log's conversation already
             return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *history]}
-        entered = [m for m in map(langchain_message, messages) if m is not None]
-        self.logged.update(m.id for m in entered if m.id is not None)
-        return {"messages": entered} if entered else None
+        added = [m for m in map(langchain_message, entered) if m is not None]
+        self.logged.update(m.id for m in added if m.id is not None)
+        return {"messages": added} if added else None
 
     def after_model(self, messages: Sequence[AnyMessage]) -> dict[str, Any] | None:
+        """Records the model's message; when it called no tool, the model stopped: one
+        more model call when steering waits, else the turn is over."""
         self.record(messages)
         last = messages[-1] if messages else None
         if isinstance(last, AIMessage) and last.tool_calls:
             return None  # the tools run; the step goes on to the next model call
         outcome: StepOutcome = "max-tokens" if _is_length_stop(last) else "completed"
-        self.step_open = False
-        if self.log.end_step(outcome):
+        if self.turn.model_stopped(outcome):
             return {"jump_to": "model"}  # steering arrived: one more model call
-        self.log.close_turn()
         return None
 
     def finish(self, messages: Sequence[AnyMessage]) -> None:
-        """Closes a turn the agent left open (it ended after a tool, without asking the
+        """Ends a turn the agent left open (it ended after a tool, without asking the
         model again)."""
-        if self.log.current_turn != self.turn:
-            return
-        self.record(messages)
-        if self.step_open:
-            self.step_open = False
-            if self.log.end_step("completed"):
-                # Steering arrived after the last model call, too late for this run.
-                self.log.cancel({"kind": "hook", "reason": "the agent ended"}, keep_inbox=True)
-                return
-        self.log.close_turn()
-
-    def abort(self, error: BaseException) -> None:
-        if self.log.current_turn != self.turn:
-            return
-        if isinstance(error, _ABORTS):
-            self.log.cancel({"kind": "user"}, self.keep_inbox_on_cancel)
-        else:
-            self.log.fail(error_reason(error))
+        if self.turn.current:
+            self.record(messages)
+            self.turn.finish()
 
     def record(self, messages: Sequence[AnyMessage]) -> None:
         """Appends the state's messages the log does not hold yet as one event."""
@@ -422,7 +373,7 @@ def inbox_message(message: BaseMessage) -> Message:
     "content"}`` for a human message (``"system"`` for a system one), else ``{"id",
     "langchain": message_to_dict(m)}``. The id is the message's (a new one when it has
     none)."""
-    id = message.id or f"input-{uuid.uuid4().hex}"
+    id = message.id or input_id()
     if isinstance(message, HumanMessage) and message.type == "human":
         return {"id": id, "role": "user", "content": message.content}
     if isinstance(message, SystemMessage) and message.type == "system":

@@ -1,0 +1,226 @@
+"""The one turn driver every framework integration runs on (SPEC §12,
+ARCHITECTURE.md#framework-integrations): a framework run as one turn of a session, each
+model call as one step, and one policy for how a turn ends.
+
+An integration maps its framework's seam onto four points and nothing else:
+
+- start (:meth:`Turn.start`): ``open_turn``; the posts waiting are taken in, then the
+  run's own input joins ``next-turn`` behind what was pending there (one splice, durable
+  before any model call); the first step claims the whole of ``next-turn``.
+- each step boundary, at the framework's pre-model hook (:meth:`Turn.step`, or
+  :meth:`Turn.step_async` from a coroutine): the step the previous call owed ends
+  ``continue``, the inbox's input is claimed, the pre-step plugins decide
+  (:func:`inboxlog.pre_step`), and the decision is recorded; a run with no input of its
+  own and nothing pending enters a ``continue-turn-N`` marker at its first step, so it
+  goes on from the history. Without plugins a boundary is one log call
+  (``Session.step_boundary``), one durable write.
+- the model stopped (:meth:`Turn.model_stopped`): the step ends ``completed`` or
+  ``max-tokens`` and, when no other step is due, the turn closes (one log call,
+  ``Session.end_step_and_close``); when steering waits in ``next-step`` (posted from
+  another process during the call included: the session takes posts in before it
+  answers) the framework makes one more model call.
+- the run's end (:meth:`Turn.finish`, :meth:`Turn.end`), with one policy for every
+  framework: ``completed`` or ``max-tokens`` as the last step reported (``max-tokens``
+  is sticky for the turn, SPEC §4, so steering pending at a length stop gets one more
+  model call like any other stop, and the turn still ends ``max-tokens``); ``blocked``
+  when a plugin rejects a step (:class:`StepRejectedError`); ``error`` for an exception,
+  which propagates; ``aborted`` (cause ``user``) for ``CancelledError``,
+  ``KeyboardInterrupt`` and ``GeneratorExit``, the inbox cleared unless
+  ``keep_inbox_on_cancel``; steering that no further model call of the run can take
+  (the framework ended the run itself) ends the turn ``aborted`` (cause ``hook``) with
+  the inbox kept, so the next run's first step takes it first. A process killed
+  mid-run leaves the turn open; the next open closes it ``interrupted``.
+
+Each method does its log work in one blocking call on the public :mod:`inboxlog` API, so
+a coroutine runs it off the event loop with one worker-thread call
+(:func:`inboxlog.integrations._common.call`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import inboxlog
+from inboxlog.integrations._common import StepRejectedError, TurnEndedError, call, error_reason
+from inboxlog.types import Decided, Decision, Message, Proposal, StepOutcome
+
+ABORTS = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)
+"""The exceptions that end a turn ``aborted`` rather than ``error``."""
+
+
+def input_id() -> str:
+    """A fresh inbox id for a run's own input."""
+    return f"input-{uuid.uuid4().hex}"
+
+
+class Turn:
+    """One run's turn on ``log``: which turn, whether a step is open, what entered.
+
+    ``plugins`` are the pre-step listeners asked at every step (plain, or ``async`` ones
+    through :meth:`step_async`); ``keep_inbox_on_cancel`` keeps the inbox when the run
+    is aborted. Not thread-safe: one run's hooks call it one at a time.
+    """
+
+    def __init__(
+        self,
+        log: inboxlog.Session,
+        plugins: Sequence[Any] = (),
+        *,
+        keep_inbox_on_cancel: bool = False,
+    ) -> None:
+        self.log = log
+        self.plugins = list(plugins)
+        self.keep_inbox_on_cancel = keep_inbox_on_cancel
+        self.number = 0
+        """The turn's number (``0`` until :meth:`start`)."""
+        self.steps = 0
+        """The steps entered so far."""
+        self.step_open = False
+        """Whether a step is open (its model call owes an end)."""
+        self.own = False
+        """Whether the run brought input of its own."""
+
+    @property
+    def current(self) -> bool:
+        """Whether this turn is still open on the log."""
+        return self.number != 0 and self.log.current_turn == self.number
+
+    # -- start ------------------------------------------------------------------------
+
+    def start(self, own: Sequence[Message] = ()) -> int:
+        """Opens the turn (refused while another run holds the session), then appends
+        the run's own input to ``next-turn`` behind what was pending, posts included.
+        Returns the turn's number."""
+        self.number = self.log.open_turn()
+        self.own = bool(own)
+        if own:
+            inbox = self.log.inbox
+            inbox.receive()
+            inbox.splice("next-turn", len(inbox.next_turn), 0, list(own))
+        return self.number
+
+    # -- each step boundary -----------------------------------------------------------
+
+    def step(self) -> list[Message]:
+        """The step boundary at a model call, blocking (plugins plain): ends the owed
+        step, claims, lets the plugins decide and enters; returns the messages that
+        entered. Raises :class:`StepRejectedError` or :class:`TurnEndedError` when the
+        decision ended the turn."""
+        if not self.plugins:
+            return self._boundary()
+        proposal = self.propose()
+        return self.enter(proposal, inboxlog.pre_step(proposal, self.plugins))
+
+    async def step_async(self) -> list[Message]:
+        """:meth:`step` from a coroutine: the log's work in worker-thread calls, the
+        plugins (plain or ``async``) on the loop between the claim and the decision."""
+        if not self.plugins:
+            return await call(self._boundary)
+        proposal = await call(self.propose)
+        decision = await inboxlog.pre_step_async(proposal, self.plugins)
+        return await call(self.enter, proposal, decision)
+
+    def propose(self) -> Proposal:
+        """Ends the step the previous model call owed (``continue``) and claims: the
+        whole of ``next-turn`` at the first step, ``next-step`` after."""
+        if self.step_open:
+            self.step_open = False
+            self.log.end_step("continue")
+        return self.log.propose_step(whole_next_turn=True)
+
+    def enter(self, proposal: Proposal, decision: Decision) -> list[Message]:
+        """Records ``decision`` for ``proposal``; returns the messages that entered."""
+        if (
+            decision["kind"] == "enter"
+            and not decision["messages"]
+            and not proposal["messages"]
+            and self.steps == 0
+            and not self.own
+        ):
+            # A run without input continues from the history: its first step enters
+            # this marker (no model input), as a turn's first step must enter something.
+            marker: Message = {"id": f"continue-turn-{proposal['turn']}", "continue": True}
+            decision = {"kind": "enter", "messages": [marker]}
+        return self._entered(decision, self.log.decide(decision))
+
+    def _boundary(self) -> list[Message]:
+        """:meth:`propose` and entering the claim unchanged, as one log call
+        (``step_boundary``); the first step of a run that may need the marker takes the
+        separate calls."""
+        if self.steps == 0 and not self.own:
+            proposal = self.propose()
+            return self.enter(proposal, {"kind": "enter", "messages": proposal["messages"]})
+        owed: StepOutcome | None = "continue" if self.step_open else None
+        self.step_open = False
+        boundary = self.log.step_boundary(owed, whole_next_turn=True)
+        if boundary is None:
+            # The owed step concluded the turn (a "continue" after "max-tokens") and no
+            # steering waits: the turn ends as an empty decision would end it.
+            decided: Decided = self.log.close_turn()
+            return self._entered({"kind": "enter", "messages": []}, decided)
+        messages = boundary["proposal"]["messages"]
+        return self._entered({"kind": "enter", "messages": messages}, boundary["decided"])
+
+    def _entered(self, decision: Decision, decided: Decided) -> list[Message]:
+        if decided["kind"] != "step":
+            reason = decided["reason"]
+            if reason.get("kind") == "blocked":
+                raise StepRejectedError(decided["turn"], reason)
+            raise TurnEndedError(decided["turn"], reason)
+        self.step_open = True
+        self.steps += 1
+        return list(decision["messages"]) if decision["kind"] == "enter" else []
+
+    # -- the model stopped ------------------------------------------------------------
+
+    def model_stopped(self, outcome: StepOutcome = "completed") -> bool:
+        """The model answered without asking for tools: ends the step with ``outcome``
+        and, when no other step is due, the turn. Returns ``True`` when steering waits
+        in ``next-step`` (the turn goes on: the framework makes one more model call)."""
+        self.step_open = False
+        self.log.inbox.receive()
+        return self.log.end_step_and_close(outcome) is None
+
+    # -- the run's end ----------------------------------------------------------------
+
+    def finish(self, outcome: StepOutcome = "completed") -> None:
+        """The run returned: ends the turn if :meth:`model_stopped` did not (the framework
+        ended after a tool without asking the model again, or before any model call).
+        Steering no further call of this run can take ends it ``aborted`` (``hook``),
+        the inbox kept for the next run."""
+        if not self.current:
+            return
+        if self.steps == 0:  # no model call at all: a balanced no-step turn
+            self.log.propose_step()
+            self.log.decide({"kind": "enter", "messages": []})
+            return
+        if self.step_open:
+            self.step_open = False
+            self.log.inbox.receive()
+            if self.log.end_step_and_close(outcome) is not None:
+                return
+        elif not self.log.inbox.next_step:
+            self.log.close_turn()
+            return
+        reason = "steering arrived after the run's last model call"
+        self.log.cancel({"kind": "hook", "reason": reason}, True)
+
+    def end(self, error: BaseException, outcome: StepOutcome | None = None) -> None:
+        """The run raised ``error``: a turn still open ends ``aborted`` for a
+        cancellation or an interrupt, ``error`` for anything else, or, with ``outcome``
+        (a length stop the framework raises), as :meth:`finish` ends it. A
+        :class:`TurnEndedError` needs nothing: its step boundary ended the turn."""
+        if not self.current:
+            return
+        if isinstance(error, ABORTS):
+            self.log.cancel({"kind": "user"}, self.keep_inbox_on_cancel)
+        elif outcome is not None:
+            self.finish(outcome)
+        else:
+            self.log.fail(error_reason(error))
+
+
+__all__ = ["ABORTS", "Turn", "input_id"]
