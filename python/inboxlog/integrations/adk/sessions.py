@@ -187,6 +187,8 @@ class InboxlogSessionService(BaseSessionService):
         self.store = store
         self._held: dict[str, _Held] = {}
         self._lock = threading.Lock()
+        self._deferred: dict[str, str] = {}
+        self._deferred_events: dict[tuple[str, str], Event] = {}
 
     # -- create ------------------------------------------------------------------------
 
@@ -375,6 +377,14 @@ class InboxlogSessionService(BaseSessionService):
         if event.partial:
             return event
         held = await call(self._take, session)
+        log_id = held.log.id
+        if event.author == "user" and self._deferred.get(log_id) == event.invocation_id:
+            # The run's own message, which the plugin enters at the run's first step:
+            # the session object gets it now, the log when it enters.
+            del self._deferred[log_id]
+            self._deferred_events[(log_id, event.invocation_id)] = event
+            self._apply_temp_state(session, event)
+            return self._commit_event_to_session(session, self._trim_temp_delta_state(event))
         if await call(self._stored_already, held, event):
             return event
         self._apply_temp_state(session, event)
@@ -516,6 +526,28 @@ class InboxlogSessionService(BaseSessionService):
             with log:
                 log.append(STATE, record)
             return
+
+    # -- what the plugin asks ------------------------------------------------------------
+
+    def _defer(self, session: Session, invocation_id: str) -> None:
+        """The next user event of ``invocation_id`` is the run's own message: not
+        written by ``append_event`` (the plugin enters it at the first step)."""
+        log_id = ids.session_id(session.app_name, session.user_id, session.id)
+        self._deferred[log_id] = invocation_id
+
+    def _deferred_event(self, session: Session, invocation_id: str) -> Event | None:
+        """The run's own message ``append_event`` kept out of the log, if any."""
+        log_id = ids.session_id(session.app_name, session.user_id, session.id)
+        self._deferred.pop(log_id, None)
+        return self._deferred_events.pop((log_id, invocation_id), None)
+
+    async def _hold(self, session: Session) -> inboxlog.Session:
+        """The session's log, held as its writer (taken now if need be)."""
+        held = await call(self._take, session)
+        return held.log
+
+    def _let_go_now(self, app_name: str, user_id: str, session_id: str) -> None:
+        self._let_go(ids.session_id(app_name, user_id, session_id))
 
     # -- letting go --------------------------------------------------------------------
 
