@@ -249,6 +249,9 @@ test-python: $(VENV)/.installed
 	@# The Pydantic AI example (#23): a tool call, steering posted from another process, a
 	@# killed worker resumed; no network.
 	$(VPY) examples/pydantic_ai_steering.py "$$(mktemp -d)/sessions" > /dev/null
+	@# The Google ADK example (#39): the session service and the plugin, steering posted
+	@# from another process during a tool, a killed worker resumed; no network.
+	$(VPY) examples/adk_steering.py "$$(mktemp -d)/sessions" > /dev/null
 	@# The fleet example at fleet scale (#21): 1,000 sessions, each worker holding its
 	@# share open on one store of at most 4 connections, one worker killed; in a schema
 	@# of this run's own, dropped afterwards.

@@ -336,3 +336,51 @@ def test_a_worker_killed_mid_run_is_resumed_elsewhere_interrupted(tmp_path: Path
     assert agent.llm.seen == [[user(Q), user("Still there?")]]
     events = events_of(store)
     assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
+
+
+ROOT = HERE.parents[1]
+
+
+def test_the_example_runs(tmp_path: Path) -> None:
+    script = ROOT / "examples" / "adk_steering.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "sessions")],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for line in [
+        "model call sees 1 contents, the last: user 'What is the weather in Paris?'",
+        "steering posted from another process while the tool runs: p1 -> next-step",
+        "model call sees 4 contents, the last: user 'Answer in Fahrenheit.'",
+        "answer: It is 72 F and sunny in Paris.",
+        "turn 1: step 1 took input-",
+        "turn 1: step 2 took p1",
+        "turn 1 ended: completed",
+        "worker killed during its tool (exit -9)",
+        # Turn 1's five, the killed worker's input (its tool call, committed without a
+        # result, ADK leaves out), then the new input.
+        "model call sees 7 contents, the last: user 'Still there?'",
+        "turns ended: completed, interrupted, completed",
+    ]:
+        assert line in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
+def test_the_example_type_checks_against_adks_types(tmp_path: Path) -> None:
+    example = ROOT / "examples" / "adk_steering.py"
+    env = {**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
+    args = ["--strict", "--python-version", "3.11", str(example)]
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", *args],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"mypy {' '.join(args)}:\n{done.stdout}{done.stderr}"
