@@ -384,3 +384,32 @@ def test_the_example_type_checks_against_adks_types(tmp_path: Path) -> None:
         timeout=600,
     )
     assert done.returncode == 0, f"mypy {' '.join(args)}:\n{done.stdout}{done.stderr}"
+
+
+def test_the_readme_section_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy-paste start, then one run with the named model swapped for a scripted
+    one (the runner, the service and the plugin as the README makes them)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## With Google ADK", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```py\n(.*?)```", section, re.DOTALL)
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(block, "README.md (adk section)", "exec"), scope)
+    scope["agent"].model = ScriptedLlm(Reply(text="Sunny."))
+
+    async def run() -> None:
+        service = scope["service"]
+        await service.create_session(app_name="weather", user_id="alice", session_id="chat")
+        message = types.Content(role="user", parts=[types.Part(text=Q)])
+        async for _ in scope["runner"].run_async(
+            user_id="alice", session_id="chat", new_message=message
+        ):
+            pass
+
+    asyncio.run(run())
+    events = inboxlog.Store(tmp_path / "sessions").inspect("adks.weather.alice.chat")[1]
+    assert turn_ends(events) == [{"kind": "completed"}]
