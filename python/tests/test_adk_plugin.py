@@ -12,7 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ if importlib.util.find_spec("google.adk") is None:  # pragma: no cover - CI has 
     )
 
 from adk_scripted import Reply, ScriptedLlm
+from conftest import pg_store
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.runners import Runner
@@ -124,11 +125,14 @@ def post(store: inboxlog.Store, target: str, id: str, text: str) -> Callable[[],
     return lambda: store.post(LOG, target, {"id": id, "content": text})  # type: ignore[arg-type]
 
 
-@pytest.fixture(params=["memory", "jsonl"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> inboxlog.Store:
+@pytest.fixture(params=["memory", "jsonl", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[inboxlog.Store]:
     if request.param == "memory":
-        return inboxlog.Store.memory()
-    return inboxlog.Store(tmp_path / "logs", durability="none")
+        yield inboxlog.Store.memory()
+    elif request.param == "jsonl":
+        yield inboxlog.Store(tmp_path / "logs", durability="none")
+    else:
+        yield from pg_store()
 
 
 def test_a_tool_call_then_an_answer_is_one_turn_and_steering_reaches_the_next_call(
