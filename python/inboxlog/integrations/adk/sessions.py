@@ -376,7 +376,11 @@ class InboxlogSessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
             return event
-        held = await call(self._take, session)
+        return await call(self._append, session, event)
+
+    def _append(self, session: Session, event: Event) -> Event:
+        """``append_event``'s work, in one worker-thread call."""
+        held = self._take(session)
         log_id = held.log.id
         if event.author == "user" and self._deferred.get(log_id) == event.invocation_id:
             # The run's own message, which the plugin enters at the run's first step:
@@ -385,12 +389,11 @@ class InboxlogSessionService(BaseSessionService):
             self._deferred_events[(log_id, event.invocation_id)] = event
             self._apply_temp_state(session, event)
             return self._commit_event_to_session(session, self._trim_temp_delta_state(event))
-        if await call(self._stored_already, held, event):
+        if self._stored_already(held, event):
             return event
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
-        data = event.model_dump(mode="json", exclude_none=True)
-        await call(self._write, held, data)
+        self._write(held, event.model_dump(mode="json", exclude_none=True))
         session.last_update_time = event.timestamp
         session._storage_update_marker = held.stored.marker
         return self._commit_event_to_session(session, event)
