@@ -25,8 +25,8 @@ An integration maps its framework's seam onto four points and nothing else:
   model call like any other stop, and the turn still ends ``max-tokens``); ``blocked``
   when a plugin rejects a step (:class:`StepRejectedError`); ``error`` for an exception,
   which propagates; ``aborted`` (cause ``user``) for ``CancelledError``,
-  ``KeyboardInterrupt`` and ``GeneratorExit``, the inbox cleared unless
-  ``keep_inbox_on_cancel``; steering that no further model call of the run can take
+  ``KeyboardInterrupt`` and ``GeneratorExit``, the inbox (posts taken in first) cleared
+  unless ``keep_inbox_on_cancel``; steering that no further model call of the run can take
   (the framework ended the run itself) ends the turn ``aborted`` (cause ``hook``) with
   the inbox kept, so the next run's first step takes it first. A process killed
   mid-run leaves the turn open; the next open closes it ``interrupted``.
@@ -216,6 +216,8 @@ class Turn:
         if not self.current:
             return
         if isinstance(error, ABORTS):
+            if not self.keep_inbox_on_cancel:
+                self.log.inbox.receive()  # what was posted so far is cleared too
             self.log.cancel({"kind": "user"}, self.keep_inbox_on_cancel)
         elif outcome is not None:
             self.finish(outcome)

@@ -355,8 +355,8 @@ class _Run:
         self, request: ModelRequest, entered: list[Message]
     ) -> list[ModelRequestPart] | None:
         """The parts of ``request`` once the messages that entered are in it, in claim
-        order (the run's own prompt is the part Pydantic AI already made); ``None`` when
-        nothing changes."""
+        order (the run's own prompt is the part Pydantic AI already made, unless a plugin
+        rewrote it); ``None`` when nothing changes."""
         own = [m for m in entered if m.get("id") == self.prompt_id]
         if not own and not any(message_parts(m) for m in entered):
             return None
@@ -370,7 +370,8 @@ class _Run:
                     break
         added: list[ModelRequestPart] = []
         for m in entered:
-            if m.get("id") == self.prompt_id and prompt_parts:
+            # The part Pydantic AI made, unless a plugin rewrote the prompt.
+            if m.get("id") == self.prompt_id and prompt_parts and m == self.prompt_message():
                 added.extend(prompt_parts)
             else:
                 added.extend(message_parts(m))

@@ -1,0 +1,402 @@
+"""The conformance suite's view of each framework integration (SPEC §12): a scripted
+model, how to start a run, and what the model saw, the same for every framework.
+
+A :class:`Script` answers the n-th model call with the n-th :class:`Reply` and records
+what each call saw as ``(role, text)`` pairs: ``user`` for a user message, ``assistant``
+for the model's text, ``tool`` for a tool's result (tool calls themselves are left out).
+Every adapter gives its agent one tool, ``weather(city)``, that runs the script's
+``during_tool`` first. An adapter's ``run`` opens the session from the store for the
+length of the run (the integration's store form), so the session is closed after it.
+
+Used in process by ``test_conformance.py`` and, for the ``kill -9`` scenario, in a
+child process (``python -c``, with this directory on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import inboxlog
+
+os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+
+Seen = list[tuple[str, str]]
+
+
+@dataclass
+class Reply:
+    """One model call's answer: a weather ``tool`` call for a city, a ``text``
+    (``length``: cut at the output token limit), an ``error`` to raise, or ``hang`` (wait
+    until cancelled). ``before`` runs inside the call, before it answers."""
+
+    tool: str | None = None
+    text: str = ""
+    length: bool = False
+    error: BaseException | None = None
+    hang: bool = False
+    before: Callable[[], None] | None = None
+
+
+def tool(city: str, before: Callable[[], None] | None = None) -> Reply:
+    return Reply(tool=city, before=before)
+
+
+def say(text: str, before: Callable[[], None] | None = None) -> Reply:
+    return Reply(text=text, before=before)
+
+
+def cut(text: str, before: Callable[[], None] | None = None) -> Reply:
+    return Reply(text=text, length=True, before=before)
+
+
+def fail(error: BaseException) -> Reply:
+    return Reply(error=error)
+
+
+def hang(before: Callable[[], None] | None = None) -> Reply:
+    return Reply(hang=True, before=before)
+
+
+def weather_report(city: str) -> str:
+    return f"sunny, 22 C in {city}"
+
+
+@dataclass
+class Script:
+    """The replies still to give, what each call saw, and what runs inside the tool."""
+
+    replies: list[Reply]
+    during_tool: Callable[[], None] | None = None
+    seen: list[Seen] = field(default_factory=list)
+    calling: asyncio.Event | None = None
+
+    def __init__(self, *replies: Reply, during_tool: Callable[[], None] | None = None) -> None:
+        self.replies = list(replies)
+        self.during_tool = during_tool
+        self.seen = []
+        self.calling = None
+
+    def take(self, seen: Seen) -> Reply:
+        """Records ``seen``; runs the next reply's ``before`` and raises its error."""
+        self.seen.append(seen)
+        assert self.replies, f"the scripted model has no reply left for call {len(self.seen)}"
+        reply = self.replies.pop(0)
+        if reply.before is not None:
+            reply.before()
+        if reply.error is not None:
+            raise reply.error
+        return reply
+
+    async def answer(self, seen: Seen) -> Reply:
+        """:meth:`take`, and a ``hang`` reply waits here until the run is cancelled."""
+        reply = self.take(seen)
+        if reply.hang:
+            if self.calling is not None:
+                self.calling.set()
+            await asyncio.Event().wait()
+        return reply
+
+    def weather(self, city: str) -> str:
+        if self.during_tool is not None:
+            self.during_tool()
+        return weather_report(city)
+
+
+class Adapter(Protocol):
+    """How the suite runs one framework."""
+
+    name: str
+    length_errors: tuple[type[BaseException], ...]
+    """What a run raises when the model stopped for length (the framework's choice)."""
+
+    async def run(
+        self,
+        store: inboxlog.Store,
+        id: str,
+        input: str | None,
+        script: Script,
+        *,
+        plugins: Sequence[Any] = (),
+        keep_inbox_on_cancel: bool = False,
+    ) -> None:
+        """One run of an agent on ``script`` as one turn of session ``id``; ``input`` is
+        the run's own user message (``None``: none)."""
+        ...
+
+
+# -- OpenAI Agents SDK -------------------------------------------------------------------
+
+
+class OpenAIAgents:
+    name = "openai_agents"
+
+    @property
+    def length_errors(self) -> tuple[type[BaseException], ...]:
+        from agents import ModelBehaviorError
+
+        return (ModelBehaviorError,)
+
+    async def run(
+        self,
+        store: inboxlog.Store,
+        id: str,
+        input: str | None,
+        script: Script,
+        *,
+        plugins: Sequence[Any] = (),
+        keep_inbox_on_cancel: bool = False,
+    ) -> None:
+        from agents import Agent, function_tool, set_tracing_disabled
+
+        from inboxlog.integrations.openai_agents import InboxlogSession, run
+
+        set_tracing_disabled(True)
+
+        @function_tool
+        def weather(city: str) -> str:
+            """The weather in a city."""
+            return script.weather(city)
+
+        agent = Agent(
+            name="assistant", instructions="Be brief.", model=_openai_model(script), tools=[weather]
+        )
+        with InboxlogSession(store, id) as session:
+            await run(
+                agent,
+                input,
+                session=session,
+                plugins=plugins,
+                keep_inbox_on_cancel=keep_inbox_on_cancel,
+            )
+
+
+def _openai_model(script: Script) -> Any:
+    import json
+
+    from agents.items import ModelResponse
+    from agents.models._response_terminal import response_terminal_failure_error
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (
+        Response,
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+    from openai.types.responses.response import IncompleteDetails
+
+    def seen(items: Any) -> Seen:
+        out: Seen = []
+        for item in [{"role": "user", "content": items}] if isinstance(items, str) else items:
+            if item.get("type") == "function_call_output":
+                out.append(("tool", item["output"]))
+            elif item.get("role") == "user":
+                out.append(("user", item["content"]))
+            elif item.get("role") == "assistant":
+                out.append(("assistant", "".join(p["text"] for p in item["content"])))
+        return out
+
+    class Scripted(Model):
+        async def get_response(
+            self, system_instructions: Any, input: Any, *args: Any, **kw: Any
+        ) -> Any:
+            reply = await script.answer(seen(input))
+            if reply.length:
+                response = Response.model_construct(
+                    status="incomplete",
+                    incomplete_details=IncompleteDetails(reason="max_output_tokens"),
+                )
+                raise response_terminal_failure_error("response.incomplete", response)
+            output: list[Any]
+            if reply.tool is not None:
+                arguments = json.dumps({"city": reply.tool})
+                output = [
+                    ResponseFunctionToolCall(
+                        id=f"fc_{len(script.seen)}",
+                        call_id=f"call_{len(script.seen)}",
+                        type="function_call",
+                        name="weather",
+                        arguments=arguments,
+                    )
+                ]
+            else:
+                text = ResponseOutputText(type="output_text", text=reply.text, annotations=[])
+                output = [
+                    ResponseOutputMessage(
+                        id=f"msg_{len(script.seen)}",
+                        type="message",
+                        role="assistant",
+                        status="completed",
+                        content=[text],
+                    )
+                ]
+            return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kw: Any) -> Any:
+            raise NotImplementedError("the scripted model does not stream")
+
+    return Scripted()
+
+
+# -- LangChain / LangGraph ----------------------------------------------------------------
+
+
+class LangGraph:
+    name = "langgraph"
+    length_errors: tuple[type[BaseException], ...] = ()
+
+    async def run(
+        self,
+        store: inboxlog.Store,
+        id: str,
+        input: str | None,
+        script: Script,
+        *,
+        plugins: Sequence[Any] = (),
+        keep_inbox_on_cancel: bool = False,
+    ) -> None:
+        from langchain.agents import create_agent
+        from langchain_core.tools import StructuredTool
+
+        from inboxlog.integrations.langgraph import InboxlogMiddleware
+
+        def weather(city: str) -> str:
+            """The weather in a city."""
+            return script.weather(city)
+
+        middleware = InboxlogMiddleware(
+            store, plugins=plugins, keep_inbox_on_cancel=keep_inbox_on_cancel
+        )
+        agent = create_agent(
+            _langchain_model(script),
+            [StructuredTool.from_function(weather)],
+            middleware=[middleware],
+        )
+        messages = [] if input is None else [{"role": "user", "content": input}]
+        await agent.ainvoke({"messages": messages}, {"configurable": {"thread_id": id}})
+
+
+def _langchain_model(script: Script) -> Any:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    def seen(messages: list[BaseMessage]) -> Seen:
+        out: Seen = []
+        for m in messages:
+            if isinstance(m, HumanMessage):
+                out.append(("user", str(m.content)))
+            elif isinstance(m, ToolMessage):
+                out.append(("tool", str(m.content)))
+            elif isinstance(m, AIMessage) and m.content:
+                out.append(("assistant", str(m.content)))
+        return out
+
+    def message(reply: Reply) -> ChatResult:
+        if reply.tool is not None:
+            call = {
+                "name": "weather",
+                "args": {"city": reply.tool},
+                "id": f"call_{len(script.seen)}",
+            }
+            answer = AIMessage(content="", tool_calls=[call])
+        else:
+            metadata = {"finish_reason": "length" if reply.length else "stop"}
+            answer = AIMessage(content=reply.text, response_metadata=metadata)
+        return ChatResult(generations=[ChatGeneration(message=answer)])
+
+    class Scripted(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Scripted:
+            return self
+
+        def _generate(self, messages: list[BaseMessage], *args: Any, **kw: Any) -> ChatResult:
+            reply = script.take(seen(messages))
+            assert not reply.hang, "a hanging reply needs the async path"
+            return message(reply)
+
+        async def _agenerate(
+            self, messages: list[BaseMessage], *args: Any, **kw: Any
+        ) -> ChatResult:
+            return message(await script.answer(seen(messages)))
+
+    return Scripted()
+
+
+# -- Pydantic AI ----------------------------------------------------------------------------
+
+
+class PydanticAI:
+    name = "pydantic_ai"
+    length_errors: tuple[type[BaseException], ...] = ()
+
+    async def run(
+        self,
+        store: inboxlog.Store,
+        id: str,
+        input: str | None,
+        script: Script,
+        *,
+        plugins: Sequence[Any] = (),
+        keep_inbox_on_cancel: bool = False,
+    ) -> None:
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import (
+            ModelMessage,
+            ModelRequest,
+            ModelResponse,
+            TextPart,
+            ToolCallPart,
+            ToolReturnPart,
+            UserPromptPart,
+        )
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+        from inboxlog.integrations.pydantic_ai import InboxlogCapability
+
+        def seen(messages: list[ModelMessage]) -> Seen:
+            out: Seen = []
+            for m in messages:
+                for part in m.parts:
+                    if isinstance(m, ModelRequest) and isinstance(part, UserPromptPart):
+                        out.append(("user", str(part.content)))
+                    elif isinstance(part, ToolReturnPart):
+                        out.append(("tool", str(part.content)))
+                    elif isinstance(m, ModelResponse) and isinstance(part, TextPart):
+                        out.append(("assistant", part.content))
+            return out
+
+        async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            reply = await script.answer(seen(messages))
+            if reply.tool is not None:
+                call = ToolCallPart(
+                    "weather", {"city": reply.tool}, tool_call_id=f"c{len(script.seen)}"
+                )
+                return ModelResponse(parts=[call])
+            reason = "length" if reply.length else "stop"
+            return ModelResponse(parts=[TextPart(reply.text)], finish_reason=reason)
+
+        capability = InboxlogCapability(
+            store, plugins=plugins, keep_inbox_on_cancel=keep_inbox_on_cancel
+        )
+        agent: Agent[None, str] = Agent(
+            FunctionModel(model), instructions="Be brief.", capabilities=[capability]
+        )
+
+        @agent.tool_plain
+        def weather(city: str) -> str:
+            """The weather in a city."""
+            return script.weather(city)
+
+        await agent.run(input, conversation_id=id)
+
+
+ADAPTERS: dict[str, Adapter] = {a.name: a for a in (OpenAIAgents(), LangGraph(), PydanticAI())}
+"""Every integration, by module name."""

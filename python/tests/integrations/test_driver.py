@@ -1,0 +1,134 @@
+"""The turn driver's own paths that no framework reaches on demand (the rest runs through
+every framework in ``test_conformance.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import inboxlog
+from inboxlog.integrations._common import StepRejectedError, TurnEndedError
+from inboxlog.integrations._driver import Turn, input_id
+
+
+@pytest.fixture
+def log() -> Iterator[inboxlog.Session]:
+    with inboxlog.Store.memory().create("s") as session:
+        yield session
+
+
+def ends(log: inboxlog.Session) -> list[dict[str, Any]]:
+    return [e["data"]["reason"] for e in log.events() if e["type"] == "turn/end"]
+
+
+def own(text: str) -> dict[str, Any]:
+    return {"id": input_id(), "content": text}
+
+
+@pytest.mark.parametrize("error", [asyncio.CancelledError, KeyboardInterrupt, GeneratorExit])
+def test_each_abort_ends_the_turn_aborted_and_clears_the_inbox(
+    log: inboxlog.Session, error: type[BaseException]
+) -> None:
+    turn = Turn(log)
+    turn.start([own("hi")])
+    turn.step()
+    log.inbox.append("next-step", {"id": "s", "content": "later"})
+    turn.end(error())
+    assert ends(log) == [{"kind": "aborted", "reason": {"kind": "user"}}]
+    assert not log.inbox.has_pending
+
+
+def test_an_exception_ends_the_turn_error_and_a_turn_already_ended_is_left_alone(
+    log: inboxlog.Session,
+) -> None:
+    turn = Turn(log)
+    turn.start([own("hi")])
+    turn.step()
+    turn.end(ValueError("bad"))
+    turn.end(ValueError("again"))
+    assert ends(log) == [{"kind": "error", "error": {"message": "bad", "code": "ValueError"}}]
+
+
+def test_steering_no_further_call_can_take_ends_the_turn_aborted_with_the_inbox_kept(
+    log: inboxlog.Session,
+) -> None:
+    turn = Turn(log)
+    turn.start([own("hi")])
+    turn.step()
+    log.inbox.append("next-step", {"id": "s", "content": "late"})
+    turn.finish()
+    reason = "steering arrived after the run's last model call"
+    assert ends(log) == [{"kind": "aborted", "reason": {"kind": "hook", "reason": reason}}]
+    assert [m["id"] for m in log.inbox.next_step] == ["s"]
+
+
+def test_a_run_that_stopped_with_steering_but_made_no_more_calls_keeps_it_too(
+    log: inboxlog.Session,
+) -> None:
+    turn = Turn(log)
+    turn.start([own("hi")])
+    turn.step()
+    log.inbox.append("next-step", {"id": "s", "content": "late"})
+    assert turn.model_stopped("completed")
+    turn.finish()
+    assert ends(log)[0]["reason"]["kind"] == "hook"
+    assert [m["id"] for m in log.inbox.next_step] == ["s"]
+
+
+def test_a_run_that_made_no_model_call_ends_as_a_balanced_no_step_turn(
+    log: inboxlog.Session,
+) -> None:
+    turn = Turn(log)
+    turn.start()
+    turn.finish()
+    assert ends(log) == [{"kind": "completed"}]
+
+
+def test_a_step_owed_after_a_sticky_max_tokens_with_nothing_pending_ends_the_turn(
+    log: inboxlog.Session,
+) -> None:
+    """A step cut for length with steering pending goes on (one more step takes it);
+    when that step asks for tools, the turn stays concluded ``max-tokens``, so the next
+    boundary ends it instead of claiming."""
+    turn = Turn(log)
+    turn.start([own("hi")])
+    turn.step()
+    log.inbox.append("next-step", {"id": "s", "content": "shorter"})
+    assert turn.model_stopped("max-tokens")
+    assert [m["id"] for m in turn.step()] == ["s"]
+    with pytest.raises(TurnEndedError) as ended:
+        turn.step()
+    assert ended.value.reason == {"kind": "max-tokens"}
+    assert ends(log) == [{"kind": "max-tokens"}]
+
+
+def test_plugins_decide_each_step_and_a_reject_raises(log: inboxlog.Session) -> None:
+    def reject_second(proposal: Any, next: Any) -> Any:
+        return {"kind": "reject"} if proposal["step"] == 2 else next()
+
+    turn = Turn(log, [reject_second])
+    turn.start([own("hi")])
+    assert [m["content"] for m in turn.step()] == ["hi"]
+    with pytest.raises(StepRejectedError):
+        turn.step()
+    assert [r["kind"] for r in ends(log)] == ["blocked"]
+
+
+def test_the_async_step_asks_async_plugins_between_the_claim_and_the_decision(
+    log: inboxlog.Session,
+) -> None:
+    seen: list[str] = []
+
+    async def listen(proposal: Any, next: Any) -> Any:
+        seen.extend(m["content"] for m in proposal["messages"])
+        return await next()
+
+    turn = Turn(log, [listen])
+    turn.start([own("hi")])
+    entered = asyncio.run(turn.step_async())
+    assert [m["content"] for m in entered] == seen == ["hi"]
+    assert not turn.model_stopped()
+    assert ends(log) == [{"kind": "completed"}]
