@@ -546,3 +546,24 @@ def test_two_sessions_of_one_user_in_two_processes_keep_both_user_updates(
         assert proc.communicate()[0].split() == ["done"]
     state = asyncio.run(service.get_user_state(app_name="a", user_id="u"))
     assert state == {f"{key}{n}": n for key in "AB" for n in range(count)}
+
+
+def test_a_log_named_by_the_application_is_adopted_once(any_store: inboxlog.Store) -> None:
+    async def run() -> None:
+        service = InboxlogSessionService(any_store, log_id=lambda app, user, session: session)
+        any_store.create("chat-1").close()  # made to post to before the ADK session existed
+        any_store.post("chat-1", "next-turn", {"id": "p1", "content": "hi"})
+        made = await service.create_session(app_name="a", user_id="u", session_id="chat-1")
+        assert made.id == "chat-1"
+        with pytest.raises(AlreadyExistsError):
+            await service.create_session(app_name="a", user_id="u", session_id="chat-1")
+        await service.create_session(app_name="a", user_id="v", session_id="chat-2")
+        listed = (await service.list_sessions(app_name="a", user_id="u")).sessions
+        assert [(s.user_id, s.id) for s in listed] == [("u", "chat-1")]
+        listed = (await service.list_sessions(app_name="a")).sessions
+        assert sorted(s.id for s in listed) == ["chat-1", "chat-2"]
+        # The ids are checked against the log's first ADK record.
+        assert await service.get_session(app_name="b", user_id="u", session_id="chat-1") is None
+        await service.close()
+
+    asyncio.run(run())

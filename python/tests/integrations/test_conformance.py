@@ -33,7 +33,12 @@ import inboxlog
 from inboxlog.integrations._common import StepRejectedError
 
 HERE = Path(__file__).parent
-EXTRAS = {"openai_agents": "agents", "langgraph": "langchain", "pydantic_ai": "pydantic_ai"}
+EXTRAS = {
+    "openai_agents": "agents",
+    "langgraph": "langchain",
+    "pydantic_ai": "pydantic_ai",
+    "adk": "google.adk",
+}
 pytestmark = pytest.mark.anyio
 
 

@@ -30,10 +30,17 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
     ) from error
 
 from inboxlog.integrations._common import StepRejectedError, TurnEndedError
-from inboxlog.integrations.adk.plugin import METADATA, InboxlogPlugin, adk_content, inbox_message
+from inboxlog.integrations.adk.plugin import (
+    CONTINUE,
+    METADATA,
+    InboxlogPlugin,
+    adk_content,
+    inbox_message,
+)
 from inboxlog.integrations.adk.sessions import CREATED, EVENT, SCOPE, STATE, InboxlogSessionService
 
 __all__ = [
+    "CONTINUE",
     "CREATED",
     "EVENT",
     "METADATA",

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +72,9 @@ from inboxlog.integrations._driver import ABORTS, Turn, input_id
 from inboxlog.integrations.adk.sessions import InboxlogSessionService
 from inboxlog.types import Message, StepOutcome
 
+CONTINUE = types.Content(role="user", parts=[types.Part(text="")])
+"""The ``new_message`` of a run without input of its own (ADK's runner needs one): it
+takes what is pending, or, with nothing pending, continues from the history."""
 METADATA = "inboxlog"
 """The ``custom_metadata`` key of a user event that came through the inbox:
 ``{"id": <inbox id>}``."""
@@ -90,10 +94,13 @@ def inbox_message(content: types.Content, id: str | None = None) -> Message:
 
 def adk_content(message: Message) -> types.Content | None:
     """An inbox message as the ``types.Content`` the model sees (``None`` for the
-    continuation marker, which carries no input)."""
-    if "adk" in message:
-        return types.Content.model_validate(message["adk"])
+    continuation marker, which carries no input): its ``adk`` JSON while that still says
+    what its ``content`` says (a pre-step plugin may have rewritten it), else its text."""
     content = message.get("content")
+    if "adk" in message:
+        adk = types.Content.model_validate(message["adk"])
+        if content is None or content == "".join(p.text or "" for p in adk.parts or ()):
+            return adk
     if content is None:
         return None
     text = content if isinstance(content, str) else str(content)
@@ -140,15 +147,19 @@ class InboxlogPlugin(BasePlugin):
         self.release = release
         self._runs: dict[str, _Run] = {}
         self._own: dict[str, Message] = {}
+        self._lock = threading.Lock()
 
     # -- the run's start ---------------------------------------------------------------
 
     async def on_user_message_callback(
         self, *, invocation_context: InvocationContext, user_message: types.Content
     ) -> types.Content | None:
-        """Keeps the run's own message out of the log until its step enters it."""
+        """Keeps the run's own message out of the log until its step enters it (a message
+        of empty text, :data:`CONTINUE`, is no input: the run takes what is pending, or
+        continues from the history)."""
         session = invocation_context.session
-        self._own[invocation_context.invocation_id] = inbox_message(user_message)
+        if any(part.text or part.text is None for part in user_message.parts or ()):
+            self._own[invocation_context.invocation_id] = inbox_message(user_message)
         self.service._defer(session, invocation_context.invocation_id)
         return None
 
@@ -172,6 +183,7 @@ class InboxlogPlugin(BasePlugin):
         await call(run.turn.start, [own] if own is not None else [])
         run.started = True
         self._runs[inv] = run
+        self.service._before_let_go(session, lambda: self._abandon(run))
         task = asyncio.current_task()
         if task is not None:
             run.task = task
@@ -215,8 +227,10 @@ class InboxlogPlugin(BasePlugin):
         for message in entered:
             metadata = {METADATA: {"id": message["id"]}}
             if own is not None and run.own is not None and message["id"] == run.own["id"]:
-                # As ADK made it (its state_delta included), now in claim order.
-                event = own.model_copy(update={"custom_metadata": metadata})
+                # As ADK made it (its state_delta included), now in claim order, with
+                # what the plugins entered.
+                update = {"custom_metadata": metadata, "content": adk_content(message)}
+                event = own.model_copy(update=update)
             else:
                 content = adk_content(message)
                 if content is None:
@@ -299,10 +313,11 @@ class InboxlogPlugin(BasePlugin):
         await self._end(run, in_flight if isinstance(in_flight, ABORTS) else None)
 
     async def _end(self, run: _Run, error: BaseException | None) -> None:
-        if run.ended and not run.turn.current:
+        with self._lock:
+            ended, run.ended = run.ended, True
+        if ended and not run.turn.current:
             await self._let_go(run)
             return
-        run.ended = True
         try:
             if error is None:
                 await call(run.turn.finish, run.outcome)
@@ -325,10 +340,19 @@ class InboxlogPlugin(BasePlugin):
         run = self._runs.pop(inv, None)
         if run is None or run.ended:
             return
-        run.ended = True
-        run.turn.end(asyncio.CancelledError())
         if self.release:
-            self.service._let_go_now(*run.keys)
+            self.service._let_go_now(*run.keys)  # which ends the turn first
+        else:
+            self._abandon(run)
+
+    def _abandon(self, run: _Run) -> None:
+        """A turn no callback ended (its run was cancelled) ends ``aborted`` before the
+        service lets its session go."""
+        with self._lock:
+            if run.ended:
+                return
+            run.ended = True
+        run.turn.end(asyncio.CancelledError())
 
 
 def _steering_waits(turn: Turn) -> bool:
@@ -344,6 +368,7 @@ def _calls_tools(response: LlmResponse) -> bool:
 
 
 __all__ = [
+    "CONTINUE",
     "METADATA",
     "InboxlogPlugin",
     "StepRejectedError",

@@ -6,13 +6,15 @@ Where things are kept (ids: :mod:`inboxlog.integrations.adk.ids`):
 
 - An ADK session is one log. Its first record, ``adk/session {"app", "user",
   "session", "state", "time"}``, is written with the log itself (a seed, so a log never
-  exists without it): the ids as ADK gave them, the session-scoped initial state and the
-  creation time in seconds. Each stored event is one ``adk/event {"event": ...}`` record,
-  the ADK event as ``Event.model_dump(mode="json", exclude_none=True)`` with its ``temp:``
-  keys trimmed. Session state is the initial state with every event's session-scoped
-  delta applied in log order; ``last_update_time`` is the last event's timestamp. The log
-  is only ever appended: a read filtered by ``GetSessionConfig`` leaves every record
-  where it is, and an append after it continues the whole history.
+  exists without it; a log made by other means, e.g. to post to it before the session
+  was created, gets it appended by ``create_session``): the ids as ADK gave them, the
+  session-scoped initial state and the creation time in seconds. Each stored event is
+  one ``adk/event {"event": ...}`` record, the ADK event as
+  ``Event.model_dump(mode="json", exclude_none=True)`` with its ``temp:`` keys trimmed.
+  Session state is the initial state with every event's session-scoped delta applied in
+  log order; ``last_update_time`` is the last event's timestamp. The log is only ever
+  appended: a read filtered by ``GetSessionConfig`` leaves every record where it is, and
+  an append after it continues the whole history.
 - App and user state, shared by many sessions, are logs of their own (``adka.<app>``,
   ``adku.<app>.<user>``) of ``adk/state {"delta", "from", "seq"}`` records; the state is
   the deltas folded in log order. **No update is lost**: a writer records only its delta
@@ -53,7 +55,7 @@ import dataclasses
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,9 +142,10 @@ class _Stored:
 
 def _fold(events: Sequence[LogEvent]) -> _Stored | None:
     """The ADK session a log's events hold (``None``: not an ADK session's log)."""
-    if not events or events[0]["type"] != CREATED:
+    start = next((i for i, e in enumerate(events) if e["type"] == CREATED), None)
+    if start is None:
         return None
-    head = events[0]["data"]
+    head = events[start]["data"]
     stored = _Stored(
         app=head["app"],
         user=head["user"],
@@ -151,7 +154,7 @@ def _fold(events: Sequence[LogEvent]) -> _Stored | None:
         state=dict(head["state"]),
         last_state_delta=dict(head.get("scoped") or {}),
     )
-    for event in events[1:]:
+    for event in events[start + 1 :]:
         if event["type"] == EVENT:
             stored.apply(event["seq"], event["data"])
     return stored
@@ -178,16 +181,25 @@ class _Held:
 class InboxlogSessionService(BaseSessionService):
     """ADK's ``BaseSessionService`` on an inboxlog ``store`` (any backend).
 
+    ``log_id(app_name, user_id, session_id)`` names the log of an ADK session when the
+    default (:func:`ids.session_id`) will not do, e.g. for logs named by an application
+    already: it must give a valid, distinct id for each session (listing then reads the
+    first record of every log in the store).
+
     Safe to share between tasks, threads and event loops of one process; workers in
     other processes share the store. :meth:`release` lets another worker take a session
     this one wrote; :meth:`close` lets all go.
     """
 
-    def __init__(self, store: inboxlog.Store) -> None:
+    def __init__(
+        self, store: inboxlog.Store, *, log_id: Callable[[str, str, str], str] | None = None
+    ) -> None:
         self.store = store
+        self._log_id = log_id or ids.session_id
         self._held: dict[str, _Held] = {}
         self._lock = threading.Lock()
         self._deferred: dict[str, str] = {}
+        self._on_let_go: dict[str, Callable[[], None]] = {}
         self._deferred_events: dict[tuple[str, str], Event] = {}
 
     # -- create ------------------------------------------------------------------------
@@ -224,14 +236,22 @@ class InboxlogSessionService(BaseSessionService):
         }
         if shared:
             head["scoped"] = shared
-        log_id = ids.session_id(app, user, session)
+        log_id = self._log_id(app, user, session)
         record: LogEvent = {"type": CREATED, "seq": 0, "time": int(now * 1000), "data": head}
         try:
             self.store.create(log_id, seed=[record]).close()
         except inboxlog.AlreadyExistsError:
             if not given:  # pragma: no cover - a uuid4 taken already
                 raise
-            raise AlreadyExistsError(f"Session with id {session} already exists.") from None
+            # A log made by other means (e.g. to post to it first) becomes the ADK
+            # session's when it holds no ADK session yet.
+            exists = AlreadyExistsError(f"Session with id {session} already exists.")
+            if log_id in self._held or _fold(self.store.inspect(log_id)[1]) is not None:
+                raise exists from None
+            with self.store.open(log_id) as log:
+                if _fold(log.events()) is not None:  # made meanwhile
+                    raise exists from None
+                log.append(CREATED, head)
         self._share(app, user, shared, log_id, 0)
         stored = _fold([record])
         assert stored is not None
@@ -254,7 +274,7 @@ class InboxlogSessionService(BaseSessionService):
     def _get(
         self, app: str, user: str, session: str, config: GetSessionConfig | None
     ) -> Session | None:
-        stored = self._read(ids.session_id(app, user, session), (app, user, session))
+        stored = self._read(self._log_id(app, user, session), (app, user, session))
         return None if stored is None else self._session(stored, config)
 
     def _read(self, log_id: str, names: tuple[str, str, str] | None) -> _Stored | None:
@@ -329,7 +349,7 @@ class InboxlogSessionService(BaseSessionService):
         return await call(self._list, app_name, user_id)
 
     def _list(self, app: str, user: str | None) -> ListSessionsResponse:
-        prefix = ids.sessions_prefix(app, user)
+        prefix = ids.sessions_prefix(app, user) if self._log_id is ids.session_id else ""
         found: list[_Stored] = []
         for header in self.store.list():
             if header["id"].startswith(prefix):
@@ -362,7 +382,7 @@ class InboxlogSessionService(BaseSessionService):
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         session_id = session_id.strip() if session_id else session_id
-        await call(self._delete, ids.session_id(app_name, user_id, session_id))
+        await call(self._delete, self._log_id(app_name, user_id, session_id))
 
     def _delete(self, log_id: str) -> None:
         """Deletes the log (``LockedError`` while another worker holds it)."""
@@ -409,7 +429,7 @@ class InboxlogSessionService(BaseSessionService):
         """The session's log, held as its writer: opened now unless held already (then
         its interrupted state-sharing is finished), after checking that ``session`` is
         no older than the log."""
-        log_id = ids.session_id(session.app_name, session.user_id, session.id)
+        log_id = self._log_id(session.app_name, session.user_id, session.id)
         with self._lock:
             held = self._held.get(log_id)
             if held is None:
@@ -535,12 +555,12 @@ class InboxlogSessionService(BaseSessionService):
     def _defer(self, session: Session, invocation_id: str) -> None:
         """The next user event of ``invocation_id`` is the run's own message: not
         written by ``append_event`` (the plugin enters it at the first step)."""
-        log_id = ids.session_id(session.app_name, session.user_id, session.id)
+        log_id = self._log_id(session.app_name, session.user_id, session.id)
         self._deferred[log_id] = invocation_id
 
     def _deferred_event(self, session: Session, invocation_id: str) -> Event | None:
         """The run's own message ``append_event`` kept out of the log, if any."""
-        log_id = ids.session_id(session.app_name, session.user_id, session.id)
+        log_id = self._log_id(session.app_name, session.user_id, session.id)
         self._deferred.pop(log_id, None)
         return self._deferred_events.pop((log_id, invocation_id), None)
 
@@ -549,24 +569,36 @@ class InboxlogSessionService(BaseSessionService):
         held = await call(self._take, session)
         return held.log
 
+    def _before_let_go(self, session: Session, fn: Callable[[], None] | None) -> None:
+        """``fn`` runs (blocking, the log still held) when the session is let go."""
+        log_id = self._log_id(session.app_name, session.user_id, session.id)
+        with self._lock:
+            if fn is None:
+                self._on_let_go.pop(log_id, None)
+            else:
+                self._on_let_go[log_id] = fn
+
     def _let_go_now(self, app_name: str, user_id: str, session_id: str) -> None:
-        self._let_go(ids.session_id(app_name, user_id, session_id))
+        self._let_go(self._log_id(app_name, user_id, session_id))
 
     # -- letting go --------------------------------------------------------------------
 
     def writer(self, app_name: str, user_id: str, session_id: str) -> inboxlog.Session | None:
         """The log of a session this service holds as its writer (``None`` when it does
         not): the turn driver writes through it."""
-        held = self._held.get(ids.session_id(app_name, user_id, session_id))
+        held = self._held.get(self._log_id(app_name, user_id, session_id))
         return None if held is None else held.log
 
     async def release(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Lets the session go, so another worker may write it."""
-        await call(self._let_go, ids.session_id(app_name, user_id, session_id))
+        await call(self._let_go, self._log_id(app_name, user_id, session_id))
 
     def _let_go(self, log_id: str) -> None:
         with self._lock:
             held = self._held.pop(log_id, None)
+            last_word = self._on_let_go.pop(log_id, None)
+        if last_word is not None and held is not None:
+            last_word()  # the plugin ends a turn still open (a cancelled run's)
         if held is not None:
             with held.lock:
                 held.log.close()
