@@ -264,6 +264,42 @@ def test_a_cancelled_run_ends_the_turn_aborted(store: inboxlog.Store) -> None:
     asyncio.run(other.run("Again?"))
 
 
+def test_a_run_cancelled_in_a_task_that_lives_on_is_aborted_when_the_next_run_starts(
+    store: inboxlog.Store,
+) -> None:
+    agent = Agent(store, Reply(hang=True), Reply(text="Hi."))
+
+    async def both() -> None:
+        hanging = agent.llm.hanging()
+
+        # asyncio.timeout cancels the run inside this task, which goes on: no ADK
+        # callback and no task end tells the plugin, so the turn stays open until the
+        # session's next run here starts.
+        async def run_until_it_hangs() -> None:
+            async with asyncio.timeout(None) as deadline:
+
+                async def expire() -> None:
+                    await hanging.wait()
+                    deadline.reschedule(asyncio.get_running_loop().time())
+
+                expiring = asyncio.create_task(expire())
+                try:
+                    await agent.run()
+                finally:
+                    await expiring
+
+        with pytest.raises(TimeoutError):
+            await run_until_it_hangs()
+        assert turn_ends(events_of(store)) == []
+        await agent.run("Again?")
+
+    asyncio.run(both())
+    assert turn_ends(events_of(store)) == [
+        {"kind": "aborted", "reason": {"kind": "user"}},
+        {"kind": "completed"},
+    ]
+
+
 def test_an_event_stream_closed_early_ends_the_turn_aborted(store: inboxlog.Store) -> None:
     agent = Agent(store, Reply(tool="Paris"), Reply(text="Sunny."))
 

@@ -171,10 +171,12 @@ class InboxlogPlugin(BasePlugin):
         session = invocation_context.session
         own = self._own.pop(inv, None)
         log = await self.service._hold(session)
-        for other in [r for r in self._runs.values() if r.turn.log is log and not r.ended]:
-            # A run of this session whose task was cancelled and lives on: its turn ends
-            # now, before this one opens.
-            await self._end(other, asyncio.CancelledError())
+        for key, other in list(self._runs.items()):
+            if other.turn.log is log:
+                # A run of this session whose task was cancelled and lives on: its turn
+                # ends now, before this one opens (the session stays held).
+                del self._runs[key]
+                await call(self._abandon, other)
         run = _Run(Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel), own)
         run.keys = (session.app_name, session.user_id, session.id)
         run.own_event = self.service._deferred_event(session, inv)
