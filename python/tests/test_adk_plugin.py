@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ if importlib.util.find_spec("google.adk") is None:  # pragma: no cover - CI has 
     )
 
 from adk_scripted import Reply, ScriptedLlm
-from conftest import pg_store
+from conftest import PG_URL, pg_store, sql
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.runners import Runner
@@ -452,4 +453,83 @@ def test_the_readme_section_runs_as_written(
 
     asyncio.run(run())
     events = inboxlog.Store(tmp_path / "sessions").inspect("adks.weather.alice.chat")[1]
+    assert turn_ends(events) == [{"kind": "completed"}]
+
+
+RUNNER = textwrap.dedent(
+    """
+    import asyncio, sys
+    sys.path.insert(0, sys.argv[3])
+    import inboxlog
+    from adk_scripted import Reply
+    from test_adk_plugin import Agent
+
+    where, schema, who = sys.argv[1], sys.argv[2], sys.argv[4]
+    store = (inboxlog.Store.postgres(where, schema=schema, durability="sync")
+             if where.startswith("postgresql") else inboxlog.Store(where, durability="sync"))
+
+    def wait():
+        print("in tool", flush=True)
+        sys.stdin.readline()
+
+    agent = Agent(store, Reply(tool="Paris"), Reply(text=f"done by {who}"), during_tool=wait)
+    try:
+        asyncio.run(agent.run(f"from {who}"))
+        print("completed", flush=True)
+    except BaseException as error:
+        cause = error if isinstance(error, inboxlog.InboxlogError) else error.__cause__
+        print("refused", type(cause).__name__, flush=True)
+    """
+)
+
+
+@pytest.fixture(params=["jsonl", "postgres"])
+def shared(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[inboxlog.Store, str, str]]:
+    """A store two processes open: (the store here, where they find it, schema)."""
+    if request.param == "jsonl":
+        yield inboxlog.Store(tmp_path / "logs", durability="none"), str(tmp_path / "logs"), "-"
+        return
+    schema = f"adk_{os.getpid()}_{uuid.uuid4().hex[:12]}"
+    try:
+        store = inboxlog.Store.postgres(PG_URL, schema=schema, durability="none")
+    except inboxlog.UnavailableError as e:  # pragma: no cover - CI has the server
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
+    yield store, PG_URL, schema
+    del store
+    sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_two_runners_in_two_processes_one_runs_the_other_is_refused_before_writing(
+    shared: tuple[inboxlog.Store, str, str],
+) -> None:
+    store, where, schema = shared
+    with subprocess.Popen(
+        [sys.executable, "-c", RUNNER, where, schema, str(HERE), "A"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=HERE.parent,
+    ) as first:
+        assert first.stdout is not None and first.stdin is not None
+        assert first.stdout.readline().strip() == "in tool"
+        before = len(store.inspect(LOG)[1])
+        second = subprocess.run(
+            [sys.executable, "-c", RUNNER, where, schema, str(HERE), "B"],
+            capture_output=True,
+            text=True,
+            cwd=HERE.parent,
+            timeout=120,
+            check=False,
+        )
+        assert second.stdout.split() == ["refused", "LockedError"], second.stderr
+        assert len(store.inspect(LOG)[1]) == before  # B wrote nothing
+        first.stdin.write("\n")
+        first.stdin.flush()
+        assert first.communicate(timeout=120)[0].split() == ["completed"]
+    events = store.inspect(LOG)[1]
+    assert history(events) == [("user", "from A"), ("assistant", "done by A")]
     assert turn_ends(events) == [{"kind": "completed"}]
