@@ -60,7 +60,7 @@ C_MANY_SESSIONS := 10000
 C_PG_SCHEMA := inboxlog_c_host_$(shell date +%s)_$(shell echo $$PPID)
 C_PG_DROP := $(call PG_DROP,$(C_PG_SCHEMA),test-c)
 
-test-c: c-lib c-symbols c-hosts c-asan-hosts c-worker hpp-coverage
+test-c: c-lib c-symbols c-hosts c-asan-hosts c-worker hpp-coverage readme-c
 	@command -v $(VALGRIND) >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
 		|| { echo "make test-c: installing valgrind with apt-get"; \
 		     apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
@@ -114,7 +114,7 @@ C_HOST_BINS := $(patsubst tests/c/%.c,$(C_BUILD)/%,$(C_HOSTS)) $(C_BUILD)/errors
 C_ASAN := -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 C_ASAN_BINS := $(patsubst $(C_BUILD)/%,$(C_BUILD)/asan/%,$(C_HOST_BINS)) $(C_BUILD)/asan/worker
 
-.PHONY: c-lib c-hosts c-symbols c-asan-hosts c-worker hpp-coverage
+.PHONY: c-lib c-hosts c-symbols c-asan-hosts c-worker hpp-coverage readme-c
 
 # Cargo decides what to rebuild; the hosts relink when the library changed. The hosts
 # call the test hook, so their library is built with the ffi crate's testing feature.
@@ -128,6 +128,10 @@ c-hosts: $(C_HOST_BINS)
 c-asan-hosts: $(C_ASAN_BINS) $(C_BUILD)/asan/leak_canary
 
 c-worker: $(C_BUILD)/worker
+
+# README's C section, its build-and-run commands run as written from the checkout.
+readme-c:
+	$(PYTHON) tests/readme_examples.py run-sh $(CURDIR)/README.md
 
 # Every function of inboxlog.h has a wrapper in inboxlog.hpp (or a commented exception);
 # the selftest shows the check refusing doctored copies.
@@ -390,7 +394,7 @@ clean:
 # ---- Distribution (SPEC §13, #24): the wheel, the sdist, the C library's install ------
 # One version everywhere: the workspace's (Cargo.toml), which the crates, the wheel
 # (maturin), the header macros (ffi/tests/header.rs) and the soname (ffi/build.rs) take.
-.PHONY: wheel sdist dist-lib install uninstall abi-baseline dist-tools-apt \
+.PHONY: wheel sdist dist-lib c-release install uninstall abi-baseline dist-tools-apt \
 	test-dist test-dist-crate test-dist-install test-dist-python
 
 PREFIX ?= /usr/local
@@ -419,6 +423,11 @@ DIST_SUBST := sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(INBOXLOG_VERSION
 # The release library: the one c-symbols checks, and the one installed.
 dist-lib:
 	$(CARGO) build --release -p inboxlog-ffi
+
+# The release library as README's C section links against it in a checkout: a host
+# linked to libinboxlog.so asks for its soname (ffi/build.rs), a link cargo does not make.
+c-release: dist-lib
+	ln -sf libinboxlog.so $(C_RELEASE_LIBDIR)/$(SONAME)
 
 # make install PREFIX=/opt/inboxlog [DESTDIR=/staging]: the shared library under its full
 # version with the soname link and the development link, the static library, both

@@ -4,11 +4,15 @@ python3 tests/readme_examples.py check              the Rust and C examples in R
                                                     are the files that `make test` runs,
                                                     each C++ one an excerpt of one
 python3 tests/readme_examples.py run-python README  runs the README's Python examples
+python3 tests/readme_examples.py run-sh README      runs, from the checkout, the README's
+                                                    shell block that builds the C library
+                                                    (`make c-release ...`), as written
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -55,6 +59,15 @@ def main(argv: list[str]) -> int:
                 {"__name__": "__main__"},
             )
         return 0
+    if argv[:1] == ["run-sh"] and len(argv) == 2:
+        builds = [
+            b for b in blocks(Path(argv[1]).read_text(), "sh") if b.startswith("make c-release")
+        ]
+        if len(builds) != 1:
+            print(f"README.md: {len(builds)} blocks start with make c-release", file=sys.stderr)
+            return 1
+        print(builds[0])
+        return subprocess.run(["sh", "-ec", builds[0]], cwd=ROOT).returncode
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -60,6 +60,13 @@ impl Ledger {
         }
     }
 
+    /// Whether `end_step(outcome)` would end the turn now (answer that no other step is
+    /// due); `false` when it would be refused. Stages nothing.
+    pub fn turn_would_end(&self, outcome: StepOutcome) -> bool {
+        protocol::end_step(&self.phase, outcome, self.inbox.len(Target::NextStep))
+            .is_ok_and(|t| !t.reply)
+    }
+
     /// Runs one transaction at `time`: `stage` against copies of the state, then one
     /// append of the staged events to `writer`, then applies them to the state. With
     /// an `outbox`, queues the notices of the committed events there, in order.

@@ -13,10 +13,12 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{msg, taken_in};
+use common::{heard, msg, taken_in};
 use inboxlog::store::postgres::SCHEMA_VERSION;
 use inboxlog::store::{Durability, OpenOptions, PgStore, Store};
-use inboxlog::{Envelope, ErrorKind, Follower, Session, SessionMeta, Target};
+use inboxlog::{
+    Envelope, ErrorKind, Follower, Session, SessionMeta, StepOutcome, Target, TurnClaim,
+};
 
 /// How many rows wait in the mailbox of the schema.
 fn pending_rows(schema: &pg_common::Schema) -> i64 {
@@ -289,4 +291,143 @@ fn a_follower_is_woken_by_the_appends_notify() {
             .unwrap()
             .is_none()
     );
+}
+
+/// Moves the schema's `posts` table away (`away`) or back: while it is away, any read
+/// of a mailbox fails.
+fn hide_posts(schema: &pg_common::Schema, away: bool) {
+    let (from, to) = if away {
+        ("posts", "posts_away")
+    } else {
+        ("posts_away", "posts")
+    };
+    schema.exec(&format!("ALTER TABLE {{s}}.{from} RENAME TO {to}"));
+}
+
+/// Counted, not timed: with nothing posted, the step boundaries that decide whether
+/// another step is due (`step_boundary`, `end_step_and_close`, `end_step`) read the
+/// mailbox zero times, in every durability mode. The server enforces the count: the
+/// `posts` table is moved away while three turns run, so a single read would fail
+/// them; a `receive` (a read) then does fail.
+#[test]
+fn step_boundaries_read_no_mailbox_when_nothing_was_posted() {
+    for durability in [Durability::Sync, Durability::Batched, Durability::None] {
+        let Some((schema, store)) = pg_common::store(durability) else {
+            return;
+        };
+        let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+        // Once the handle LISTENs for posts, a read that finds the mailbox empty lets
+        // it answer without reading until a wake-up comes; a probe on the same handle
+        // tells when that point is reached.
+        let mut probe = store.mailbox("s").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert_eq!(s.receive().unwrap(), 0);
+            assert!(probe.pending().unwrap().is_empty());
+            hide_posts(&schema, true);
+            if probe.may_hold().is_ok_and(|may| !may) {
+                break;
+            }
+            hide_posts(&schema, false);
+            assert!(Instant::now() < deadline, "the handle never LISTENed");
+            thread::sleep(Duration::from_millis(5));
+        }
+        for turn in 0..3 {
+            s.inbox()
+                .append(Target::NextTurn, msg(&format!("q{turn}")))
+                .unwrap();
+            s.open_turn().unwrap();
+            let first = s.step_boundary(None, TurnClaim::First).unwrap().unwrap();
+            assert_eq!(first.proposal.messages.len(), 1);
+            let again = s
+                .step_boundary(Some(StepOutcome::Continue), TurnClaim::First)
+                .unwrap();
+            assert!(again.is_some(), "{durability:?}");
+            match turn {
+                0 => {
+                    let last = s
+                        .step_boundary(Some(StepOutcome::Completed), TurnClaim::First)
+                        .unwrap();
+                    assert!(last.is_none(), "{durability:?}");
+                    s.close_turn().unwrap();
+                }
+                1 => {
+                    let ended = s.end_step_and_close(StepOutcome::Completed).unwrap();
+                    assert!(ended.is_some(), "{durability:?}");
+                }
+                _ => {
+                    assert!(!s.end_step(StepOutcome::Completed).unwrap());
+                    s.close_turn().unwrap();
+                }
+            }
+        }
+        let err = s.receive().unwrap_err();
+        assert!(err.to_string().contains("posts"), "{err}");
+        hide_posts(&schema, false);
+        // A post through the handle itself is known at once.
+        s.inbox().append(Target::NextTurn, msg("q")).unwrap();
+        s.open_turn().unwrap();
+        s.step_boundary(None, TurnClaim::First).unwrap().unwrap();
+        store.post("s", Target::NextStep, &msg("steer")).unwrap();
+        assert!(
+            s.end_step(StepOutcome::Completed).unwrap(),
+            "{durability:?}"
+        );
+        s.flush().unwrap();
+    }
+}
+
+/// The owner's home connection, which LISTENs for post wake-ups, dies; another worker
+/// posts steering while it is down, so its wake-up may reach nobody. The mailbox
+/// trusts no count from the loss until it LISTENs again (every count moves then), so
+/// the turn's last step still takes the post in and goes on.
+#[test]
+fn a_post_whose_wake_up_met_a_dead_home_connection_is_read_at_the_last_step() {
+    let Some((schema, _)) = pg_common::store(Durability::Sync) else {
+        return;
+    };
+    let name = format!("deaf_{}", schema.name);
+    let store = PgStore::connect(
+        &pg_common::url_named(&name),
+        schema.options(Durability::Sync),
+    )
+    .unwrap();
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    let mut c = pg_common::client().unwrap();
+    let listening = |c: &mut postgres::Client| -> i64 {
+        c.query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 \
+             AND query LIKE 'LISTEN%'",
+            &[&name],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while listening(&mut c) == 0 {
+        assert!(Instant::now() < deadline, "the handle never LISTENed");
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(s.receive().unwrap(), 0);
+    s.inbox().append(Target::NextTurn, msg("q")).unwrap();
+    s.open_turn().unwrap();
+    s.step_boundary(None, TurnClaim::First).unwrap().unwrap();
+    let killed: i64 = c
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = $1 AND query LIKE 'LISTEN%'",
+            &[&name],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(killed, 1, "the home connection");
+    schema
+        .store(Durability::Sync)
+        .post("s", Target::NextStep, &msg("steer"))
+        .unwrap();
+    heard("postgres", &store, "s");
+    assert!(s.end_step(StepOutcome::Completed).unwrap());
+    let p = s.propose_step().unwrap();
+    assert_eq!(p.messages, vec![msg("steer")]);
+    assert_eq!(taken_in(&s.events(0).unwrap()).len(), 1);
 }

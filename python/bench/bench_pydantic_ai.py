@@ -329,25 +329,11 @@ def calls(rounds: int) -> None:
     microseconds: queued (from the hook's submit until the worker starts it: the worker
     waits for the loop's thread to let go of the GIL), work (the log call itself, its
     fsync included), handed back (from its end until the loop runs its outcome), and
-    waited (how long the hook that awaits it waits). Then the calls written behind
-    (``Behind``: each request's record and each later step boundary, waited for at once,
-    and each response's record, by the next hook): how many had ended before the hook
-    asked, and how long it waited for the others."""
+    waited (how long the hook that awaits it waits)."""
     marks: dict[int, list[Any]] = {}
     lives: list[list[Any]] = []
     clock = time.perf_counter
-    from inboxlog.integrations._common import Behind  # here: ab.py runs older builds too
-
     init, run, settle, outcome = Job.__init__, Job.run, Job.settle, Job.outcome
-    behind_outcome = Behind.outcome
-    behinds: list[tuple[bool, float]] = []
-
-    async def timed_behind(behind: Behind) -> Any:
-        ended, entered = behind.written.done, clock()
-        try:
-            return await behind_outcome(behind)
-        finally:
-            behinds.append((ended, clock() - entered))
 
     def timed_init(job: Job, loop: Any, fn: Callable[..., Any], args: Any) -> None:
         init(job, loop, fn, args)
@@ -373,12 +359,10 @@ def calls(rounds: int) -> None:
     Job.run = timed_run  # type: ignore[method-assign]
     Job.settle = timed_settle  # type: ignore[method-assign]
     Job.outcome = timed_outcome  # type: ignore[method-assign]
-    Behind.outcome = timed_behind  # type: ignore[method-assign]
     try:
         measure(["sync"], rounds)
     finally:
         Job.__init__, Job.run, Job.settle, Job.outcome = init, run, settle, outcome  # type: ignore[method-assign]
-        Behind.outcome = behind_outcome  # type: ignore[method-assign]
     requests = REQUESTS * (rounds + 1)
     print("the sync side's worker-thread calls, medians, us per call:")
     columns = ("per request", "queued", "work", "handed back", "waited")
@@ -393,12 +377,6 @@ def calls(rounds: int) -> None:
             f"{name:<18} {len(mine) / requests:>11.2f} {queued:>11.1f} {work:>11.1f} "
             f"{back:>11.1f} {waited:>11.1f}"
         )
-    waits = [w for ended, w in behinds if not ended]
-    print(
-        f"calls written behind (records, step boundaries): {len(behinds) / requests:.2f} "
-        f"per request, {len(waits) / len(behinds):.0%} still running when awaited, "
-        f"those waited {median(waits) * 1e6:.1f} us (median)"
-    )
 
 
 if __name__ == "__main__":

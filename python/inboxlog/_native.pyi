@@ -53,7 +53,6 @@ __all__ = [
     "Store",
     "TooLargeError",
     "UnavailableError",
-    "Written",
     "_SessionOpen",
     "_StoreOpen",
     "__version__",
@@ -318,20 +317,6 @@ class Session:
         carries none; only inbox messages need one).
         """
 
-    def _append_behind(self, type: str, data: _JSONObject, receive: bool = False) -> Written:
-        """``append(type, data)`` written behind the caller: ``data`` is converted now,
-        then a writer thread appends it (after the appends behind asked for before) and,
-        with ``receive``, takes the posts in; returns at once. For an event loop that
-        must not wait for the disk, nor for the GIL to start the write (the
-        integrations)."""
-
-    def _step_boundary_behind(
-        self, end_step: StepOutcome | None = None, *, whole_next_turn: bool = False
-    ) -> Written:
-        """``step_boundary(end_step, whole_next_turn=...)`` written behind the caller, as
-        ``_append_behind`` is: returns at once; the ``Written``'s ``wait()`` answers what
-        ``step_boundary`` would."""
-
     def flush(self) -> None:
         """Makes everything appended so far durable (the barrier of ``batched``)."""
 
@@ -394,8 +379,10 @@ class Session:
 
     def end_step(self, outcome: StepOutcome, **extra: Any) -> bool:
         """Ends the open step with ``"continue"``, ``"completed"`` or ``"max-tokens"``;
-        returns whether another step must be proposed. Keyword arguments are host
-        extras for the ``step/end`` data."""
+        returns whether another step must be proposed. When the turn would end, posts
+        waiting in the mailbox are taken in first, so steering posted from another
+        process during the last step counts (asked at no read's cost when nothing was
+        posted). Keyword arguments are host extras for the ``step/end`` data."""
 
     def step_boundary(
         self, end_step: StepOutcome | None = None, *, whole_next_turn: bool = False
@@ -416,8 +403,9 @@ class Session:
         """``end_step(outcome)`` and, when it answers that no other step is due,
         ``close_turn()``, as one call written in one durable append, with the same events
         (``step/end``, then ``turn/end``). Returns the turn's end, or ``None`` when another
-        step must be proposed (steering waits in ``next-step``, or the step ended with
-        ``"continue"``): then only the step ended, and ``close_turn`` would be refused.
+        step must be proposed (steering waits in ``next-step``, posted ones taken in
+        first as by ``end_step``, or the step ended with ``"continue"``): then only the
+        step ended, and ``close_turn`` would be refused.
         With no step open it raises ``ProtocolError`` as ``end_step`` does, with nothing
         written. No host extras: use the separate calls for those."""
 
@@ -437,31 +425,6 @@ class Session:
     def fail(self, error: _JSONObject, **extra: Any) -> None:
         """Ends the open turn with ``error`` (str ``message`` and ``code``). Keyword
         arguments are host extras for the ``turn/end`` data."""
-
-@final
-class Written:
-    """A call written behind its caller (``Session._append_behind``,
-    ``Session._step_boundary_behind``)."""
-
-    @property
-    def done(self) -> bool:
-        """Whether the call has ended (durable, or failed): ``wait()`` then returns at
-        once."""
-
-    @property
-    def appended(self) -> bool:
-        """Whether the event was appended (also when taking the posts in after it
-        failed): final once ``done``."""
-
-    def wake_fd(self) -> int | None:
-        """A socket to watch for reading until ``done``, or ``None`` when it already is:
-        once the append ends, a byte is written to it (read what is there, then look at
-        ``done`` again: a byte may be left from an earlier append). One per session."""
-
-    def wait(self) -> Any:
-        """Waits until the call has ended (the GIL released meanwhile); returns what it
-        answers (``None`` for an append) or raises its error, the first time it is
-        asked; after that, returns ``None``."""
 
 @final
 class Inbox:

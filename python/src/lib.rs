@@ -6,7 +6,6 @@
 //! (a quick `append` keeps it: see `session.rs`). The public package `inboxlog`
 //! re-exports these names and adds the pre-step composer.
 
-mod behind;
 mod convert;
 mod errors;
 mod fleet;
@@ -29,7 +28,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PySessionOpen>()?;
     m.add_class::<session::PySession>()?;
     m.add_class::<session::PyInbox>()?;
-    m.add_class::<behind::PyWritten>()?;
     m.add_class::<queue_view::PyQueueView>()?;
     queue_view::register(m)?;
     m.add_class::<projection::PyQueueProjection>()?;

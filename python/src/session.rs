@@ -23,8 +23,7 @@ use inboxlog::{
     TurnClaim, TurnError,
 };
 
-use crate::behind::{Behind, PyWritten};
-use crate::convert::{dict_to_json, to_json, to_json_and_copy, to_json_value, to_py};
+use crate::convert::{dict_to_json, to_json, to_json_and_copy, to_py};
 use crate::errors::{ObserverWarning, OrRaise};
 use crate::queue_view::PyQueueView;
 use crate::values;
@@ -40,8 +39,6 @@ pub(crate) struct PySession {
     quick_appends: bool,
     /// Whether an observer was ever registered (it is never unregistered).
     observed: AtomicBool,
-    /// The appends written behind their caller (`_append_behind`).
-    behind: Behind,
 }
 
 impl PySession {
@@ -67,7 +64,6 @@ impl PySession {
             inbox,
             quick_appends,
             observed: AtomicBool::new(false),
-            behind: Behind::default(),
         })
     }
 }
@@ -270,45 +266,6 @@ impl PySession {
             PyString::new(py, &ty)
         };
         values::event_dict(py, &event, ty, data_copy, op_copy)
-    }
-
-    /// `append(type, data)` written behind the caller: converts `data` now, then a
-    /// writer thread appends it (after the appends behind asked for before) and, with
-    /// `receive`, takes the posts in; returns at once. The `Written` answered tells when
-    /// the append is durable (`done`) and raises its error (`wait()`), and gives a
-    /// socket an event loop can watch for its end (`wake_fd()`). For an event loop that
-    /// must not wait for the disk, nor for the GIL to start the write (the integrations).
-    #[pyo3(name = "_append_behind", signature = (r#type, data, receive = false))]
-    fn append_behind(
-        &self,
-        r#type: &str,
-        data: &Bound<'_, PyAny>,
-        receive: bool,
-    ) -> PyResult<PyWritten> {
-        let data = to_json_value(data, "data")?;
-        let session = self.inner.clone();
-        Ok(self
-            .behind
-            .append(session, r#type.to_owned(), data, receive))
-    }
-
-    /// `step_boundary(end_step, whole_next_turn=...)` written behind the caller, as
-    /// `_append_behind` is: returns at once; the `Written`'s `wait()` answers what
-    /// `step_boundary` would.
-    #[pyo3(name = "_step_boundary_behind", signature = (end_step = None, *, whole_next_turn = false))]
-    fn step_boundary_behind(
-        &self,
-        end_step: Option<&str>,
-        whole_next_turn: bool,
-    ) -> PyResult<PyWritten> {
-        let end = end_step.map(StepOutcome::parse).transpose().py()?;
-        let claim = if whole_next_turn {
-            TurnClaim::Whole
-        } else {
-            TurnClaim::First
-        };
-        let session = self.inner.clone();
-        Ok(self.behind.step_boundary(session, end, claim))
     }
 
     /// Makes everything appended so far durable (the barrier of `batched` mode).

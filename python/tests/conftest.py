@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -28,6 +29,54 @@ def spliced(session: inboxlog.Session, since: int = 0) -> list[dict[str, Any]]:
 def next_seq(session: inboxlog.Session) -> int:
     last = session.last_seq
     return 0 if last is None else last + 1
+
+
+def missing_extra(module: str, extra: str) -> bool:
+    """Whether ``module`` (an integration's framework) is not installed; under CI=true
+    that fails instead, as CI installs every extra."""
+    try:
+        if importlib.util.find_spec(module) is not None:
+            return False
+    except ModuleNotFoundError:  # pragma: no cover - a dotted name whose parent is missing
+        pass
+    if os.environ.get("CI") == "true":  # pragma: no cover - CI has the extras
+        raise RuntimeError(f"CI must run every test: install the {extra} extra (make venv)")
+    return True  # pragma: no cover
+
+
+# The tests of an integration whose framework is not installed are not collected.
+collect_ignore = [
+    name
+    for name, module, extra in [
+        ("test_openai_agents.py", "agents", "openai-agents"),
+        ("test_langgraph.py", "langchain", "langgraph"),
+        ("test_langgraph_saver.py", "langgraph", "langgraph"),
+        ("test_pydantic_ai.py", "pydantic_ai", "pydantic-ai"),
+        ("test_adk_sessions.py", "google.adk", "adk"),
+        ("test_adk_plugin.py", "google.adk", "adk"),
+    ]
+    if missing_extra(module, extra)
+]
+
+
+def types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+def turn_ends(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``turn/end`` reasons of a log's events."""
+    return [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
+
+
+def entered(events: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
+    """(turn, step, message id) of every user/message, with the step it entered."""
+    out, where = [], (0, 0)
+    for e in events:
+        if e["type"] == "step/start":
+            where = (e["data"]["turn"], e["data"]["step"])
+        elif e["type"] == "user/message":
+            out.append((*where, e["data"]["id"]))
+    return out
 
 
 PG_URL = os.environ.get("INBOXLOG_TEST_PG") or "postgresql://postgres@127.0.0.1:5432/test"
@@ -88,3 +137,9 @@ def jsonl(tmp_path: Path) -> inboxlog.Store:
 def session(store: inboxlog.Store) -> Iterator[inboxlog.Session]:
     with store.create("s") as s:
         yield s
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The async tests (``pytest.mark.anyio``) run on asyncio."""
+    return "asyncio"

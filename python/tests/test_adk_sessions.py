@@ -9,7 +9,6 @@ on each store, and every answer must agree. ADK's own services differ where decl
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import random
 import re
@@ -23,17 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import inboxlog
-
-if importlib.util.find_spec("google.adk") is None:  # pragma: no cover - CI has the extra
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI must run these tests: install the adk extra (make venv)")
-    pytest.skip(
-        'the google-adk package is not installed (pip install "./python[adk]")',
-        allow_module_level=True,
-    )
-
 from conftest import PG_URL, pg_store, sql
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -47,6 +35,7 @@ from google.genai import types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import inboxlog
 from inboxlog.integrations.adk import InboxlogSessionService, ids
 
 ROOT = Path(__file__).resolve().parents[2]

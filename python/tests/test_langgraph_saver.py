@@ -3,9 +3,7 @@ conformance suite on every store, one writer per thread, and deltas, not history
 
 from __future__ import annotations
 
-import importlib.util
 import operator
-import os
 import re
 import uuid
 from collections.abc import AsyncGenerator, Iterator
@@ -13,17 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
-
-import inboxlog
-
-if importlib.util.find_spec("langgraph") is None:  # pragma: no cover - CI has the extra
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI must run these tests: install the langgraph extra (make venv)")
-    pytest.skip(
-        'the langgraph package is not installed (pip install "./python[langgraph]")',
-        allow_module_level=True,
-    )
-
 from conftest import pg_store
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES, Capability
@@ -31,17 +18,13 @@ from langgraph.checkpoint.conformance.report import CapabilityReport
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
+import inboxlog
 from inboxlog.integrations.langgraph import CHECKPOINT, WRITES, InboxlogSaver
 
 pytestmark = pytest.mark.anyio
 
 # The extended capabilities this saver claims; the others it leaves to the base class.
 CLAIMED = {Capability.COPY_THREAD}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def fresh_stores(kind: str, root: Path) -> Iterator[inboxlog.Store]:

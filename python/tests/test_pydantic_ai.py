@@ -9,31 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import importlib.util
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-import inboxlog
-
-if importlib.util.find_spec("pydantic_ai") is None:  # pragma: no cover - CI has the extra
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI must run these tests: install the pydantic-ai extra (make venv)")
-    pytest.skip(
-        'the pydantic-ai-slim package is not installed (pip install "./python[pydantic-ai]")',
-        allow_module_level=True,
-    )
-
+from conftest import entered, turn_ends, types
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.capabilities import ProcessHistory
@@ -50,23 +33,17 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
+import inboxlog
 from inboxlog.integrations import _driver as driver
 from inboxlog.integrations import pydantic_ai as pa
 from inboxlog.integrations.pydantic_ai import (
     InboxlogCapability,
-    StepRejectedError,
     fold_messages,
     message_parts,
 )
 
-ROOT = Path(__file__).parents[2]
 # The async tests run on asyncio through anyio's pytest plugin (anyio comes with Pydantic AI).
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
@@ -137,25 +114,6 @@ def agent_with(model: FunctionModel | TestModel, target: Any, **kw: Any) -> Agen
     return agent
 
 
-def types(events: list[dict[str, Any]]) -> list[str]:
-    return [e["type"] for e in events]
-
-
-def turn_ends(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
-
-
-def entered(events: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
-    """(turn, step, message id) of every user/message, with the step it entered."""
-    out, where = [], (0, 0)
-    for e in events:
-        if e["type"] == "step/start":
-            where = (e["data"]["turn"], e["data"]["step"])
-        elif e["type"] == "user/message":
-            out.append((*where, e["data"]["id"]))
-    return out
-
-
 def round_trip(messages: list[ModelMessage]) -> list[ModelMessage]:
     """What Pydantic AI's own message_history persistence gives back."""
     return ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(messages))
@@ -166,48 +124,6 @@ def log_of(store: inboxlog.Store, id: str = "chat") -> list[dict[str, Any]]:
 
 
 # -- a run is a turn, a model request a step ---------------------------------------------
-
-
-async def test_a_tool_call_then_an_answer_is_one_turn_of_two_steps(store: inboxlog.Store) -> None:
-    script = Script(call_weather("Paris"), say("Sunny in Paris."))
-    result = await agent_with(script.model, store).run("Weather in Paris?", conversation_id="chat")
-
-    assert result.output == "Sunny in Paris."
-    assert script.prompts(0) == ["Weather in Paris?"]
-    events = log_of(store)
-    assert types(events) == [
-        "turn/start",
-        "agent/inbox/spliced",  # the run's prompt, durable in next-turn first
-        "agent/inbox/spliced",  # claimed by step 1
-        "step/start",
-        "user/message",
-        pa.MESSAGES,  # the request, before the model sees it
-        pa.MESSAGES,  # the response: the tool call
-        "step/end",
-        "step/start",  # the second request: a continuation step
-        pa.MESSAGES,  # the tool result
-        pa.MESSAGES,  # the answer
-        "step/end",
-        "turn/end",
-    ]
-    prompt = events[1]["data"]["inserted"][0]
-    assert (
-        events[4]["data"]
-        == prompt
-        == {
-            "id": prompt["id"],
-            "role": "user",
-            "content": "Weather in Paris?",
-        }
-    )
-    assert turn_ends(events) == [{"kind": "completed"}]
-    work = inboxlog.fold_consumed_work(events)
-    assert work["end"] is not None and work["end"]["seq"] == events[-1]["seq"]
-    # The log's history is Pydantic AI's own, as its message_history round trip gives it.
-    assert fold_messages(events) == round_trip(result.all_messages())
-    first = result.all_messages()[0]
-    assert isinstance(first, ModelRequest) and first.instructions == "Be brief."
-    assert first.metadata == {"inboxlog": {"messages": [prompt["id"]]}}
 
 
 async def test_the_next_run_continues_from_the_log_without_message_history(
@@ -291,166 +207,6 @@ async def test_history_survives_a_restart_and_equals_the_message_history_round_t
 # -- steering ------------------------------------------------------------------------------
 
 
-def slow_agent(script: Script, target: Any, started: asyncio.Event, release: asyncio.Event) -> Any:
-    agent: Agent[None, str] = Agent(script.model, capabilities=[InboxlogCapability(target)])
-
-    @agent.tool_plain
-    async def weather(city: str) -> str:
-        """The weather in a city, slowly."""
-        started.set()
-        await release.wait()
-        return f"sunny, 22 C in {city}"
-
-    return agent
-
-
-async def test_steering_during_the_tool_call_is_in_the_second_request_and_in_no_other(
-    store: inboxlog.Store,
-) -> None:
-    started, release = asyncio.Event(), asyncio.Event()
-    script = Script(call_weather("Paris"), say("72 F."), say("Done."))
-    session = store.create("chat")
-    agent = slow_agent(script, session, started, release)
-
-    async def steer() -> None:
-        await started.wait()
-        session.inbox.append("next-step", {"id": "s1", "content": "Answer in Fahrenheit."})
-        release.set()
-
-    steering = asyncio.create_task(steer())
-    result = await agent.run("Weather in Paris?")
-    await steering
-    later = await agent.run("Thanks.")
-
-    assert result.output == "72 F."
-    assert script.prompts(0) == ["Weather in Paris?"]
-    assert script.prompts(1) == ["Answer in Fahrenheit."]  # with the tool result
-    assert [p.part_kind for p in script.seen[1][-1].parts] == ["tool-return", "user-prompt"]
-    # Exactly once: one part in the whole history the model saw last, in one request.
-    carrying = [m for m in script.seen[2] if "Answer in Fahrenheit." in prompts_of(m)]
-    assert len(carrying) == 1 and prompts_of(carrying[0]).count("Answer in Fahrenheit.") == 1
-    assert carrying[0].metadata == {"inboxlog": {"messages": ["s1"]}}
-    events = session.events()
-    assert entered(events)[1:2] == [(1, 2, "s1")]
-    assert fold_messages(events) == round_trip(later.all_messages())
-    assert later.all_messages()[:4] == result.all_messages()
-    session.close()
-
-
-async def test_steering_posted_from_another_process_reaches_the_next_request(
-    tmp_path: Path,
-) -> None:
-    root = tmp_path / "fleet"
-    store = inboxlog.Store(root)
-    started, release = asyncio.Event(), asyncio.Event()
-    script = Script(call_weather("Paris"), say("72 F."))
-    agent = slow_agent(script, store, started, release)
-
-    async def steer() -> None:
-        await started.wait()
-        # Another process (a web server) posts to the session while the run is on.
-        poster = (
-            "import inboxlog, sys; inboxlog.Store(sys.argv[1]).post("
-            "'chat', 'next-step', {'id': 'p1', 'content': 'Answer in Fahrenheit.'})"
-        )
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", poster, str(root), cwd=tmp_path
-            )
-            assert await proc.wait() == 0
-        finally:
-            release.set()
-
-    steering = asyncio.create_task(steer())
-    await agent.run("Weather in Paris?", conversation_id="chat")
-    await steering
-    assert script.prompts(1) == ["Answer in Fahrenheit."]
-    events = log_of(store)
-    posted = [e for e in events if e["type"] == "agent/inbox/spliced" and e["data"].get("post")]
-    assert [e["data"]["inserted"][0]["id"] for e in posted] == ["p1"]
-    assert entered(events)[1:] == [(1, 2, "p1")]
-
-
-async def test_steering_during_the_last_response_makes_one_more_request(
-    store: inboxlog.Store,
-) -> None:
-    session = store.create("chat")
-
-    async def answer_while_steering_arrives() -> ModelResponse:
-        session.inbox.append("next-step", {"id": "late", "content": "And tomorrow?"})
-        return say("Sunny today.")
-
-    script = Script(answer_while_steering_arrives, say("Rain tomorrow."))
-    result = await agent_with(script.model, session).run("Weather?")
-
-    assert result.output == "Rain tomorrow."
-    assert script.prompts(1) == ["And tomorrow?"]
-    assert isinstance(script.seen[1][-2], ModelResponse)
-    events = session.events()
-    assert entered(events)[1:] == [(1, 2, "late")]
-    assert turn_ends(events) == [{"kind": "completed"}]
-    assert fold_messages(events) == round_trip(result.all_messages())
-    assert not session.inbox.has_pending
-    session.close()
-
-
-async def test_next_turn_input_waits_for_the_next_run_and_comes_before_its_prompt(
-    store: inboxlog.Store,
-) -> None:
-    session = store.create("chat")
-
-    async def answer_while_a_prompt_arrives() -> ModelResponse:
-        session.inbox.append("next-turn", {"id": "later", "content": "And Rome?"})
-        return say("Sunny in Paris.")
-
-    script = Script(answer_while_a_prompt_arrives, say("Both sunny."), say("Hi."))
-    agent = agent_with(script.model, session)
-    await agent.run("Weather in Paris?")
-    assert len(script.seen) == 1
-    assert [m["id"] for m in session.inbox.next_turn] == ["later"]
-
-    # The next run's prompt joins next-turn after what waited; its first request has both.
-    await agent.run("And Berlin?")
-    assert script.prompts(1) == ["And Rome?", "And Berlin?"]
-    assert [i for _, _, i in entered(session.events())][1:2] == ["later"]
-    assert [(t, s) for t, s, _ in entered(session.events())[1:]] == [(2, 1), (2, 1)]
-    assert not session.inbox.has_pending
-    claims = [e["data"] for e in session.events() if e["type"] == "agent/inbox/spliced"]
-    assert claims[-1] == {"target": "next-turn", "start": 0, "removedCount": 2, "inserted": []}
-    assert not any(c.get("outcome") for c in claims)
-
-    # A run with no prompt takes what is pending.
-    session.inbox.append("next-turn", {"id": "queued", "content": "Say hi."})
-    result = await agent.run()
-    assert result.output == "Hi."
-    assert script.prompts(2) == ["Say hi."]
-    assert entered(session.events())[-1] == (3, 1, "queued")
-    assert fold_messages(session.events()) == round_trip(result.all_messages())
-    session.close()
-
-
-async def test_a_plugin_that_rejects_the_first_step_blocks_the_turn_before_the_model(
-    store: inboxlog.Store,
-) -> None:
-    def guard(proposal: Any, next: Any) -> Any:
-        if any("rm -rf" in str(m.get("content")) for m in proposal["messages"]):
-            return {"kind": "reject"}
-        return next()
-
-    script = Script(say("never"))
-    agent: Agent[None, str] = Agent(
-        script.model, capabilities=[InboxlogCapability(store, plugins=[guard])]
-    )
-    with pytest.raises(StepRejectedError) as raised:
-        await agent.run("rm -rf / please", conversation_id="chat")
-    assert raised.value.turn == 1 and raised.value.reason == {"kind": "blocked"}
-    assert script.seen == []
-    events = log_of(store)
-    assert turn_ends(events) == [{"kind": "blocked"}]
-    assert inboxlog.fold_consumed_work(events)["end"] is not None
-    assert fold_messages(events) == []  # the rejected prompt is in no history
-
-
 async def test_steering_during_run_streams_final_response_waits_for_the_next_run(
     store: inboxlog.Store,
 ) -> None:
@@ -487,27 +243,6 @@ async def test_steering_during_run_streams_final_response_waits_for_the_next_run
 
 
 # -- endings ---------------------------------------------------------------------------------
-
-
-async def test_an_exception_ends_the_turn_error_and_propagates(store: inboxlog.Store) -> None:
-    script = Script(call_weather("Paris"), RuntimeError("model exploded"))
-    with pytest.raises(RuntimeError, match="model exploded"):
-        await agent_with(script.model, store).run("Weather?", conversation_id="chat")
-    events = log_of(store)
-    assert turn_ends(events) == [
-        {"kind": "error", "error": {"message": "model exploded", "code": "RuntimeError"}}
-    ]
-    assert types(events)[-2:] == ["step/end", "turn/end"]
-    # What was committed before the failure is the history the next run sees.
-    history = fold_messages(events)
-    assert [type(m).__name__ for m in history] == ["ModelRequest", "ModelResponse", "ModelRequest"]
-
-
-async def test_a_length_stop_ends_the_turn_max_tokens(store: inboxlog.Store) -> None:
-    script = Script(call_weather("Paris"), say("Sunny in Par", finish_reason="length"))
-    result = await agent_with(script.model, store).run("Weather?", conversation_id="chat")
-    assert result.output == "Sunny in Par"
-    assert turn_ends(log_of(store)) == [{"kind": "max-tokens"}]
 
 
 async def test_a_tool_call_cut_at_the_token_limit_ends_max_tokens_and_propagates(
@@ -547,51 +282,6 @@ async def test_a_raised_length_stop_with_steering_pending_ends_aborted_with_the_
     assert [m["id"] for m in session.inbox.next_step] == [calls[-1]]
     assert [i for _, _, i in entered(session.events())][1:] == calls[:-1]
     session.close()
-
-
-async def test_cancellation_ends_the_turn_aborted(store: inboxlog.Store) -> None:
-    calling = asyncio.Event()
-
-    async def block() -> ModelResponse:
-        calling.set()
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-    session = store.create("chat")
-    session.inbox.append("next-turn", {"id": "queued", "content": "later"})
-    script = Script(block)
-    agent: Agent[None, str] = Agent(
-        script.model, capabilities=[InboxlogCapability(session, keep_inbox_on_cancel=True)]
-    )
-    task = asyncio.create_task(agent.run("Weather?"))
-    await calling.wait()
-    session.inbox.append("next-turn", {"id": "kept", "content": "meanwhile"})
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    events = session.events()
-    assert turn_ends(events) == [{"kind": "aborted", "reason": {"kind": "user"}}]
-    # "queued" and the prompt were claimed by step 1; what came after was kept.
-    assert [i for _, _, i in entered(events)][:1] == ["queued"]
-    assert [m["id"] for m in session.inbox.next_turn] == ["kept"]
-    # Without keep_inbox_on_cancel a cancelled run clears the inbox.
-    session.inbox.append("next-step", {"id": "x", "content": "steer"})
-    calling.clear()
-    script.replies.append(block)
-    task = asyncio.create_task(
-        Agent(script.model, capabilities=[InboxlogCapability(session)]).run("Again?")
-    )
-    await calling.wait()
-    session.inbox.append("next-turn", {"id": "dropped", "content": "never"})
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert turn_ends(session.events())[-1] == {"kind": "aborted", "reason": {"kind": "user"}}
-    assert not session.inbox.has_pending
-    session.close()
-
-
-# -- Pydantic AI's own behaviour passes through ------------------------------------------
 
 
 class City(BaseModel):
@@ -857,71 +547,6 @@ async def test_a_run_id_in_progress_is_refused_before_anything_is_written(
 
 # -- a killed worker, resumed elsewhere ---------------------------------------------------
 
-WORKER = textwrap.dedent(
-    """
-    import asyncio, sys
-    from pathlib import Path
-    sys.path.insert(0, sys.argv[3])
-    import inboxlog
-    from test_pydantic_ai import Script, agent_with, call_weather
-
-    async def block_forever():
-        Path(sys.argv[2]).write_text("calling")
-        await asyncio.Event().wait()
-
-    script = Script(call_weather("Paris"), block_forever)
-    store = inboxlog.Store(sys.argv[1], durability="sync")
-    asyncio.run(agent_with(script.model, store).run("Weather in Paris?", conversation_id="job"))
-    """
-)
-
-
-def kill_worker_during_its_second_model_request(root: Path, cwd: Path) -> None:
-    ready = cwd / "ready"
-    with subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(root), str(ready), str(Path(__file__).parent)],
-        cwd=cwd,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as worker:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert worker.poll() is None, worker.stderr.read() if worker.stderr else ""
-            assert time.monotonic() < deadline, "the worker never reached its second request"
-            time.sleep(0.05)
-        worker.send_signal(signal.SIGKILL)
-        assert worker.wait(timeout=30) == -signal.SIGKILL
-
-
-async def test_a_sigkilled_worker_is_resumed_elsewhere_with_its_history_intact(
-    tmp_path: Path,
-) -> None:
-    root = tmp_path / "logs"
-    kill_worker_during_its_second_model_request(root, tmp_path)
-
-    store = inboxlog.Store(root)
-    _, stored = store.inspect("job")
-    # The tool result went out with the second request, before the kill.
-    assert types(stored)[-2:] == ["step/start", pa.MESSAGES]
-    committed = fold_messages(stored)
-    assert [m.parts[0].part_kind for m in committed] == ["user-prompt", "tool-call", "tool-return"]
-
-    script = Script(say("Sunny in Paris."))
-    result = await agent_with(script.model, store).run(conversation_id="job")
-    assert result.output == "Sunny in Paris."
-    # Exactly what was committed, as Pydantic AI resumes a message_history ending in a request.
-    assert script.seen[0][:2] == committed[:2]
-    plain = Script(say("Sunny in Paris."))
-    await Agent(plain.model, instructions="Be brief.").run(message_history=committed)
-    assert normalized(script.seen[0]) == normalized(plain.seen[0]) == normalized(committed)
-    events = log_of(store, "job")
-    assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
-    assert entered(events)[-1] == (2, 1, "continue-turn-2")
-    assert fold_messages(events) == round_trip(result.all_messages())
-
-
-# -- the session, the constructor, the refusals ---------------------------------------------
-
 
 async def test_a_given_message_history_seeds_an_empty_log_and_is_refused_over_a_full_one(
     store: inboxlog.Store,
@@ -1009,106 +634,3 @@ async def test_a_history_rewritten_by_a_processor_is_recorded_whole(store: inbox
 
 
 # -- packaging: optional, typed, documented, demonstrated ------------------------------------
-
-
-def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
-
-
-def test_import_inboxlog_does_not_import_pydantic_ai(tmp_path: Path) -> None:
-    done = run_python(
-        "import sys, inboxlog, inboxlog.integrations; "
-        "assert 'pydantic_ai' not in sys.modules, 'pydantic_ai imported'",
-        tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-
-
-def test_without_pydantic_ai_the_import_says_how_to_install_it(tmp_path: Path) -> None:
-    done = run_python(
-        "import sys; sys.modules['pydantic_ai'] = None\nimport inboxlog.integrations.pydantic_ai\n",
-        tmp_path,
-    )
-    assert done.returncode != 0
-    assert (
-        "ImportError: inboxlog.integrations.pydantic_ai needs the pydantic-ai-slim package: "
-        'pip install "inboxlog[pydantic-ai]"'
-    ) in done.stderr
-
-
-def test_the_example_runs(tmp_path: Path) -> None:
-    script = ROOT / "examples" / "pydantic_ai_steering.py"
-    done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "sessions")],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    for line in [
-        "request 1 sees: user 'What is the weather in Paris?'",
-        "steering posted from another process while the tool runs: p1 -> next-step",
-        "request 2 sees: tool-return weather, user 'Answer in Fahrenheit.'",
-        "answer: It is 72 F and sunny in Paris.",
-        "turn 1: step 1 took input-",
-        "turn 1: step 2 took p1",
-        "turn 1 ended: completed",
-        "worker killed during its model request (exit -9)",
-        "reopened: turn 2 ended interrupted",
-        "resumed: request sees 7 committed messages",
-        "turn 3 ended: completed",
-    ]:
-        assert line in done.stdout, done.stdout
-
-
-def readme_section() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## With Pydantic AI", 1)[1].split("\n## ", 1)[0]
-    # `py`, not `python`: tests/readme_examples.py runs the README's one `python` block.
-    (block,) = re.findall(r"```py\n(.*?)```", section, re.DOTALL)
-    return block
-
-
-@pytest.mark.usefixtures("sync_loop")
-def test_the_readme_section_runs_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The copy-paste start, run with the named model swapped for a scripted one."""
-    import pydantic_ai.models
-
-    script = Script(say("Sunny in Paris."))
-    monkeypatch.setattr(pydantic_ai.models, "infer_model", lambda *a, **kw: script.model)
-    monkeypatch.chdir(tmp_path)
-    code = compile(readme_section(), "README.md (pydantic-ai section)", "exec")
-    exec(code, {"__name__": "__main__"})
-    assert script.prompts(0) == ["What's the weather in Paris?"]
-    events = inboxlog.Store(tmp_path / "sessions").inspect("chat-1")[1]
-    assert turn_ends(events) == [{"kind": "completed"}]
-
-
-@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
-def test_the_example_type_checks_against_pydantic_ais_types(tmp_path: Path) -> None:
-    """``--strict`` against Pydantic AI's own types (test_tooling checks the package, this
-    integration included, the same way)."""
-    example = ROOT / "examples" / "pydantic_ai_steering.py"
-    env = {**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
-    args = ["--strict", "--python-version", "3.11", str(example)]
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", *args],
-        check=False,
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, f"mypy {' '.join(args)}:\n{done.stdout}{done.stderr}"

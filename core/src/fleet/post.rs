@@ -73,10 +73,10 @@ impl Intake {
         Intake { mailbox, known }
     }
 
-    /// Whether the mailbox holds a post (one the log already holds included: taking
-    /// it in only settles it).
+    /// Whether the mailbox may hold a post (one the log already holds included: taking
+    /// it in only settles it); `false` only when the store knows it holds none.
     pub fn waiting(&mut self) -> Result<bool> {
-        Ok(!self.mailbox.pending()?.is_empty())
+        self.mailbox.may_hold()
     }
 
     /// Takes every pending post in, each as one transaction at `now()`, queuing the

@@ -35,7 +35,8 @@ impl Session {
     /// The events are the same as the separate calls', in the same order, without host
     /// extras: `step/end`, the claim's `agent/inbox/spliced` events, `step/start` and
     /// one `user/message` per claimed message. They are written in one durable append,
-    /// unless posts wait in the session's mailbox (ARCHITECTURE.md#posting): the
+    /// unless posts may wait in the session's mailbox (ARCHITECTURE.md#posting; asked
+    /// without a read when the store knows, [`crate::store::Mailbox::may_hold`]): the
     /// separate calls take them in between the step's end and the claim, so then this
     /// makes those calls one by one. When `end_step` answers that the loop must not go
     /// on, only the step ends, nothing is claimed, and the answer is `None` (close the
@@ -67,7 +68,19 @@ impl Session {
     /// steering waiting in `next-step`, or owes more work): then only the step ended,
     /// and `close_turn` would be refused, as after the separate `end_step`. With no step
     /// open it is refused as `end_step` is, with nothing written.
+    ///
+    /// Posts that may wait in the session's mailbox (ARCHITECTURE.md#posting) are taken
+    /// in before the turn would close, as `end_step` takes them: then this makes the
+    /// separate calls one by one, and steering among the posts keeps the turn open
+    /// (`None`).
     pub fn end_step_and_close(&self, outcome: StepOutcome) -> Result<Option<Decided>> {
+        self.refuse_reentry()?;
+        if self.turn_would_end(outcome)? && self.posts_waiting()? {
+            if self.end_step(outcome)? {
+                return Ok(None);
+            }
+            return self.close_turn().map(Some);
+        }
         self.transact(|txn| {
             let none = Extra::none();
             if txn.end_step(outcome, &none)? {

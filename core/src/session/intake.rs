@@ -28,6 +28,19 @@ impl Session {
     /// how many posts it wrote. Runs on its own when the session opens and before each
     /// `propose_step`; 0 for a store that takes no posts.
     pub fn receive(&self) -> Result<usize> {
+        self.take_posts_in(false)
+    }
+
+    /// [`Session::receive`] when the mailbox may hold posts
+    /// ([`crate::store::Mailbox::may_hold`]), else nothing: what a boundary deciding
+    /// whether another step is due runs (ARCHITECTURE.md#posting), at no read's cost
+    /// when nothing was posted.
+    pub(super) fn receive_if_posted(&self) -> Result<usize> {
+        self.take_posts_in(true)
+    }
+
+    /// Takes posts in; when `if_posted`, only if the mailbox may hold any.
+    fn take_posts_in(&self, if_posted: bool) -> Result<usize> {
         if observer::publishing(self.serial) {
             return Err(Error::new(
                 ErrorKind::Reentrant,
@@ -48,6 +61,9 @@ impl Session {
             let Some(intake) = intake.as_mut() else {
                 return Ok(0);
             };
+            if if_posted && !intake.waiting()? {
+                return Ok(0);
+            }
             let writer = writer.as_deref_mut().expect("open");
             let notify = !lock(&self.observers).is_empty();
             let result = intake.take_in(writer, ledger, notify.then_some(outbox), now_ms);
@@ -59,8 +75,9 @@ impl Session {
         result
     }
 
-    /// Whether posts wait in this session's mailbox, read without taking them in (what
-    /// [`Session::receive`] would take; `false` for a store that takes no posts).
+    /// Whether posts may wait in this session's mailbox, without taking them in: `false`
+    /// when the store knows none does ([`crate::store::Mailbox::may_hold`]) and for a
+    /// store that takes no posts.
     pub(super) fn posts_waiting(&self) -> Result<bool> {
         let mut st = self.state()?;
         match st.intake.as_mut() {

@@ -360,9 +360,20 @@ impl Session {
         self.end_step_with(outcome, &Extra::none())
     }
 
-    /// `end_step` (ARCHITECTURE.md#protocol) with host extras on its `step/end`.
+    /// `end_step` (ARCHITECTURE.md#protocol) with host extras on its `step/end`. When it
+    /// would answer that the turn ends, posts that may wait in the session's mailbox are
+    /// taken in first (ARCHITECTURE.md#posting), so steering posted from elsewhere
+    /// counts as arrived; asking costs no read when the store knows nothing was posted.
     pub fn end_step_with(&self, outcome: StepOutcome, extra: &Extra) -> Result<bool> {
+        if self.turn_would_end(outcome)? {
+            self.receive_if_posted()?;
+        }
         self.transact(|txn| txn.end_step(outcome, extra))
+    }
+
+    /// Whether `end_step(outcome)` would end the turn now (nothing staged).
+    fn turn_would_end(&self, outcome: StepOutcome) -> Result<bool> {
+        Ok(self.state()?.ledger.turn_would_end(outcome))
     }
 
     /// `close_turn` (ARCHITECTURE.md#protocol).

@@ -286,6 +286,10 @@ impl Mailbox for MemoryMailbox {
             .retain(|(post, ..)| !posts.contains(post));
         Ok(())
     }
+
+    fn may_hold(&mut self) -> Result<bool> {
+        Ok(!lock(&self.log).mailbox.is_empty())
+    }
 }
 
 /// A follower's view of a log in memory: it polls the events' count.

@@ -133,6 +133,15 @@ pub trait Mailbox: Send {
 
     /// Removes `posts` (ids from [`Mailbox::pending`]), which are durable in the log.
     fn settle(&mut self, posts: &[String]) -> Result<()>;
+
+    /// Whether posts may be waiting, asked at every step boundary
+    /// (ARCHITECTURE.md#posting): `false` only when the store knows that [`Mailbox::pending`] would find none, so
+    /// the answer must cost far less than that read when nothing was posted (memory: a
+    /// look under a lock; JSONL: one listing of the spool; PostgreSQL: the wake-ups the
+    /// handle heard, no query). The default reads the mailbox.
+    fn may_hold(&mut self) -> Result<bool> {
+        Ok(!self.pending()?.is_empty())
+    }
 }
 
 /// Reads a log as it grows, for a `Follower` (ARCHITECTURE.md#following).

@@ -142,3 +142,21 @@ pub fn rerun(test: &str) -> Command {
     ]);
     command
 }
+
+/// Waits until `store`'s handle can tell that session `id` has a post waiting, without
+/// taking it in (`Mailbox::may_hold`): at once in memory and JSONL; on PostgreSQL, once
+/// the post's wake-up reached the handle (it travels asynchronously from the poster's
+/// commit, so a boundary right after a post made elsewhere may see it only at the next
+/// one; ARCHITECTURE.md#posting). At most 20 s: a wake-up that never comes fails.
+#[track_caller]
+pub fn heard(name: &str, store: &dyn inboxlog::store::Store, id: &str) {
+    let mut mailbox = store.mailbox(id).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !mailbox.may_hold().unwrap() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name}: the post's wake-up never came"
+        );
+        thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

@@ -37,6 +37,7 @@ fn store_child() {
         "holder" => holder(&*store),
         "writer" => writer(&*store),
         "poster" => poster(&*store, &arg),
+        "steerer" => steerer(&*store),
         "owner" => owner(&*store),
         "follower" => crate::follow::into_projection(&*store, &mut |line| println!("{line}")),
         other => panic!("unknown role {other}"),
@@ -90,6 +91,13 @@ fn poster(store: &dyn Store, arg: &str) {
         store.post("s", Target::NextTurn, &msg(&id)).unwrap();
         println!("ack {id}");
     }
+}
+
+/// Posts the message "steer" to `next-step` of session "s", says `ack steer` once it
+/// is acknowledged, and exits.
+fn steerer(store: &dyn Store) {
+    store.post("s", Target::NextStep, &msg("steer")).unwrap();
+    println!("ack steer");
 }
 
 /// Opens session "s" as soon as it is free, says `open`, then takes posts in forever.

@@ -33,7 +33,7 @@ use std::any::Any;
 use inboxlog::store::{self, Durability, MemoryStore, Store, StoreOptions};
 use inboxlog::{Envelope, Session, SessionMeta};
 
-pub use common::{Rng, assert_err, assert_exactly_once, msg, taken_in};
+pub use common::{Rng, assert_err, assert_exactly_once, heard, msg, taken_in};
 
 /// One store of the list, with what must outlive it (a temp dir, a PostgreSQL schema).
 pub struct Backend {

@@ -5,8 +5,6 @@
 //! session from) and the others refuse. Owners in other processes are in
 //! `processes.rs`.
 
-use std::time::{Duration, Instant};
-
 use inboxlog::store::OpenOptions;
 use inboxlog::{Envelope, ErrorKind, Session, SessionMeta, Target};
 
@@ -19,8 +17,9 @@ fn a_second_writer_is_refused_at_once_and_admitted_after_the_first_closes() {
         let first = Session::create(store, "s", SessionMeta::default()).unwrap();
         first.append("host/a", "{}", Envelope::default()).unwrap();
         // The same store, and another handle on its logs as another worker holds.
+        // The first writer holds its lock until after the refusals: an open that waited
+        // for it would not return.
         let other = b.connect();
-        let started = Instant::now();
         for handle in [store, &*other] {
             let err = assert_err(
                 Session::open(handle, "s"),
@@ -29,11 +28,6 @@ fn a_second_writer_is_refused_at_once_and_admitted_after_the_first_closes() {
             );
             assert_eq!(err.session(), Some("s"), "{name}");
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "{name}: the refusals waited {:?}",
-            started.elapsed()
-        );
         // Reading, verifying and forking never lock, and never wait for the writer.
         assert_eq!(Session::inspect(&*other, "s").unwrap().1.len(), 1, "{name}");
         assert_eq!(Session::verify(&*other, "s").unwrap().events, 1, "{name}");
@@ -95,10 +89,10 @@ fn takeover_fences_the_live_owner_where_the_store_has_it_and_is_refused_elsewher
             &["session \"s\" is locked by another writer"],
         );
         let before = lines(store, "s");
+        // The first owner lives, holding its lock, until after the takeover: a takeover
+        // that waited for it to let go would not return.
         let other = b.connect();
-        let started = Instant::now();
         let second = Session::open_with(&*other, "s", &takeover).unwrap();
-        assert!(started.elapsed() < Duration::from_secs(1), "{name}");
         assert_eq!(
             lines(store, "s"),
             before,

@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use inboxlog::store::Store;
 use inboxlog::{
-    Decision, Envelope, ErrorKind, Follower, Session, SessionMeta, StepOutcome, Target,
-    fold_consumed_work,
+    Decided, Decision, Envelope, ErrorKind, Follower, Session, SessionMeta, StepOutcome, Target,
+    TurnClaim, TurnEndReason, fold_consumed_work,
 };
 
-use crate::{assert_err, assert_exactly_once, each_backend, each_store, msg, taken_in};
+use crate::{assert_err, assert_exactly_once, each_backend, each_store, heard, msg, taken_in};
 
 #[test]
 fn a_post_to_a_closed_session_is_taken_in_when_it_opens() {
@@ -191,5 +192,159 @@ fn four_posters_while_the_owner_runs_turns() {
         let taken = taken_in(&s.events(0).unwrap());
         assert_eq!(taken.len(), 160, "{name}");
         assert_exactly_once(&taken, &acked);
+    });
+}
+
+/// How the loop ends what would be its turn's last step (SPEC §4, §12).
+#[derive(Clone, Copy, Debug)]
+pub enum LastStep {
+    /// `end_step(completed)`, which must answer that another step is due.
+    EndStep,
+    /// `end_step_and_close(completed)`, which must leave the turn open (`None`).
+    EndAndClose,
+    /// `step_boundary(completed)`, which must go on and claim the steering.
+    Boundary,
+}
+
+impl LastStep {
+    pub const ALL: [LastStep; 3] = [LastStep::EndStep, LastStep::EndAndClose, LastStep::Boundary];
+}
+
+/// A turn whose model makes what would be its last call while `post` posts steering
+/// (the message "steer") to session "s" of `store` from elsewhere: the step ends as
+/// `way` says, the turn goes on, and the next step claims the steering exactly once.
+pub fn steering_posted_during_the_last_step(
+    name: &str,
+    store: &dyn Store,
+    way: LastStep,
+    post: impl FnOnce(),
+) {
+    let what = format!("{name} {way:?}");
+    let s = Session::create(store, "s", SessionMeta::default()).unwrap();
+    s.inbox().append(Target::NextTurn, msg("q")).unwrap();
+    s.open_turn().unwrap();
+    let first = s
+        .step_boundary(None, TurnClaim::First)
+        .unwrap()
+        .expect("the first step");
+    assert_eq!(first.proposal.messages, vec![msg("q")], "{what}");
+    // The model's last call: it answers without tools while "steer" is posted.
+    post();
+    heard(name, store, "s");
+    let claimed = match way {
+        LastStep::EndStep => {
+            assert!(s.end_step(StepOutcome::Completed).unwrap(), "{what}");
+            let p = s.propose_step().unwrap();
+            s.decide(Decision::Enter(p.messages.clone())).unwrap();
+            p.messages
+        }
+        LastStep::EndAndClose => {
+            assert_eq!(
+                s.end_step_and_close(StepOutcome::Completed).unwrap(),
+                None,
+                "{what}"
+            );
+            let p = s.propose_step().unwrap();
+            s.decide(Decision::Enter(p.messages.clone())).unwrap();
+            p.messages
+        }
+        LastStep::Boundary => {
+            let b = s
+                .step_boundary(Some(StepOutcome::Completed), TurnClaim::First)
+                .unwrap()
+                .expect("the turn goes on");
+            assert_eq!(b.decided, Decided::Step { turn: 1, step: 2 }, "{what}");
+            b.proposal.messages
+        }
+    };
+    assert_eq!(claimed, vec![msg("steer")], "{what}");
+    // Nothing more: the turn ends after the steered step.
+    assert_eq!(
+        s.end_step_and_close(StepOutcome::Completed).unwrap(),
+        Some(Decided::TurnEnded {
+            turn: 1,
+            reason: TurnEndReason::Completed
+        }),
+        "{what}"
+    );
+    let events = s.events(0).unwrap();
+    assert_eq!(taken_in(&events).len(), 1, "{what}: taken in once");
+    let entered = events
+        .iter()
+        .filter(|e| e.ty() == "user/message" && e.data().contains(r#""id":"steer""#))
+        .count();
+    assert_eq!(entered, 1, "{what}: entered once");
+    // Settled: neither a later take-in nor a reopen brings it again.
+    assert_eq!(s.receive().unwrap(), 0, "{what}");
+    drop(s);
+    let s = Session::open(store, "s").unwrap();
+    assert_eq!(s.events(0).unwrap().len(), events.len(), "{what}");
+    assert!(!s.inbox().has_pending().unwrap(), "{what}");
+    s.close().unwrap();
+    store.delete("s").unwrap();
+}
+
+/// SPEC §4, §12: steering posted through another handle of the store (another worker;
+/// in memory, a clone) while the model makes what would be its last call keeps the
+/// turn going, whichever way the step ends. Another process posting: `processes.rs`.
+#[test]
+fn steering_posted_from_another_handle_during_the_last_step_is_claimed_once() {
+    each_backend(|b| {
+        let poster = b.connect();
+        for way in LastStep::ALL {
+            steering_posted_during_the_last_step(b.name, &*b.store, way, || {
+                poster.post("s", Target::NextStep, &msg("steer")).unwrap();
+            });
+        }
+    });
+}
+
+/// Nothing posted: the last step ends the turn on every store, and a post through the
+/// owner's own handle is known at once, with no wake-up to wait for.
+#[test]
+fn with_nothing_posted_the_last_step_ends_the_turn_and_an_own_post_is_seen_at_once() {
+    each_store(|name, store| {
+        for way in LastStep::ALL {
+            let s = Session::create(store, "s", SessionMeta::default()).unwrap();
+            s.inbox().append(Target::NextTurn, msg("q")).unwrap();
+            s.open_turn().unwrap();
+            s.step_boundary(None, TurnClaim::First).unwrap().unwrap();
+            let ended = match way {
+                LastStep::EndStep => !s.end_step(StepOutcome::Completed).unwrap(),
+                LastStep::EndAndClose => s
+                    .end_step_and_close(StepOutcome::Completed)
+                    .unwrap()
+                    .is_some(),
+                LastStep::Boundary => s
+                    .step_boundary(Some(StepOutcome::Completed), TurnClaim::First)
+                    .unwrap()
+                    .is_none(),
+            };
+            assert!(ended, "{name} {way:?}");
+            s.close().unwrap();
+            store.delete("s").unwrap();
+        }
+        for way in LastStep::ALL {
+            // No `heard`: the handle that posts knows of its own post.
+            let s = Session::create(store, "s", SessionMeta::default()).unwrap();
+            s.inbox().append(Target::NextTurn, msg("q")).unwrap();
+            s.open_turn().unwrap();
+            s.step_boundary(None, TurnClaim::First).unwrap().unwrap();
+            store.post("s", Target::NextStep, &msg("steer")).unwrap();
+            let goes_on = match way {
+                LastStep::EndStep => s.end_step(StepOutcome::Completed).unwrap(),
+                LastStep::EndAndClose => s
+                    .end_step_and_close(StepOutcome::Completed)
+                    .unwrap()
+                    .is_none(),
+                LastStep::Boundary => s
+                    .step_boundary(Some(StepOutcome::Completed), TurnClaim::First)
+                    .unwrap()
+                    .is_some_and(|b| b.proposal.messages == vec![msg("steer")]),
+            };
+            assert!(goes_on, "{name} {way:?}");
+            s.close().unwrap();
+            store.delete("s").unwrap();
+        }
     });
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use inboxlog::store::{OpenOptions, Store};
 use inboxlog::{Envelope, ErrorKind, Session, SessionMeta, Target};
 
+use crate::post::{LastStep, steering_posted_during_the_last_step};
 use crate::{Backend, assert_err, assert_exactly_once, lines, msg, stores, taken_in};
 
 /// Runs `test` over every store other processes reach.
@@ -263,5 +264,22 @@ fn owners_killed_while_taking_posts_in_deliver_each_post_once() {
         let taken = taken_in(&s.events(0).unwrap());
         assert_eq!(taken.len(), 200, "{name}: {kills} kills");
         assert_exactly_once(&taken, &acked);
+    });
+}
+
+/// SPEC §4, §11.1, §12: another process posts steering while the model makes what
+/// would be the turn's last call (after the step was entered, before it ends): the
+/// step's end takes it in, the turn goes on, and the next step claims it exactly once,
+/// whichever way the step ends (`end_step`, `end_step_and_close`, `step_boundary`).
+#[test]
+fn steering_posted_by_another_process_during_the_last_step_is_claimed_once() {
+    each_shared_store(|b| {
+        for way in LastStep::ALL {
+            steering_posted_during_the_last_step(b.name, &*b.store, way, || {
+                let mut kid = b.spawn("steerer", "");
+                assert_eq!(kid.wait_for("ack "), "steer", "{}", b.name);
+                assert!(kid.wait().success(), "{}", b.name);
+            });
+        }
     });
 }

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import inboxlog
-from inboxlog._native import Written
 
 _T = TypeVar("_T")
 
@@ -130,50 +129,6 @@ class Job:
         self.settled = True
         if not self.waiter.done():
             self.waiter.set_result(None)
-
-
-class Behind:
-    """A call written behind the loop (``Session._append_behind``,
-    ``Session._step_boundary_behind``), seen from it: a writer thread that needs no GIL
-    starts it at once; ``await behind.outcome()`` waits for it as for a :class:`Job`,
-    by watching the session's wake-up socket, so no thread of the loop's waits for it
-    and the loop wakes once."""
-
-    __slots__ = ("written",)
-
-    def __init__(self, written: Written) -> None:
-        self.written = written
-
-    async def outcome(self) -> Any:
-        """Waits (on the loop) for the call to end, also through a cancellation of the
-        caller, which is re-raised after; returns what it answered or raises its
-        error."""
-        written = self.written
-        fd = None if written.done else written.wake_fd()
-        if fd is not None:
-            loop = asyncio.get_running_loop()
-            cancelled: asyncio.CancelledError | None = None
-            while not written.done:
-                waiter = loop.create_future()
-                loop.add_reader(fd, _woken, fd, waiter)
-                try:
-                    await waiter
-                except asyncio.CancelledError as error:
-                    cancelled = cancelled or error
-                finally:
-                    loop.remove_reader(fd)
-            if cancelled is not None:
-                raise cancelled
-        return written.wait()  # ended: answers at once, or raises its error
-
-
-def _woken(fd: int, waiter: asyncio.Future[None]) -> None:
-    """The wake-up socket is readable: takes what is there and wakes the waiter, which
-    looks at whether its call has ended."""
-    with contextlib.suppress(BlockingIOError):
-        os.read(fd, 4096)
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 class _Worker:

@@ -181,8 +181,7 @@ class Turn:
         and, when no other step is due, the turn. Returns ``True`` when steering waits
         in ``next-step`` (the turn goes on: the framework makes one more model call)."""
         self.step_open = False
-        self.log.inbox.receive()
-        return self.log.end_step_and_close(outcome) is None
+        return self.log.end_step_and_close(outcome) is None  # takes the posts in first
 
     # -- the run's end ----------------------------------------------------------------
 
@@ -199,12 +198,13 @@ class Turn:
             return
         if self.step_open:
             self.step_open = False
-            self.log.inbox.receive()
             if self.log.end_step_and_close(outcome) is not None:
                 return
-        elif not self.log.inbox.next_step:
-            self.log.close_turn()
-            return
+        else:  # the model stopped with steering waiting, and no call followed
+            self.log.inbox.receive()
+            if not self.log.inbox.next_step:  # removed meanwhile
+                self.log.close_turn()
+                return
         reason = "steering arrived after the run's last model call"
         self.log.cancel({"kind": "hook", "reason": reason}, True)
 

@@ -39,9 +39,16 @@ included.
   "length"`` before any output; a chat completion truncated after some output is not
   reported by the SDK at all), ``blocked`` when a plugin rejects a step
   (:class:`StepRejectedError` is raised), ``error`` on any other exception (re-raised)
-  and ``aborted`` when the run's task is cancelled. A process killed mid-run leaves the
-  turn open; the next open of the session closes it ``interrupted``, and
-  ``run(agent, session=session)`` with no input continues from the stored history.
+  and ``aborted`` when the run's task is cancelled (or interrupted: ``KeyboardInterrupt``,
+  ``GeneratorExit``). A process killed mid-run leaves the turn open; the next open of
+  the session closes it ``interrupted``, and ``run(agent, session=session)`` with no
+  input continues from the stored history.
+
+The turn runs on the turn driver every integration shares
+(``inboxlog/integrations/_driver.py``), whose one ending policy this is. The SDK has no
+hook after its last model call, so when steering waits then (posted from anywhere
+during that call included), :func:`run` starts another ``Runner.run`` on the same
+history, in the same turn; after a length stop too (the turn stays ``max-tokens``).
 
 So :func:`inboxlog.fold_consumed_work` answers "did this run do work" for SDK runs as
 for any other loop. An inbox message becomes SDK input by :func:`message_items`.

@@ -32,6 +32,9 @@ session already open. Every way of running the agent (``run``, ``run_sync``, ``i
   and a run resumed on another worker after a crash sees exactly what was committed.
   Between the runs of one capability the history stays in memory: a run reads only the
   events appended since its last run (by another worker, say), not the whole log.
+The turn runs on the turn driver every integration shares
+(``inboxlog/integrations/_driver.py``); this module maps Pydantic AI's hooks onto it:
+
 - Each model request is one step, taken through the step-boundary protocol in
   ``before_model_request``: ``propose_step`` claims the inbox's input (at the first
   request all of ``next-turn``: what was pending first, then the run's own prompt;
@@ -39,27 +42,28 @@ session already open. Every way of running the agent (``run``, ``run_sync``, ``i
   processes), the pre-step ``plugins`` decide (:func:`inboxlog.pre_step_async`) and
   ``decide`` records the step and its ``user/message`` events (the first request's
   claim is ``propose_step(whole_next_turn=True)``: pure claims, nothing canceled).
-  Without plugins there is nothing to ask between the claim and the decision, so the
-  first step is taken as the run starts, right after its prompt joined ``next-turn``,
-  and each boundary (the previous step's end, the claim, the decision) is one call,
+  Without plugins there is nothing to ask between the claim and the decision, so each
+  boundary (the previous step's end, the claim, the decision) is one call,
   ``Session.step_boundary``, written in one durable append (one fsync under ``sync``)
   with the events of the separate calls; the last step's end and the turn's close are
   one too (``Session.end_step_and_close``).
   The messages that entered become ``UserPromptPart`` parts of the request about to be
   sent, so the model sees them in that request and the history keeps them, exactly
   once; the request's ``metadata["inboxlog"]["messages"]`` lists their inbox ids.
-- When the agent would end while ``next-step`` holds input, the capability sends it one
-  more request carrying that input (``after_node_run`` turns the ``End`` into a
-  ``ModelRequestNode``), as Pydantic AI's own ``enqueue(..., priority="asap")`` does;
-  ``next-turn`` input waits for the next run. Input posted from other processes is
-  taken in when a response is recorded, so what arrives after the last response waits
-  for the next run.
+- When the agent would end (``after_node_run`` sees the ``End``), the model stopped: the
+  step ends and, with nothing in ``next-step`` (posts from other processes taken in
+  first, also those that arrived during the last response), the turn closes; while
+  ``next-step`` holds input, the capability sends one more request carrying it (it
+  turns the ``End`` into a ``ModelRequestNode``), as Pydantic AI's own
+  ``enqueue(..., priority="asap")`` does. ``next-turn`` input waits for the next run.
 - ``turn/end``: ``completed`` when the run returns; ``max-tokens`` when the last response
-  stopped for length (``finish_reason == "length"``: returned, or raised as
-  ``IncompleteToolCall`` / ``OutputTokenLimitExceeded``, which propagate; ``error``
-  instead when ``next-step`` input is pending then, as no request can take it); ``blocked``
-  when a plugin rejects a step (:class:`StepRejectedError`); ``error`` on any other
-  exception (re-raised); ``aborted`` when the run is cancelled. A process killed mid-run
+  stopped for length (``finish_reason == "length"``; with steering pending, one more
+  request takes it and the turn still ends ``max-tokens``; raised as
+  ``IncompleteToolCall`` / ``OutputTokenLimitExceeded``, the error propagates and
+  steering pending then waits for the next run, as below); ``blocked`` when a plugin
+  rejects a step (:class:`StepRejectedError`); ``error`` on any other exception
+  (re-raised); ``aborted`` when the run is cancelled (also by ``KeyboardInterrupt``
+  or ``GeneratorExit``). A process killed mid-run
   leaves the turn open; the next open of the session closes it ``interrupted`` and a run
   with no prompt continues from the stored history.
 
@@ -68,14 +72,13 @@ steering message that arrives during that last response cannot get one more requ
 the turn ends ``aborted`` (cause ``hook``) with the inbox kept, and the next run's first
 request takes that message first.
 
-The log's blocking calls run off the event loop, each hook's in at most one call: a
-run of n model requests (no plugins) makes 3n + 1 of them. On the integrations' worker
-threads: the turn's start with the first step, and the turn's end with closing the
-session. Written behind the loop by a writer thread that runs no Python
-(``Session._append_behind``, ``Session._step_boundary_behind``): per request the step
-(except the first), the request's record and the response's. The hooks wait for each
-but the response's: it is written while the tools run, and the next hook waits until
-it is durable (and raises its error, ending the turn ``error``).
+The log's blocking calls run off the event loop on the integrations' worker threads
+(public :mod:`inboxlog` calls only), each hook's in at most one call: a run of n model
+requests (no plugins) makes 3n + 3 of them: the turn's start; per request the step, the
+request's record and the response's; the model's stop (the last step's end with the
+turn's close); the session's release. The hooks wait for each but the response's: it is
+written while the tools run, and the next hook waits until it is durable (and raises
+its error, ending the turn ``error``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 mod dump;
 mod load;
 
-pub(crate) use dump::{dict_to_json, to_json, to_json_and_copy, to_json_value};
+pub(crate) use dump::{dict_to_json, to_json, to_json_and_copy};
 pub(crate) use load::{Loader, to_py};
 
 use pyo3::prelude::*;

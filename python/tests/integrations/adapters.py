@@ -14,12 +14,13 @@ child process (``python -c``, with this directory on ``sys.path``).
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import inboxlog
 
@@ -102,16 +103,30 @@ class Script:
         return reply
 
     def weather(self, city: str) -> str:
+        """The weather in a city."""
         if self.during_tool is not None:
             self.during_tool()
         return weather_report(city)
 
 
-class Adapter(Protocol):
+@dataclass
+class Run:
+    """One run the suite asks for: on session ``id`` of ``store``, with ``input`` (the
+    run's own user message, ``None``: none), answered by ``script``."""
+
+    store: inboxlog.Store
+    id: str
+    input: str | None
+    script: Script
+    plugins: list[Any]
+    keep_inbox_on_cancel: bool
+
+
+class Adapter(abc.ABC):
     """How the suite runs one framework."""
 
     name: str
-    length_errors: tuple[type[BaseException], ...]
+    length_errors: tuple[type[BaseException], ...] = ()
     """What a run raises when the model stopped for length (the framework's choice)."""
 
     async def run(
@@ -124,15 +139,18 @@ class Adapter(Protocol):
         plugins: Sequence[Any] = (),
         keep_inbox_on_cancel: bool = False,
     ) -> None:
-        """One run of an agent on ``script`` as one turn of session ``id``; ``input`` is
-        the run's own user message (``None``: none)."""
-        ...
+        """One run of an agent on ``script`` as one turn of session ``id``."""
+        await self.go(Run(store, id, input, script, list(plugins), keep_inbox_on_cancel))
+
+    @abc.abstractmethod
+    async def go(self, run: Run) -> None:
+        """Runs ``run`` through the framework, with the integration's store form."""
 
 
 # -- OpenAI Agents SDK -------------------------------------------------------------------
 
 
-class OpenAIAgents:
+class OpenAIAgents(Adapter):
     name = "openai_agents"
 
     @property
@@ -141,41 +159,27 @@ class OpenAIAgents:
 
         return (ModelBehaviorError,)
 
-    async def run(
-        self,
-        store: inboxlog.Store,
-        id: str,
-        input: str | None,
-        script: Script,
-        *,
-        plugins: Sequence[Any] = (),
-        keep_inbox_on_cancel: bool = False,
-    ) -> None:
+    async def go(self, run: Run) -> None:
         from agents import Agent, function_tool, set_tracing_disabled
 
-        from inboxlog.integrations.openai_agents import InboxlogSession, run
+        from inboxlog.integrations import openai_agents
 
         set_tracing_disabled(True)
-
-        @function_tool
-        def weather(city: str) -> str:
-            """The weather in a city."""
-            return script.weather(city)
-
-        agent = Agent(
-            name="assistant", instructions="Be brief.", model=_openai_model(script), tools=[weather]
-        )
-        with InboxlogSession(store, id) as session:
-            await run(
+        model = openai_model(run.script)
+        weather = function_tool(run.script.weather, name_override="weather")
+        agent = Agent(name="assistant", instructions="Be brief.", model=model, tools=[weather])
+        with openai_agents.InboxlogSession(run.store, run.id) as session:
+            await openai_agents.run(
                 agent,
-                input,
+                run.input,
                 session=session,
-                plugins=plugins,
-                keep_inbox_on_cancel=keep_inbox_on_cancel,
+                plugins=run.plugins,
+                keep_inbox_on_cancel=run.keep_inbox_on_cancel,
             )
 
 
-def _openai_model(script: Script) -> Any:
+def openai_model(script: Script) -> Any:
+    """An OpenAI Agents SDK ``Model`` answering from ``script``."""
     import json
 
     from agents.items import ModelResponse
@@ -246,42 +250,27 @@ def _openai_model(script: Script) -> Any:
 # -- LangChain / LangGraph ----------------------------------------------------------------
 
 
-class LangGraph:
+class LangGraph(Adapter):
     name = "langgraph"
     length_errors: tuple[type[BaseException], ...] = ()
 
-    async def run(
-        self,
-        store: inboxlog.Store,
-        id: str,
-        input: str | None,
-        script: Script,
-        *,
-        plugins: Sequence[Any] = (),
-        keep_inbox_on_cancel: bool = False,
-    ) -> None:
+    async def go(self, run: Run) -> None:
         from langchain.agents import create_agent
         from langchain_core.tools import StructuredTool
 
         from inboxlog.integrations.langgraph import InboxlogMiddleware
 
-        def weather(city: str) -> str:
-            """The weather in a city."""
-            return script.weather(city)
-
         middleware = InboxlogMiddleware(
-            store, plugins=plugins, keep_inbox_on_cancel=keep_inbox_on_cancel
+            run.store, plugins=run.plugins, keep_inbox_on_cancel=run.keep_inbox_on_cancel
         )
-        agent = create_agent(
-            _langchain_model(script),
-            [StructuredTool.from_function(weather)],
-            middleware=[middleware],
-        )
-        messages = [] if input is None else [{"role": "user", "content": input}]
-        await agent.ainvoke({"messages": messages}, {"configurable": {"thread_id": id}})
+        weather = StructuredTool.from_function(run.script.weather, name="weather")
+        agent = create_agent(langchain_model(run.script), [weather], middleware=[middleware])
+        messages = [] if run.input is None else [{"role": "user", "content": run.input}]
+        await agent.ainvoke({"messages": messages}, {"configurable": {"thread_id": run.id}})
 
 
-def _langchain_model(script: Script) -> Any:
+def langchain_model(script: Script) -> Any:
+    """A LangChain chat model (with tools) answering from ``script``."""
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -334,91 +323,65 @@ def _langchain_model(script: Script) -> Any:
 # -- Pydantic AI ----------------------------------------------------------------------------
 
 
-class PydanticAI:
+class PydanticAI(Adapter):
     name = "pydantic_ai"
     length_errors: tuple[type[BaseException], ...] = ()
 
-    async def run(
-        self,
-        store: inboxlog.Store,
-        id: str,
-        input: str | None,
-        script: Script,
-        *,
-        plugins: Sequence[Any] = (),
-        keep_inbox_on_cancel: bool = False,
-    ) -> None:
+    async def go(self, run: Run) -> None:
         from pydantic_ai import Agent
-        from pydantic_ai.messages import (
-            ModelMessage,
-            ModelRequest,
-            ModelResponse,
-            TextPart,
-            ToolCallPart,
-            ToolReturnPart,
-            UserPromptPart,
-        )
-        from pydantic_ai.models.function import AgentInfo, FunctionModel
 
         from inboxlog.integrations.pydantic_ai import InboxlogCapability
 
-        def seen(messages: list[ModelMessage]) -> Seen:
-            out: Seen = []
-            for m in messages:
-                for part in m.parts:
-                    if isinstance(m, ModelRequest) and isinstance(part, UserPromptPart):
-                        out.append(("user", str(part.content)))
-                    elif isinstance(part, ToolReturnPart):
-                        out.append(("tool", str(part.content)))
-                    elif isinstance(m, ModelResponse) and isinstance(part, TextPart):
-                        out.append(("assistant", part.content))
-            return out
-
-        async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            reply = await script.answer(seen(messages))
-            if reply.tool is not None:
-                call = ToolCallPart(
-                    "weather", {"city": reply.tool}, tool_call_id=f"c{len(script.seen)}"
-                )
-                return ModelResponse(parts=[call])
-            reason = "length" if reply.length else "stop"
-            return ModelResponse(parts=[TextPart(reply.text)], finish_reason=reason)
-
         capability = InboxlogCapability(
-            store, plugins=plugins, keep_inbox_on_cancel=keep_inbox_on_cancel
+            run.store, plugins=run.plugins, keep_inbox_on_cancel=run.keep_inbox_on_cancel
         )
         agent: Agent[None, str] = Agent(
-            FunctionModel(model), instructions="Be brief.", capabilities=[capability]
+            pydantic_model(run.script), instructions="Be brief.", capabilities=[capability]
         )
+        agent.tool_plain(name="weather")(run.script.weather)
+        await agent.run(run.input, conversation_id=run.id)
 
-        @agent.tool_plain
-        def weather(city: str) -> str:
-            """The weather in a city."""
-            return script.weather(city)
 
-        await agent.run(input, conversation_id=id)
+def pydantic_model(script: Script) -> Any:
+    """A Pydantic AI ``FunctionModel`` answering from ``script``."""
+    from pydantic_ai import messages as pm
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def seen(messages: list[pm.ModelMessage]) -> Seen:
+        out: Seen = []
+        for m in messages:
+            for part in m.parts:
+                if isinstance(m, pm.ModelRequest) and isinstance(part, pm.UserPromptPart):
+                    out.append(("user", str(part.content)))
+                elif isinstance(part, pm.ToolReturnPart):
+                    out.append(("tool", str(part.content)))
+                elif isinstance(m, pm.ModelResponse) and isinstance(part, pm.TextPart):
+                    out.append(("assistant", part.content))
+        return out
+
+    async def model(messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelResponse:
+        reply = await script.answer(seen(messages))
+        if reply.tool is not None:
+            call = pm.ToolCallPart(
+                "weather", {"city": reply.tool}, tool_call_id=f"c{len(script.seen)}"
+            )
+            return pm.ModelResponse(parts=[call])
+        reason = "length" if reply.length else "stop"
+        return pm.ModelResponse(parts=[pm.TextPart(reply.text)], finish_reason=reason)
+
+    return FunctionModel(model)
 
 
 # -- Google ADK ------------------------------------------------------------------------------
 
 
-class GoogleADK:
+class GoogleADK(Adapter):
     """The real ``Runner`` on ``InboxlogSessionService`` with ``InboxlogPlugin``; the
     session's log is named ``id`` itself (the service's ``log_id``)."""
 
     name = "adk"
-    length_errors: tuple[type[BaseException], ...] = ()
 
-    async def run(
-        self,
-        store: inboxlog.Store,
-        id: str,
-        input: str | None,
-        script: Script,
-        *,
-        plugins: Sequence[Any] = (),
-        keep_inbox_on_cancel: bool = False,
-    ) -> None:
+    async def go(self, run: Run) -> None:
         from google.adk.agents import LlmAgent
         from google.adk.apps import App
         from google.adk.runners import Runner
@@ -429,24 +392,25 @@ class GoogleADK:
 
         def weather(city: str) -> str:
             """The weather in a city."""
-            return script.weather(city)
+            return run.script.weather(city)
 
-        service = InboxlogSessionService(store, log_id=lambda app, user, session: session)
-        plugin = InboxlogPlugin(service, plugins=plugins, keep_inbox_on_cancel=keep_inbox_on_cancel)
-        agent = LlmAgent(name="assistant", model=_adk_model(script), tools=[weather])
-        runner = Runner(
-            app=App(name="app", root_agent=agent, plugins=[plugin]), session_service=service
+        service = InboxlogSessionService(run.store, log_id=lambda app, user, session: session)
+        plugin = InboxlogPlugin(
+            service, plugins=run.plugins, keep_inbox_on_cancel=run.keep_inbox_on_cancel
         )
-        if await service.get_session(app_name="app", user_id="u", session_id=id) is None:
+        agent = LlmAgent(name="assistant", model=adk_model(run.script), tools=[weather])
+        app = App(name="app", root_agent=agent, plugins=[plugin])
+        runner = Runner(app=app, session_service=service)
+        if await service.get_session(app_name="app", user_id="u", session_id=run.id) is None:
             with contextlib.suppress(inboxlog.AlreadyExistsError):
-                await service.create_session(app_name="app", user_id="u", session_id=id)
+                await service.create_session(app_name="app", user_id="u", session_id=run.id)
         message = (
             CONTINUE
-            if input is None
-            else types.Content(role="user", parts=[types.Part(text=input)])
+            if run.input is None
+            else types.Content(role="user", parts=[types.Part(text=run.input)])
         )
         try:
-            async for _ in runner.run_async(user_id="u", session_id=id, new_message=message):
+            async for _ in runner.run_async(user_id="u", session_id=run.id, new_message=message):
                 pass
         except RuntimeError as error:
             # ADK re-raises a plugin callback's error as the cause of its RuntimeError.
@@ -457,7 +421,8 @@ class GoogleADK:
             await service.close()
 
 
-def _adk_model(script: Script) -> Any:
+def adk_model(script: Script) -> Any:
+    """A scripted ADK ``BaseLlm``."""
     from collections.abc import AsyncGenerator
 
     from google.adk.models.base_llm import BaseLlm
@@ -470,7 +435,8 @@ def _adk_model(script: Script) -> Any:
         for content in request.contents:
             for part in content.parts or ():
                 if part.function_response is not None:
-                    out.append(("tool", str((part.function_response.response or {}).get("result"))))
+                    result = (part.function_response.response or {}).get("result")
+                    out.append(("tool", str(result)))
                 elif part.text:
                     out.append(("user" if content.role == "user" else "assistant", part.text))
         return out

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import importlib.util
 import os
 import signal
 import subprocess
@@ -27,33 +26,26 @@ from typing import Any
 
 import pytest
 from adapters import ADAPTERS, Adapter, Script, cut, fail, hang, say, tool, weather_report
-from conftest import PG_URL, sql
+from conftest import PG_URL, missing_extra, sql
 
 import inboxlog
 from inboxlog.integrations._common import StepRejectedError
 
 HERE = Path(__file__).parent
 EXTRAS = {
-    "openai_agents": "agents",
-    "langgraph": "langchain",
-    "pydantic_ai": "pydantic_ai",
-    "adk": "google.adk",
+    "openai_agents": ("agents", "openai-agents"),
+    "langgraph": ("langchain", "langgraph"),
+    "pydantic_ai": ("pydantic_ai", "pydantic-ai"),
+    "adk": ("google.adk", "adk"),
 }
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(params=sorted(ADAPTERS))
 def adapter(request: pytest.FixtureRequest) -> Adapter:
     """Every integration (its framework's package comes with the test extras)."""
     name: str = request.param
-    if importlib.util.find_spec(EXTRAS[name]) is None:  # pragma: no cover - CI has them
-        if os.environ.get("CI") == "true":
-            raise RuntimeError(f"CI must run the {name} conformance tests (make venv)")
+    if missing_extra(*EXTRAS[name]):  # pragma: no cover - CI has them
         pytest.skip(f"the {name} extra is not installed")
     return ADAPTERS[name]
 

@@ -28,14 +28,22 @@ def own(text: str) -> dict[str, Any]:
     return {"id": input_id(), "content": text}
 
 
+def stepped(log: inboxlog.Session, *steering: str) -> Turn:
+    """A turn started with input of its own, in its first step; then ``steering``
+    appended to ``next-step``."""
+    turn = Turn(log)
+    turn.start([own("hi")])
+    turn.step()
+    for id in steering:
+        log.inbox.append("next-step", {"id": id, "content": "steer"})
+    return turn
+
+
 @pytest.mark.parametrize("error", [asyncio.CancelledError, KeyboardInterrupt, GeneratorExit])
 def test_each_abort_ends_the_turn_aborted_and_clears_the_inbox(
     log: inboxlog.Session, error: type[BaseException]
 ) -> None:
-    turn = Turn(log)
-    turn.start([own("hi")])
-    turn.step()
-    log.inbox.append("next-step", {"id": "s", "content": "later"})
+    turn = stepped(log, "s")
     turn.end(error())
     assert ends(log) == [{"kind": "aborted", "reason": {"kind": "user"}}]
     assert not log.inbox.has_pending
@@ -44,9 +52,7 @@ def test_each_abort_ends_the_turn_aborted_and_clears_the_inbox(
 def test_an_exception_ends_the_turn_error_and_a_turn_already_ended_is_left_alone(
     log: inboxlog.Session,
 ) -> None:
-    turn = Turn(log)
-    turn.start([own("hi")])
-    turn.step()
+    turn = stepped(log)
     turn.end(ValueError("bad"))
     turn.end(ValueError("again"))
     assert ends(log) == [{"kind": "error", "error": {"message": "bad", "code": "ValueError"}}]
@@ -55,10 +61,7 @@ def test_an_exception_ends_the_turn_error_and_a_turn_already_ended_is_left_alone
 def test_steering_no_further_call_can_take_ends_the_turn_aborted_with_the_inbox_kept(
     log: inboxlog.Session,
 ) -> None:
-    turn = Turn(log)
-    turn.start([own("hi")])
-    turn.step()
-    log.inbox.append("next-step", {"id": "s", "content": "late"})
+    turn = stepped(log, "s")
     turn.finish()
     reason = "steering arrived after the run's last model call"
     assert ends(log) == [{"kind": "aborted", "reason": {"kind": "hook", "reason": reason}}]
@@ -68,10 +71,7 @@ def test_steering_no_further_call_can_take_ends_the_turn_aborted_with_the_inbox_
 def test_a_run_that_stopped_with_steering_but_made_no_more_calls_keeps_it_too(
     log: inboxlog.Session,
 ) -> None:
-    turn = Turn(log)
-    turn.start([own("hi")])
-    turn.step()
-    log.inbox.append("next-step", {"id": "s", "content": "late"})
+    turn = stepped(log, "s")
     assert turn.model_stopped("completed")
     turn.finish()
     assert ends(log)[0]["reason"]["kind"] == "hook"
@@ -93,10 +93,7 @@ def test_a_step_owed_after_a_sticky_max_tokens_with_nothing_pending_ends_the_tur
     """A step cut for length with steering pending goes on (one more step takes it);
     when that step asks for tools, the turn stays concluded ``max-tokens``, so the next
     boundary ends it instead of claiming."""
-    turn = Turn(log)
-    turn.start([own("hi")])
-    turn.step()
-    log.inbox.append("next-step", {"id": "s", "content": "shorter"})
+    turn = stepped(log, "s")
     assert turn.model_stopped("max-tokens")
     assert [m["id"] for m in turn.step()] == ["s"]
     with pytest.raises(TurnEndedError) as ended:
@@ -132,3 +129,13 @@ def test_the_async_step_asks_async_plugins_between_the_claim_and_the_decision(
     assert [m["content"] for m in entered] == seen == ["hi"]
     assert not turn.model_stopped()
     assert ends(log) == [{"kind": "completed"}]
+
+
+def test_steering_taken_away_before_the_run_ended_lets_the_turn_close(
+    log: inboxlog.Session,
+) -> None:
+    turn = stepped(log, "s")
+    assert turn.model_stopped("max-tokens")
+    assert log.inbox.remove("s")
+    turn.finish()
+    assert ends(log) == [{"kind": "max-tokens"}]

@@ -258,22 +258,26 @@ impl Spool {
     }
 }
 
+impl Spool {
+    /// The spool's entries; `None` when it has none (no post was ever made).
+    fn list(&self) -> Result<Option<impl Iterator<Item = Result<fs::DirEntry>> + '_>> {
+        let listing = |e| Error::io(format_args!("cannot list {}", self.dir.display()), e);
+        match fs::read_dir(&self.dir) {
+            Ok(entries) => Ok(Some(entries.map(move |e| e.map_err(listing)))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(listing(e)),
+        }
+    }
+}
+
 impl Mailbox for Spool {
     fn pending(&mut self) -> Result<Vec<Posted>> {
-        let entries = match fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => {
-                return Err(Error::io(
-                    format_args!("cannot list {}", self.dir.display()),
-                    e,
-                ));
-            }
+        let Some(entries) = self.list()? else {
+            return Ok(Vec::new());
         };
         let mut names = Vec::new();
         for entry in entries {
-            let entry = entry
-                .map_err(|e| Error::io(format_args!("cannot list {}", self.dir.display()), e))?;
+            let entry = entry?;
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
@@ -307,6 +311,21 @@ impl Mailbox for Spool {
             }
         }
         Ok(out)
+    }
+
+    /// One listing of the spool, no post read: whether it names a post.
+    fn may_hold(&mut self) -> Result<bool> {
+        let Some(entries) = self.list()? else {
+            return Ok(false);
+        };
+        for entry in entries {
+            let name = entry?.file_name();
+            let name = name.as_encoded_bytes();
+            if !name.starts_with(b".") && name.ends_with(b".json") {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     fn settle(&mut self, posts: &[String]) -> Result<()> {

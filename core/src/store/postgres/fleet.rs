@@ -1,8 +1,9 @@
 //! Posting and following on PostgreSQL (ARCHITECTURE.md#posting).
 //!
 //! **Posting.** A post is one row of `posts` (`schema.rs`), inserted in one statement
-//! that also checks the session exists; it is acknowledged once that statement has
-//! committed (synchronously, whatever the store's durability mode). Its id is
+//! that also checks the session exists and sends the post's wake-up (below); it is
+//! acknowledged once that statement has committed (synchronously, whatever the store's
+//! durability mode). Its id is
 //! `pg-<n>`, `n` from a sequence: a poster's next post starts after its previous one
 //! committed, so each poster's posts are in `n` order, which is the order
 //! [`Mailbox::pending`] hands them out in.
@@ -16,6 +17,22 @@
 //! matched). The session's later `settle` finds the rows already gone and is a no-op;
 //! and should a pending row ever name a post the log holds, the session skips it by
 //! its id (`fleet/post.rs`).
+//!
+//! **Knowing that nothing was posted.** The owner asks its mailbox at every step
+//! boundary whether posts may wait ([`Mailbox::may_hold`]), and a read there would be a
+//! query per boundary. Instead the post's statement also sends
+//! `pg_notify('<schema>.posts', <session id>)`, committed with the post; the handle's
+//! home connection LISTENs on that channel while the handle has mailboxes (`home.rs`)
+//! and counts the wake-ups per session, and a post through the handle itself counts at
+//! once. A mailbox remembers
+//! the count it saw before its last read that left it empty; while the count has not
+//! moved since, nothing was posted and it answers without a query. Whenever a wake-up
+//! could have gone unheard it reads: before its first read, until the LISTEN took
+//! effect (every count moves then), and from a lost home connection until it LISTENs
+//! again. A wake-up travels from the poster's commit to the owner's handle
+//! asynchronously (well under a millisecond on one host): a post acknowledged in that
+//! interval before a boundary is taken in at the next one, or at the next
+//! `propose_step`, which always reads.
 //!
 //! **Following.** After a commit, the writer's handle sends `pg_notify('<schema>',
 //! <session id>)` in a statement of its own (`notify.rs`), never inside the commit. A
@@ -82,25 +99,63 @@ pub(super) fn post(inner: &Inner, id: &str, target: Target, message: &Message) -
         Ok(row)
     });
     match row? {
-        Some(row) => Ok(row.get(0)),
+        Some(row) => {
+            // This handle's own mailboxes know at once.
+            inner.posts.ring([id]);
+            Ok(row.get(0))
+        }
         None => Err(inner.not_found(id)),
     }
 }
 
-/// The mailbox of one session: its rows of `posts`.
+/// The mailbox of one session: its rows of `posts`, and what its wake-ups tell.
 pub(super) struct PgMailbox {
-    pub inner: Arc<Inner>,
-    pub id: String,
+    inner: Arc<Inner>,
+    id: String,
+    /// The wake-up count seen before the last read, and the posts that read found.
+    read: Option<(u64, Vec<String>)>,
+    /// The wake-up count seen before a read that left the mailbox empty: while the
+    /// count stays there, nothing was posted since.
+    empty_at: Option<u64>,
+}
+
+impl PgMailbox {
+    pub fn new(inner: Arc<Inner>, id: &str) -> PgMailbox {
+        inner.posts.watch(id);
+        PgMailbox {
+            inner,
+            id: id.to_owned(),
+            read: None,
+            empty_at: None,
+        }
+    }
+}
+
+impl Drop for PgMailbox {
+    fn drop(&mut self) {
+        self.inner.posts.unwatch(&self.id);
+    }
 }
 
 impl Mailbox for PgMailbox {
     fn pending(&mut self) -> Result<Vec<Posted>> {
         let id = self.id.as_str();
+        // Seen before the read: a post that commits during it moves the count.
+        let seen = self.inner.posts.heard(id);
+        self.empty_at = None;
+        self.read = None;
         let rows = self.inner.with_client(id, |client, inner| {
             client
                 .query(inner.sql.pending.as_str(), &[&id])
                 .map_err(|e| inner.connector.fail(reading(id), &e, Stmt::Read))
         })?;
+        if let Some(seen) = seen {
+            if rows.is_empty() {
+                self.empty_at = Some(seen);
+            } else {
+                self.read = Some((seen, rows.iter().map(|row| row.get(0)).collect()));
+            }
+        }
         Ok(rows
             .iter()
             .map(|row| {
@@ -137,7 +192,24 @@ impl Mailbox for PgMailbox {
                     let doing = format!("cannot settle the posts of session {}", json::quote(id));
                     inner.connector.fail(doing, &e, Stmt::Write)
                 })
-        })
+        })?;
+        // Every post the last read found is gone: the mailbox is as empty as a read at
+        // that count would have found it.
+        if let Some((seen, found)) = self.read.take() {
+            if found.iter().all(|post| posts.contains(post)) {
+                self.empty_at = Some(seen);
+            } else {
+                self.read = Some((seen, found));
+            }
+        }
+        Ok(())
+    }
+
+    fn may_hold(&mut self) -> Result<bool> {
+        match self.empty_at {
+            Some(seen) if self.inner.posts.heard(&self.id) == Some(seen) => Ok(false),
+            _ => Ok(!self.pending()?.is_empty()),
+        }
     }
 }
 

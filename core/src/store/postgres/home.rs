@@ -1,6 +1,6 @@
 //! The home connection of a store handle: it holds the handle's owner lock (`owner.rs`)
-//! for every session the handle writes, and LISTENs for the followers of the handle
-//! (`fleet.rs`), on a thread of the store's own.
+//! for every session the handle writes, and LISTENs for the followers of the handle and
+//! for posts to its mailboxes (`fleet.rs`), on a thread of the store's own.
 //!
 //! The connection is made by the first call that needs an owner (a create or an open):
 //! a store that only reads, lists or posts has none. The thread waits on the connection
@@ -37,19 +37,28 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Wake-ups for the followers of one handle, by session.
+/// Wake-ups by session for one handle: its followers' (appends) or its mailboxes'
+/// (posts).
 #[derive(Default)]
 pub(super) struct Signals {
-    /// Per followed session: its followers and a count bumped by every wake-up.
-    map: Mutex<HashMap<String, (usize, u64)>>,
+    map: Mutex<Watched>,
     rung: Condvar,
+}
+
+#[derive(Default)]
+struct Watched {
+    /// Per watched session: its watchers and a count bumped by every wake-up.
+    counts: HashMap<String, (usize, u64)>,
+    /// Whether the home connection LISTENs for these wake-ups now, so that a count that
+    /// did not move means no wake-up came (see [`Signals::heard`]).
+    listening: bool,
 }
 
 impl Signals {
     /// Starts following `id`; the count to wait past.
     pub fn watch(&self, id: &str) -> u64 {
         let mut map = lock(&self.map);
-        let entry = map.entry(id.to_owned()).or_insert((0, 0));
+        let entry = map.counts.entry(id.to_owned()).or_insert((0, 0));
         entry.0 += 1;
         entry.1
     }
@@ -57,22 +66,46 @@ impl Signals {
     /// Stops one follower of `id`.
     pub fn unwatch(&self, id: &str) {
         let mut map = lock(&self.map);
-        if let Some(entry) = map.get_mut(id) {
+        if let Some(entry) = map.counts.get_mut(id) {
             entry.0 -= 1;
             if entry.0 == 0 {
-                map.remove(id);
+                map.counts.remove(id);
             }
         }
     }
 
     /// Whether any session is followed.
     fn followed(&self) -> bool {
-        !lock(&self.map).is_empty()
+        !lock(&self.map).counts.is_empty()
     }
 
     /// The current count of `id`.
     pub fn count(&self, id: &str) -> u64 {
-        lock(&self.map).get(id).map_or(0, |e| e.1)
+        lock(&self.map).counts.get(id).map_or(0, |e| e.1)
+    }
+
+    /// The current count of `id` while the home connection LISTENs for it, `None` while
+    /// it does not (not yet, or its connection is lost): then a wake-up may have gone
+    /// unheard, and only a read can tell what is there.
+    pub fn heard(&self, id: &str) -> Option<u64> {
+        let map = lock(&self.map);
+        if !map.listening {
+            return None;
+        }
+        map.counts.get(id).map(|e| e.1)
+    }
+
+    /// Records whether the home connection LISTENs now. Every count moves when it
+    /// starts: what came before the LISTEN took effect is read again.
+    fn set_listening(&self, listening: bool) {
+        let mut map = lock(&self.map);
+        if listening {
+            for entry in map.counts.values_mut() {
+                entry.1 += 1;
+            }
+            self.rung.notify_all();
+        }
+        map.listening = listening;
     }
 
     /// Wakes the followers of `ids`.
@@ -80,7 +113,7 @@ impl Signals {
         let mut map = lock(&self.map);
         let mut any = false;
         for id in ids {
-            if let Some(entry) = map.get_mut(id) {
+            if let Some(entry) = map.counts.get_mut(id) {
                 entry.1 += 1;
                 any = true;
             }
@@ -93,7 +126,7 @@ impl Signals {
     /// Wakes every follower (they read again: something may have been missed).
     pub fn ring_all(&self) {
         let mut map = lock(&self.map);
-        for entry in map.values_mut() {
+        for entry in map.counts.values_mut() {
             entry.1 += 1;
         }
         self.rung.notify_all();
@@ -103,7 +136,7 @@ impl Signals {
     pub fn wait(&self, id: &str, seen: u64, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         let mut map = lock(&self.map);
-        while map.get(id).is_some_and(|e| e.1 == seen) {
+        while map.counts.get(id).is_some_and(|e| e.1 == seen) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return;
@@ -115,6 +148,15 @@ impl Signals {
                 .0;
         }
     }
+}
+
+/// What the home connection LISTENs for now.
+#[derive(Default)]
+struct Listening {
+    /// Commits, for the handle's followers.
+    commits: bool,
+    /// Posts, for the handle's mailboxes.
+    posts: bool,
 }
 
 struct State {
@@ -132,6 +174,8 @@ struct Shared {
     sql: Arc<Sql>,
     salt: i64,
     signals: Arc<Signals>,
+    /// Wake-ups of the handle's mailboxes: posts to the sessions it writes.
+    posts: Arc<Signals>,
     state: Mutex<State>,
     changed: Condvar,
     stop: AtomicBool,
@@ -144,14 +188,22 @@ pub(super) struct Home {
 }
 
 impl Home {
-    /// The home of a handle; connects on first need.
-    pub fn new(connector: Arc<Connector>, sql: Arc<Sql>, salt: i64, signals: Arc<Signals>) -> Home {
+    /// The home of a handle; connects on first need. It LISTENs for `signals` (commits)
+    /// while the handle has followers and for `posts` while it has mailboxes.
+    pub fn new(
+        connector: Arc<Connector>,
+        sql: Arc<Sql>,
+        salt: i64,
+        signals: Arc<Signals>,
+        posts: Arc<Signals>,
+    ) -> Home {
         Home {
             shared: Arc::new(Shared {
                 connector,
                 sql,
                 salt,
                 signals,
+                posts,
                 state: Mutex::new(State {
                     owner: None,
                     started: false,
@@ -296,7 +348,7 @@ impl Shared {
     /// The thread: waits for notifications, follows the followers' coming and going,
     /// and replaces the connection when it is lost.
     fn run(&self, mut client: Client, mut owner: i64) {
-        let mut listening = false;
+        let mut listening = Listening::default();
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 return;
@@ -310,45 +362,65 @@ impl Shared {
                 Some((new_client, new_owner)) => {
                     client = new_client;
                     owner = new_owner;
-                    listening = false;
+                    listening = Listening::default();
                 }
                 None => return,
             }
         }
     }
 
-    /// One tick: LISTEN or UNLISTEN as the followers need, then wait for notifications.
-    fn tick(&self, client: &mut Client, listening: &mut bool) -> Result<()> {
+    /// One tick: LISTEN or UNLISTEN as the followers and mailboxes need, then wait for
+    /// notifications.
+    fn tick(&self, client: &mut Client, listening: &mut Listening) -> Result<()> {
         let fail = |e: postgres::Error| self.connector.fail("the home connection", &e, Stmt::Read);
         let want = self.signals.followed();
-        if want != *listening {
+        if want != listening.commits {
             let verb = if want { "LISTEN" } else { "UNLISTEN" };
             client
                 .batch_execute(&format!("{verb} {}", self.sql.channel))
                 .map_err(fail)?;
-            *listening = want;
+            listening.commits = want;
             if want {
                 // Anything committed before the LISTEN took effect is read now.
                 self.signals.ring_all();
             }
         }
-        let mut ids = Vec::new();
-        let mut notes = client.notifications();
-        let first = notes.timeout_iter(TICK).next().map_err(fail)?;
-        if let Some(note) = first {
-            ids.push(note.payload().to_owned());
-            let mut more = notes.iter();
-            while let Some(note) = more.next().map_err(fail)? {
-                ids.push(note.payload().to_owned());
-            }
+        let want = self.posts.followed();
+        if want != listening.posts {
+            let verb = if want { "LISTEN" } else { "UNLISTEN" };
+            client
+                .batch_execute(&format!("{verb} {}", self.sql.posts_channel))
+                .map_err(fail)?;
+            listening.posts = want;
+            // From now on a mailbox trusts a count that did not move; every count moves
+            // first, so what was posted before the LISTEN took effect is read.
+            self.posts.set_listening(want);
         }
-        if !ids.is_empty() {
-            self.signals.ring(ids.iter().map(String::as_str));
+        let mut commits = Vec::new();
+        let mut posts = Vec::new();
+        let posts_name = self.sql.posts_channel_name();
+        let mut notes = client.notifications();
+        let mut next = notes.timeout_iter(TICK).next().map_err(fail)?;
+        while let Some(note) = next {
+            if note.channel() == posts_name {
+                posts.push(note.payload().to_owned());
+            } else {
+                commits.push(note.payload().to_owned());
+            }
+            next = notes.iter().next().map_err(fail)?;
+        }
+        if !commits.is_empty() {
+            self.signals.ring(commits.iter().map(String::as_str));
+        }
+        if !posts.is_empty() {
+            self.posts.ring(posts.iter().map(String::as_str));
         }
         Ok(())
     }
 
     fn lost(&self, why: String) {
+        // Posts made from now until the LISTEN is back send their wake-ups nowhere.
+        self.posts.set_listening(false);
         let mut st = lock(&self.state);
         st.owner = None;
         st.down = Some(why);

@@ -18,8 +18,8 @@
 //!
 //! A handle uses at most `max_connections` connections however many sessions it has
 //! open (docs/SCALING.md): one home connection holding the handle's owner lock and
-//! LISTENing for its followers (`home.rs`), and a bounded pool for everything else
-//! (`pool.rs`), whose group commit writes many sessions' appends in one statement
+//! LISTENing for its followers and its mailboxes (`home.rs`), and a bounded pool for
+//! everything else (`pool.rs`), whose group commit writes many sessions' appends in one statement
 //! (`commit.rs`). Followers are woken after commits, never inside them (`notify.rs`);
 //! one flusher thread serves every `batched` writer of the handle (`batch.rs`).
 //!
@@ -133,6 +133,8 @@ pub(super) struct Inner {
     salt: i64,
     /// Wake-ups of this handle's followers.
     signals: Arc<Signals>,
+    /// Wake-ups of this handle's mailboxes (`fleet.rs`).
+    posts: Arc<Signals>,
     /// The batch window of `batched`/`none` writers opened from now on, in µs.
     window_us: AtomicU64,
     /// The live `batched`/`none` writers of this store by session, whose staged rows
@@ -277,6 +279,7 @@ impl PgStore {
         let pool = Arc::new(Pool::new(Arc::clone(&connector), Arc::clone(&sql), data));
         pool.adopt(client);
         let signals = Arc::new(Signals::default());
+        let posts = Arc::new(Signals::default());
         let salt = owner::salt(&name);
         let inner = Inner {
             flusher: Flusher::default(),
@@ -286,8 +289,10 @@ impl PgStore {
                 Arc::clone(&sql),
                 salt,
                 Arc::clone(&signals),
+                Arc::clone(&posts),
             ),
             signals,
+            posts,
             pool,
             connector,
             sql,
@@ -586,10 +591,7 @@ impl Store for PgStore {
 
     fn mailbox(&self, id: &str) -> Result<Box<dyn Mailbox>> {
         validate_session_id(id)?;
-        Ok(Box::new(fleet::PgMailbox {
-            inner: Arc::clone(&self.inner),
-            id: id.to_owned(),
-        }))
+        Ok(Box::new(fleet::PgMailbox::new(Arc::clone(&self.inner), id)))
     }
 
     /// Reads through the pool, woken by the handle's home connection (`home.rs`).

@@ -129,9 +129,25 @@ pub(super) struct Sql {
     pub exists: String,
     /// The LISTEN/NOTIFY channel of the schema's appends (payload: the session id).
     pub channel: String,
+    /// The channel of the schema's posts (payload: the session posted to), quoted for
+    /// LISTEN; [`Sql::posts_channel_name`] is its name.
+    pub posts_channel: String,
+}
+
+/// The name of the posts channel of `schema`: `<schema>.posts`, the schema cut to fit
+/// PostgreSQL's 63-byte names. A schema name has no `.`, so it is no schema's commit
+/// channel; two long schemas that share their first 57 bytes share it, which costs
+/// their owners a read that finds nothing, never a post.
+fn posts_channel_name(schema: &str) -> String {
+    format!("{}.posts", &schema[..schema.len().min(57)])
 }
 
 impl Sql {
+    /// The name of [`Sql::posts_channel`], as a notification names its channel.
+    pub fn posts_channel_name(&self) -> String {
+        posts_channel_name(&self.schema)
+    }
+
     pub fn new(schema: &str) -> Sql {
         let s = format!("\"{schema}\"");
         let events_cols = "seq, type, line";
@@ -236,12 +252,17 @@ impl Sql {
                      RETURNING session)
                  SELECT o.k, (SELECT count(*) FROM ins WHERE ins.session = o.id) FROM owner o"
             ),
+            // The post's wake-up (`fleet.rs`) commits with it: a poster that dies after
+            // its commit cannot leave a post its owner was never told of.
             post: format!(
-                "WITH k AS (SELECT nextval('{s}.post_numbers') AS n)
-                 INSERT INTO {s}.posts (session, post, n, target, message)
-                 SELECT $1, 'pg-' || lpad(k.n::text, 16, '0'), k.n, $2, $3 FROM k
-                 WHERE EXISTS (SELECT 1 FROM {s}.sessions WHERE id = $1)
-                 RETURNING post"
+                "WITH k AS (SELECT nextval('{s}.post_numbers') AS n),
+                 ins AS (
+                     INSERT INTO {s}.posts (session, post, n, target, message)
+                     SELECT $1, 'pg-' || lpad(k.n::text, 16, '0'), k.n, $2, $3 FROM k
+                     WHERE EXISTS (SELECT 1 FROM {s}.sessions WHERE id = $1)
+                     RETURNING post)
+                 SELECT post, pg_notify('{posts}', $1) FROM ins",
+                posts = posts_channel_name(schema)
             ),
             pending: format!(
                 "SELECT post, target, message FROM {s}.posts WHERE session = $1 ORDER BY n"
@@ -249,6 +270,7 @@ impl Sql {
             settle: format!("DELETE FROM {s}.posts WHERE session = $1 AND post = ANY($2::text[])"),
             exists: format!("SELECT 1 FROM {s}.sessions WHERE id = $1"),
             channel: format!("\"{schema}\""),
+            posts_channel: format!("\"{}\"", posts_channel_name(schema)),
             owner: format!("SELECT epoch, next_seq FROM {s}.sessions WHERE id = $1"),
             // The session's epoch, owner and next seq, and whether that owner's handle is
             // alive: its lock is held ($2 salts the owner id into the lock key, see
@@ -572,7 +594,9 @@ mod tests {
     fn no_append_notifies_inside_its_commit() {
         let sql = Sql::new("s");
         for (name, text) in sql.statements() {
-            if name != "notify" {
+            // A post is no append (its row is the poster's, not the session's log),
+            // and posts are rare: its wake-up commits with it (`fleet.rs`).
+            if name != "notify" && name != "post" {
                 assert!(
                     !text.contains("pg_notify"),
                     "{name} notifies inside its commit"

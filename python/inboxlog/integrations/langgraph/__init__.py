@@ -32,7 +32,9 @@ the session its ``thread_id`` names:
   ``next-step`` input is pending, the agent jumps back to the model for one more call;
   otherwise the turn closes.
 - ``wrap_model_call`` and ``wrap_tool_call`` end the turn ``error`` on an exception
-  (re-raised) and ``aborted`` on a cancellation or ``KeyboardInterrupt``; a killed
+  (re-raised) and ``aborted`` on a cancellation, ``KeyboardInterrupt`` or
+  ``GeneratorExit`` (the turn driver's one policy, ``inboxlog/integrations/_driver.py``,
+  which the middleware runs on); a killed
   worker leaves the turn open and the next open closes it ``interrupted``. A LangGraph
   ``interrupt()`` (a human in the loop) is no ending: the turn stays open and goes on
   when the graph is resumed with ``Command(resume=...)`` in the same process; resumed
