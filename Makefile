@@ -225,6 +225,10 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 	@# The console extra's dependencies (inboxlog.console, `inboxlog serve`), and httpx for
 	@# Starlette's TestClient and the console's API, SSE and benchmark clients.
 	$(VPY) -m pip install --quiet "starlette>=1.10,<2" "uvicorn>=0.54,<1" "httpx>=0.28,<1"
+	@# The adk extra's dependency, with what tests/test_adk_sessions.py compares it against
+	@# (ADK's DatabaseSessionService on SQLite through aiosqlite) and bench_adk.py's
+	@# PostgreSQL driver for that service (asyncpg).
+	$(VPY) -m pip install --quiet "google-adk[db]>=2.13,<2.14" "aiosqlite>=0.20,<1" "asyncpg>=0.29,<1"
 	@# Bench only (python/bench/bench_postgres.py's bare clients), not a package dependency.
 	$(VPY) -m pip install --quiet "psycopg[binary]>=3.2,<4"
 	@# The console's browser tests drive Debian's Chromium with Selenium (make browser).
@@ -254,6 +258,9 @@ test-python: $(VENV)/.installed browser
 	@# The Pydantic AI example (#23): a tool call, steering posted from another process, a
 	@# killed worker resumed; no network.
 	$(VPY) examples/pydantic_ai_steering.py "$$(mktemp -d)/sessions" > /dev/null
+	@# The Google ADK example (#39): the session service and the plugin, steering posted
+	@# from another process during a tool, a killed worker resumed; no network.
+	$(VPY) examples/adk_steering.py "$$(mktemp -d)/sessions" > /dev/null
 	@# The fleet example at fleet scale (#21): 1,000 sessions, each worker holding its
 	@# share open on one store of at most 4 connections, one worker killed; in a schema
 	@# of this run's own, dropped afterwards.

@@ -7,4 +7,5 @@ Each adapter is a submodule that imports its framework only when imported itself
   the ``openai-agents`` extra).
 - :mod:`inboxlog.integrations.pydantic_ai`: Pydantic AI (``pydantic-ai-slim``, the
   ``pydantic-ai`` extra).
+- :mod:`inboxlog.integrations.adk`: Google ADK (``google-adk``, the ``adk`` extra).
 """

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -371,5 +372,95 @@ def pydantic_model(script: Script) -> Any:
     return FunctionModel(model)
 
 
-ADAPTERS: dict[str, Adapter] = {a.name: a for a in (OpenAIAgents(), LangGraph(), PydanticAI())}
+# -- Google ADK ------------------------------------------------------------------------------
+
+
+class GoogleADK(Adapter):
+    """The real ``Runner`` on ``InboxlogSessionService`` with ``InboxlogPlugin``; the
+    session's log is named ``id`` itself (the service's ``log_id``)."""
+
+    name = "adk"
+
+    async def go(self, run: Run) -> None:
+        from google.adk.agents import LlmAgent
+        from google.adk.apps import App
+        from google.adk.runners import Runner
+        from google.genai import types
+
+        from inboxlog.integrations._common import TurnEndedError
+        from inboxlog.integrations.adk import CONTINUE, InboxlogPlugin, InboxlogSessionService
+
+        def weather(city: str) -> str:
+            """The weather in a city."""
+            return run.script.weather(city)
+
+        service = InboxlogSessionService(run.store, log_id=lambda app, user, session: session)
+        plugin = InboxlogPlugin(
+            service, plugins=run.plugins, keep_inbox_on_cancel=run.keep_inbox_on_cancel
+        )
+        agent = LlmAgent(name="assistant", model=adk_model(run.script), tools=[weather])
+        app = App(name="app", root_agent=agent, plugins=[plugin])
+        runner = Runner(app=app, session_service=service)
+        if await service.get_session(app_name="app", user_id="u", session_id=run.id) is None:
+            with contextlib.suppress(inboxlog.AlreadyExistsError):
+                await service.create_session(app_name="app", user_id="u", session_id=run.id)
+        message = (
+            CONTINUE
+            if run.input is None
+            else types.Content(role="user", parts=[types.Part(text=run.input)])
+        )
+        try:
+            async for _ in runner.run_async(user_id="u", session_id=run.id, new_message=message):
+                pass
+        except RuntimeError as error:
+            # ADK re-raises a plugin callback's error as the cause of its RuntimeError.
+            if isinstance(error.__cause__, TurnEndedError):
+                raise error.__cause__ from None
+            raise
+        finally:
+            await service.close()
+
+
+def adk_model(script: Script) -> Any:
+    """A scripted ADK ``BaseLlm``."""
+    from collections.abc import AsyncGenerator
+
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+
+    def seen(request: LlmRequest) -> Seen:
+        out: Seen = []
+        for content in request.contents:
+            for part in content.parts or ():
+                if part.function_response is not None:
+                    result = (part.function_response.response or {}).get("result")
+                    out.append(("tool", str(result)))
+                elif part.text:
+                    out.append(("user" if content.role == "user" else "assistant", part.text))
+        return out
+
+    class Scripted(BaseLlm):
+        model: str = "scripted"
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            reply = await script.answer(seen(llm_request))
+            if reply.tool is not None:
+                call = types.FunctionCall(name="weather", args={"city": reply.tool})
+                part = types.Part(function_call=call)
+                yield LlmResponse(content=types.Content(role="model", parts=[part]))
+                return
+            stop = types.FinishReason.MAX_TOKENS if reply.length else types.FinishReason.STOP
+            text = types.Content(role="model", parts=[types.Part(text=reply.text)])
+            yield LlmResponse(content=text, finish_reason=stop)
+
+    return Scripted()
+
+
+ADAPTERS: dict[str, Adapter] = {
+    a.name: a for a in (OpenAIAgents(), LangGraph(), PydanticAI(), GoogleADK())
+}
 """Every integration, by module name."""

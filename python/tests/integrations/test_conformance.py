@@ -36,6 +36,7 @@ EXTRAS = {
     "openai_agents": ("agents", "openai-agents"),
     "langgraph": ("langchain", "langgraph"),
     "pydantic_ai": ("pydantic_ai", "pydantic-ai"),
+    "adk": ("google.adk", "adk"),
 }
 pytestmark = pytest.mark.anyio
 

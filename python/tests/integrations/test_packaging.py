@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adapters import Script, langchain_model, openai_model, pydantic_model, say, tool
+from adapters import Script, adk_model, langchain_model, openai_model, pydantic_model, say, tool
 from conftest import missing_extra
 
 import inboxlog
@@ -42,6 +42,13 @@ def swap_pydantic_model(monkeypatch: pytest.MonkeyPatch, script: Script) -> None
 
     model = pydantic_model(script)
     monkeypatch.setattr(pydantic_ai.models, "infer_model", lambda *a, **kw: model)
+
+
+def swap_adk_model(monkeypatch: pytest.MonkeyPatch, script: Script) -> None:
+    from google.adk.models.registry import LLMRegistry
+
+    model = adk_model(script)
+    monkeypatch.setattr(LLMRegistry, "new_llm", staticmethod(lambda name: model))
 
 
 @dataclass
@@ -125,6 +132,29 @@ INTEGRATIONS = {
         "## With Pydantic AI",
         swap_pydantic_model,
     ),
+    "adk": Integration(
+        "inboxlog.integrations.adk",
+        "google",
+        "adk",
+        'needs the google-adk package: pip install "inboxlog[adk]"',
+        "adk_steering.py",
+        [
+            "model call sees 1 contents, the last: user 'What is the weather in Paris?'",
+            "steering posted from another process while the tool runs: p1 -> next-step",
+            "model call sees 4 contents, the last: user 'Answer in Fahrenheit.'",
+            "answer: It is 72 F and sunny in Paris.",
+            "turn 1: step 1 took input-",
+            "turn 1: step 2 took p1",
+            "turn 1 ended: completed",
+            "worker killed during its tool (exit -9)",
+            # Turn 1's five, the killed worker's input (its tool call, committed without
+            # a result, ADK leaves out), then the new input.
+            "model call sees 7 contents, the last: user 'Still there?'",
+            "turns ended: completed, interrupted, completed",
+        ],
+        "## With Google ADK",
+        swap_adk_model,
+    ),
 }
 
 
@@ -153,7 +183,7 @@ def run_python(
 
 
 def test_import_inboxlog_imports_no_framework(tmp_path: Path) -> None:
-    frameworks = ("agents", "langgraph", "langchain", "pydantic_ai")
+    frameworks = ("agents", "langgraph", "langchain", "pydantic_ai", "google")
     done = run_python(
         [
             "-c",
