@@ -55,8 +55,9 @@ verify stops at the first refused log; on a terminal it shows its progress on st
 
 ``--json`` prints the core's own JSON text, one value per line: the header and the
 events as the library spells them (byte for byte the lines of a version 1 JSONL log, a
-version 2 line without its checksum; numbers and key order as stored), the same bytes the C library hands out; the other lines show
-values as the core writes them too: compact, non-ASCII characters as they are. Times
+version 2 line without its checksum; numbers and key order as stored), the same bytes
+the C library hands out; the other lines show values as the core writes them too:
+compact, non-ASCII characters as they are. Times
 are shown in ISO 8601 UTC (``2026-12-01T10:58:33.000Z``); ``--json`` prints them as
 stored, Unix milliseconds. Output into a pipe that closes early (``| head``) ends the
 command quietly with status 141, as a Unix tool killed by SIGPIPE.
