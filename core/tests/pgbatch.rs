@@ -140,21 +140,35 @@ fn a_terminated_connection_with_staged_rows_poisons_and_reopening_shows_the_comm
     }
     let killed = schema.terminate();
     assert!(killed >= 1);
-    let err = s.flush().unwrap_err();
-    assert!(
-        matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Poisoned),
-        "{err}"
-    );
-    if err.kind() == ErrorKind::Unavailable {
-        assert!(err.to_string().contains("127.0.0.1"), "{err}");
+    // The flush either meets the dead connection, or finds it closed when it takes it
+    // from the pool and writes on a new one (the client may or may not have seen the
+    // termination yet): the rows are then lost whole, or committed whole.
+    match s.flush() {
+        Err(err) => {
+            assert!(
+                matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Poisoned),
+                "{err}"
+            );
+            if err.kind() == ErrorKind::Unavailable {
+                assert!(err.to_string().contains("127.0.0.1"), "{err}");
+            }
+            let err = s.append("host/late", "1", Envelope::default()).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Poisoned, "{err}");
+            assert!(err.to_string().contains("reopen"), "{err}");
+            drop(s);
+            let s = Session::open(&store, "s").unwrap();
+            assert_eq!(schema.lines("s"), committed);
+            assert_eq!(s.events(0).unwrap().len(), committed.len());
+        }
+        Ok(()) => {
+            drop(s);
+            let s = Session::open(&store, "s").unwrap();
+            let lines = schema.lines("s");
+            assert_eq!(lines.len(), committed.len() + 10);
+            assert_eq!(lines[..committed.len()], committed[..]);
+            assert_eq!(s.events(0).unwrap().len(), lines.len());
+        }
     }
-    let err = s.append("host/late", "1", Envelope::default()).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Poisoned, "{err}");
-    assert!(err.to_string().contains("reopen"), "{err}");
-    drop(s);
-    let s = Session::open(&store, "s").unwrap();
-    assert_eq!(schema.lines("s"), committed);
-    assert_eq!(s.events(0).unwrap().len(), committed.len());
 }
 
 #[test]
