@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from adk_scripted import Reply, ScriptedLlm
-from conftest import PG_URL, pg_store, sql
+from conftest import PG_URL, sql, turn_ends
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.runners import Runner
@@ -84,10 +84,6 @@ def events_of(store: inboxlog.Store) -> list[dict[str, Any]]:
     return store.inspect(LOG)[1]
 
 
-def turn_ends(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
-
-
 def entered(events: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
     out, where = [], (0, 0)
     for e in events:
@@ -113,16 +109,6 @@ def history(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 def post(store: inboxlog.Store, target: str, id: str, text: str) -> Callable[[], None]:
     return lambda: store.post(LOG, target, {"id": id, "content": text})  # type: ignore[arg-type]
-
-
-@pytest.fixture(params=["memory", "jsonl", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[inboxlog.Store]:
-    if request.param == "memory":
-        yield inboxlog.Store.memory()
-    elif request.param == "jsonl":
-        yield inboxlog.Store(tmp_path / "logs", durability="none")
-    else:
-        yield from pg_store()
 
 
 def test_a_tool_call_then_an_answer_is_one_turn_and_steering_reaches_the_next_call(
