@@ -18,6 +18,24 @@ const SYNCED_KEY: &[u8] = b",\"synced\":";
 /// The checksum's digits.
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// The two lowercase hex digits of every byte value, `00` to `ff`, one after the other.
+const BYTE_HEX_DIGITS: [u8; 512] = {
+    let mut digits = [0u8; 512];
+    let mut i = 0;
+    while i < 256 {
+        digits[2 * i] = HEX[i >> 4];
+        digits[2 * i + 1] = HEX[i & 0xf];
+        i += 1;
+    }
+    digits
+};
+
+/// [`BYTE_HEX_DIGITS`] as text (checked once, when compiled).
+const BYTE_HEX: &str = match std::str::from_utf8(&BYTE_HEX_DIGITS) {
+    Ok(text) => text,
+    Err(_) => panic!("hex digits are ASCII"),
+};
+
 /// Bytes from `,"crc32c":` to the end of the line.
 const CRC_END: usize = CRC_KEY.len() + 8 + 2;
 
@@ -167,9 +185,10 @@ pub(crate) fn seal(buf: &mut String, start: usize, prev: u32, synced: Option<u64
     }
     let value = link(prev, &buf.as_bytes()[start..]);
     buf.push_str(",\"crc32c\":\"");
-    // Digit by digit: no UTF-8 check of a scratch buffer on every append.
-    for shift in (0..8).rev() {
-        buf.push(char::from(HEX[(value >> (4 * shift) & 0xf) as usize]));
+    // Two digits a byte, from a table: no UTF-8 check of a scratch buffer on every append.
+    for byte in value.to_be_bytes() {
+        let at = 2 * usize::from(byte);
+        buf.push_str(&BYTE_HEX[at..at + 2]);
     }
     buf.push_str("\"}");
     value
