@@ -18,6 +18,24 @@ const SYNCED_KEY: &[u8] = b",\"synced\":";
 /// The checksum's digits.
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// The two lowercase hex digits of every byte value, `00` to `ff`, one after the other.
+const BYTE_HEX_DIGITS: [u8; 512] = {
+    let mut digits = [0u8; 512];
+    let mut i = 0;
+    while i < 256 {
+        digits[2 * i] = HEX[i >> 4];
+        digits[2 * i + 1] = HEX[i & 0xf];
+        i += 1;
+    }
+    digits
+};
+
+/// [`BYTE_HEX_DIGITS`] as text (checked once, when compiled).
+const BYTE_HEX: &str = match std::str::from_utf8(&BYTE_HEX_DIGITS) {
+    Ok(text) => text,
+    Err(_) => panic!("hex digits are ASCII"),
+};
+
 /// Bytes from `,"crc32c":` to the end of the line.
 const CRC_END: usize = CRC_KEY.len() + 8 + 2;
 
@@ -126,15 +144,33 @@ pub(crate) fn loose(line: &str) -> (Option<&[u8]>, Option<u32>) {
     (covered, stored)
 }
 
+/// Each byte's value as a lowercase hex digit, [`NOT_HEX`] for every other byte.
+const HEX_VALUE: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[HEX[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// A byte that is not a lowercase hex digit, in [`HEX_VALUE`].
+const NOT_HEX: u8 = 0xff;
+
+/// The value of 8 lowercase hex digits (a table lookup a digit: this runs on every line
+/// read).
 fn parse_hex(digits: &[u8]) -> Option<u32> {
-    digits.iter().try_fold(0u32, |n, &d| {
-        let v = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            _ => return None,
-        };
-        Some(n << 4 | u32::from(v))
-    })
+    let digits: &[u8; 8] = digits.try_into().ok()?;
+    let mut n = 0u32;
+    let mut bad = 0u8;
+    for &d in digits {
+        let v = HEX_VALUE[usize::from(d)];
+        bad |= v;
+        n = n << 4 | u32::from(v & 0xf);
+    }
+    // NOT_HEX has every bit set, a digit's value only the low four.
+    (bad & 0xf0 == 0).then_some(n)
 }
 
 /// Ends the object at `buf[start..]` (a version 1 record, `}` last) as a version 2
@@ -149,11 +185,11 @@ pub(crate) fn seal(buf: &mut String, start: usize, prev: u32, synced: Option<u64
     }
     let value = link(prev, &buf.as_bytes()[start..]);
     buf.push_str(",\"crc32c\":\"");
-    let mut hex = [0u8; 8];
-    for (i, h) in hex.iter_mut().enumerate() {
-        *h = HEX[(value >> (28 - 4 * i) & 0xf) as usize];
+    // Two digits a byte, from a table: no UTF-8 check of a scratch buffer on every append.
+    for byte in value.to_be_bytes() {
+        let at = 2 * usize::from(byte);
+        buf.push_str(&BYTE_HEX[at..at + 2]);
     }
-    buf.push_str(std::str::from_utf8(&hex).expect("hex digits are ASCII"));
     buf.push_str("\"}");
     value
 }
@@ -188,6 +224,22 @@ mod tests {
         // The chain is the CRC-32C of everything covered so far.
         let all = "{\"format\":\"inboxlog\"{\"seq\":0,\"synced\":120";
         assert_eq!(e, crc32c::crc32c(all.as_bytes()));
+    }
+
+    #[test]
+    fn hex_digits_parse_and_every_other_byte_is_refused() {
+        assert_eq!(parse_hex(b"0123abcd"), Some(0x0123_abcd));
+        assert_eq!(parse_hex(b"ffffffff"), Some(u32::MAX));
+        assert_eq!(parse_hex(b"00000000"), Some(0));
+        assert_eq!(parse_hex(b"0123abc"), None);
+        for byte in 0..=u8::MAX {
+            let ok = byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte);
+            for at in 0..8 {
+                let mut digits = *b"89abcdef";
+                digits[at] = byte;
+                assert_eq!(parse_hex(&digits).is_some(), ok, "{byte:#x} at {at}");
+            }
+        }
     }
 
     #[test]
