@@ -14,7 +14,7 @@
 //! The client is the synchronous `postgres` crate (it fits the synchronous core: each
 //! connection drives tokio-postgres on a small runtime of its own), with TLS by rustls
 //! (`conn.rs`; `sslmode` with libpq's meanings, `tls.rs`); URLs are parsed here
-//! (`url.rs`) so no message ever shows a password.
+//! (`url/`) so no message ever shows a password.
 //!
 //! A handle uses at most `max_connections` connections however many sessions it has
 //! open (docs/SCALING.md): one home connection holding the handle's owner lock and
