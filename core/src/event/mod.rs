@@ -1,7 +1,13 @@
 //! Events: the ARCHITECTURE.md#events envelope, the reserved vocabulary (ARCHITECTURE.md#reserved-events) and their validation.
+//!
+//! This file holds the envelope: the [`Event`] type, its optional keys ([`Envelope`]),
+//! the spelling of its keys ([`key`]), how an event is built and checked, and its
+//! accessors. `reserved.rs` holds the reserved types and the checks of their data,
+//! `text.rs` reading and writing an event's JSON text, `canonical.rs` the one-pass
+//! reader of the library's own spelling.
 
 use std::borrow::Cow;
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -13,8 +19,17 @@ use crate::message::excerpt;
 use crate::splice::SpliceRecord;
 
 mod canonical;
+mod reserved;
+mod text;
 
 pub(crate) use canonical::{Shape, shape, shape_open};
+pub(crate) use reserved::Body;
+pub use reserved::{
+    END_SEED, INBOX_REJECTED, INBOX_SPLICED, REPLAYED, STEP_END, STEP_START, TURN_END, TURN_START,
+    USER_MESSAGE, is_reserved,
+};
+
+use reserved::{known_type, safe};
 
 /// The spelling of each key of an event's JSON (ARCHITECTURE.md#events) as a literal,
 /// so that `concat!` can build the writer's and the one-pass reader's byte patterns
@@ -73,35 +88,6 @@ pub mod key {
     ];
 }
 
-/// `turn/start`
-pub const TURN_START: &str = "turn/start";
-/// `turn/end`
-pub const TURN_END: &str = "turn/end";
-/// `step/start`
-pub const STEP_START: &str = "step/start";
-/// `step/end`
-pub const STEP_END: &str = "step/end";
-/// `user/message`
-pub const USER_MESSAGE: &str = "user/message";
-/// `agent/inbox/spliced`
-pub const INBOX_SPLICED: &str = "agent/inbox/spliced";
-/// `session/end-seed`
-pub const END_SEED: &str = "session/end-seed";
-/// `agent/inbox/rejected`: a posted message that could not be taken in (ARCHITECTURE.md#posting).
-pub const INBOX_REJECTED: &str = "agent/inbox/rejected";
-
-/// The reserved types opening a session reads (those that change the log state or
-/// the inbox): a store that can read events by type hands the session these and the
-/// last event, and nothing else is needed to replay.
-pub const REPLAYED: [&str; 6] = [
-    TURN_START,
-    TURN_END,
-    STEP_START,
-    STEP_END,
-    INBOX_SPLICED,
-    END_SEED,
-];
-
 /// The event types that may carry `surfaceOp` and `sourceEventSeqs`.
 const SURFACE_TYPES: [&str; 3] = [USER_MESSAGE, "assistant/message", "tool/result"];
 
@@ -128,32 +114,6 @@ impl PartialEq for Envelope {
 }
 
 impl Eq for Envelope {}
-
-/// What the library knows about an event's data, parsed once when the event is built.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Body {
-    Host,
-    TurnStart {
-        turn: u64,
-    },
-    TurnEnd {
-        turn: u64,
-        completed: bool,
-    },
-    StepStart {
-        turn: u64,
-        step: u64,
-    },
-    StepEnd {
-        turn: u64,
-        step: u64,
-    },
-    UserMessage,
-    Spliced(SpliceRecord),
-    EndSeed,
-    /// `agent/inbox/rejected`: changes neither the inbox nor the turns.
-    Rejected,
-}
 
 /// One committed log event. Cloning is cheap: clones share one immutable copy of the
 /// payload.
@@ -229,210 +189,6 @@ impl Eq for Event {}
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_json())
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Wire<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Cow<'a, str>,
-    seq: u64,
-    time: u64,
-    data: Box<RawValue>,
-    ignorable: Option<bool>,
-    #[serde(rename = "surfaceOp")]
-    surface_op: Option<Box<RawValue>>,
-    #[serde(rename = "sourceEventSeqs")]
-    source_event_seqs: Option<Vec<u64>>,
-}
-
-#[derive(Deserialize)]
-struct TurnData {
-    turn: u64,
-}
-
-#[derive(Deserialize)]
-struct StepData {
-    turn: u64,
-    step: u64,
-}
-
-#[derive(Deserialize)]
-struct TurnEndData<'a> {
-    turn: u64,
-    #[serde(borrow)]
-    reason: &'a RawValue,
-}
-
-#[derive(Deserialize)]
-struct ReasonKind<'a> {
-    #[serde(borrow)]
-    kind: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct Empty {}
-
-/// `agent/inbox/rejected {"message":m,"reason":{…}}`: `m` is any JSON (what was
-/// posted); or `{"edit":e,"reason":{…}}` for a posted edit (SPEC §11.3).
-#[derive(Deserialize)]
-struct RejectedData<'a> {
-    #[serde(borrow, default)]
-    message: Given<'a>,
-    #[serde(borrow, default)]
-    edit: Given<'a>,
-    #[serde(borrow)]
-    reason: &'a RawValue,
-}
-
-/// A key's value if the key is there, `null` included.
-#[derive(Default)]
-struct Given<'a>(Option<&'a RawValue>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Given<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        <&'a RawValue>::deserialize(d).map(|raw| Given(Some(raw)))
-    }
-}
-
-/// The `edit` of a rejected edit: its `op` and `id` are checked.
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct RejectedEdit<'a> {
-    #[serde(borrow)]
-    op: Cow<'a, str>,
-    #[serde(borrow)]
-    id: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct RejectedReason<'a> {
-    code: u64,
-    #[serde(borrow)]
-    kind: Cow<'a, str>,
-    #[serde(borrow)]
-    message: Cow<'a, str>,
-}
-
-/// `ty`, shared rather than copied when it is a type the library knows.
-fn known_type(ty: &str) -> Cow<'static, str> {
-    const KNOWN: [&str; 9] = [
-        TURN_START,
-        TURN_END,
-        STEP_START,
-        STEP_END,
-        USER_MESSAGE,
-        INBOX_SPLICED,
-        END_SEED,
-        INBOX_REJECTED,
-        "assistant/message",
-    ];
-    match KNOWN.iter().find(|&&k| k == ty) {
-        Some(&k) => Cow::Borrowed(k),
-        None => Cow::Owned(ty.to_owned()),
-    }
-}
-
-fn safe(name: &str, n: u64) -> Result<u64> {
-    if n > MAX_SAFE_INTEGER {
-        return Err(invalid(format!("{name} {n} is larger than 2^53-1")));
-    }
-    Ok(n)
-}
-
-/// Whether `ty` is written only by the library (ARCHITECTURE.md#reserved-events); `user/message` is not, a host
-/// may append it with any JSON object as data.
-pub fn is_reserved(ty: &str) -> bool {
-    matches!(
-        ty,
-        TURN_START | TURN_END | STEP_START | STEP_END | INBOX_SPLICED | END_SEED | INBOX_REJECTED
-    )
-}
-
-impl Body {
-    /// Parses and checks the data of a reserved type; host types stay opaque.
-    /// `text` is checked, compact JSON (the data of an event being built).
-    fn parse(ty: &str, text: &str) -> Result<Body> {
-        let shape = |e: serde_json::Error| invalid(format!("{ty} data {}: {e}", excerpt(text)));
-        // Reserved data is always an object (serde would also take a struct from an
-        // array: `[1]` is no `{"turn":1}`).
-        if (is_reserved(ty) || ty == USER_MESSAGE) && !text.starts_with('{') {
-            return Err(invalid(format!(
-                "{ty} data must be a JSON object, got {}",
-                excerpt(text)
-            )));
-        }
-        Ok(match ty {
-            TURN_START => Body::TurnStart {
-                turn: safe(
-                    "turn",
-                    json::from_str::<TurnData>(text).map_err(shape)?.turn,
-                )?,
-            },
-            STEP_START | STEP_END => {
-                let d = json::from_str::<StepData>(text).map_err(shape)?;
-                let (turn, step) = (safe("turn", d.turn)?, safe("step", d.step)?);
-                if ty == STEP_START {
-                    Body::StepStart { turn, step }
-                } else {
-                    Body::StepEnd { turn, step }
-                }
-            }
-            TURN_END => {
-                let d = json::from_str::<TurnEndData<'_>>(text).map_err(shape)?;
-                let kind = json::from_str::<ReasonKind<'_>>(d.reason.get()).map_err(|e| {
-                    invalid(format!(
-                        "turn/end reason must be an object with a string \"kind\": {e}"
-                    ))
-                })?;
-                if !d.reason.get().starts_with('{') {
-                    return Err(invalid("turn/end reason must be an object"));
-                }
-                Body::TurnEnd {
-                    turn: safe("turn", d.turn)?,
-                    completed: kind.kind == "completed",
-                }
-            }
-            // Any object: an inbox message entered by `decide` has an `id`, but host
-            // runtime context appended as `user/message` need not (ARCHITECTURE.md#reserved-events).
-            USER_MESSAGE => Body::UserMessage,
-            INBOX_SPLICED => Body::Spliced(SpliceRecord::from_checked(text)?),
-            END_SEED => {
-                json::from_str::<Empty>(text).map_err(shape)?;
-                Body::EndSeed
-            }
-            INBOX_REJECTED => {
-                let d = json::from_str::<RejectedData<'_>>(text).map_err(shape)?;
-                match (d.message.0, d.edit.0) {
-                    (Some(_), None) => {}
-                    (None, Some(edit)) => {
-                        let e = json::from_str::<RejectedEdit<'_>>(edit.get());
-                        if !e.is_ok_and(|e| matches!(&*e.op, "remove" | "replace")) {
-                            return Err(invalid(
-                                "agent/inbox/rejected edit must hold an \"op\" (\"remove\" or \"replace\") and a string \"id\"",
-                            ));
-                        }
-                    }
-                    _ => {
-                        return Err(invalid(
-                            "agent/inbox/rejected data must hold either \"message\" or \"edit\"",
-                        ));
-                    }
-                }
-                if !d.reason.get().starts_with('{') {
-                    return Err(invalid("agent/inbox/rejected reason must be an object"));
-                }
-                json::from_str::<RejectedReason<'_>>(d.reason.get()).map_err(|e| {
-                    invalid(format!(
-                        "agent/inbox/rejected reason must hold a numeric \"code\", a string \"kind\" and a string \"message\": {e}"
-                    ))
-                })?;
-                Body::Rejected
-            }
-            _ => Body::Host,
-        })
     }
 }
 
@@ -532,49 +288,6 @@ impl Event {
         self.fold
     }
 
-    /// Parses one event from its JSON text and validates it (ARCHITECTURE.md#events, ARCHITECTURE.md#reserved-events).
-    pub fn from_json(text: &str) -> Result<Event> {
-        if let Some(event) = canonical::event(text) {
-            return Ok(event);
-        }
-        let compacted = json::compact_within(text, json::MAX_RECORD_DEPTH)?;
-        let wire: Wire<'_> =
-            json::from_str(&compacted).map_err(|e| invalid(format!("invalid event: {e}")))?;
-        if wire.ignorable == Some(false) {
-            return Err(invalid("ignorable must be true when present"));
-        }
-        let envelope = Envelope {
-            ignorable: wire.ignorable == Some(true),
-            surface_op: wire.surface_op,
-            source_event_seqs: wire.source_event_seqs,
-        };
-        Event::new(&wire.ty, wire.seq, wire.time, wire.data, envelope)
-    }
-
-    /// The event on `line`, whose [`Shape`] was found ahead (by a reader thread).
-    pub(crate) fn from_shape(line: &str, shape: &Shape) -> Result<Event> {
-        match canonical::build(line, shape) {
-            Some(event) => Ok(event),
-            None => Event::from_json(line),
-        }
-    }
-
-    /// The event of a version 2 line's `body` (its object without the closing `}`:
-    /// core/FORMAT.md#checksums-version-2), with the body's [`Shape`] when it was found ahead.
-    pub(crate) fn from_open(body: &str, ahead: Option<&Shape>) -> Result<Event> {
-        let found = match ahead {
-            Some(shape) => canonical::build(body, shape),
-            None => canonical::shape_open(body).and_then(|shape| canonical::build(body, &shape)),
-        };
-        if let Some(event) = found {
-            return Ok(event);
-        }
-        let mut text = String::with_capacity(body.len() + 1);
-        text.push_str(body);
-        text.push('}');
-        Event::from_json(&text)
-    }
-
     /// The event type, e.g. `turn/start`.
     pub fn ty(&self) -> &str {
         &self.inner.ty
@@ -610,46 +323,6 @@ impl Event {
 
     pub(crate) fn body(&self) -> &Body {
         &self.inner.body
-    }
-
-    /// Appends the compact JSON of the event (keys in ARCHITECTURE.md#events order, no newline) to `out`.
-    pub fn write_json(&self, out: &mut String) {
-        let e = &*self.inner;
-        let mut digits = itoa::Buffer::new();
-        out.reserve(64 + e.ty.len() + e.data.len());
-        out.push_str(concat!("{\"", event_key!(type), "\":"));
-        json::write_string(out, &e.ty);
-        out.push_str(concat!(",\"", event_key!(seq), "\":"));
-        out.push_str(digits.format(self.seq));
-        out.push_str(concat!(",\"", event_key!(time), "\":"));
-        out.push_str(digits.format(self.time));
-        out.push_str(concat!(",\"", event_key!(data), "\":"));
-        out.push_str(&e.data);
-        if e.envelope.ignorable {
-            out.push_str(concat!(",\"", event_key!(ignorable), "\":true"));
-        }
-        if let Some(op) = &e.envelope.surface_op {
-            out.push_str(concat!(",\"", event_key!(surface_op), "\":"));
-            out.push_str(op.get());
-        }
-        if let Some(seqs) = &e.envelope.source_event_seqs {
-            out.push_str(concat!(",\"", event_key!(source_event_seqs), "\":["));
-            for (i, s) in seqs.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let _ = write!(out, "{s}");
-            }
-            out.push(']');
-        }
-        out.push('}');
-    }
-
-    /// The event as compact JSON, keys in ARCHITECTURE.md#events order.
-    pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(48 + self.inner.data.len());
-        self.write_json(&mut out);
-        out
     }
 }
 
@@ -695,65 +368,6 @@ fn check_surface_op(op: &RawValue) -> Result<()> {
 mod tests {
     use super::*;
     use crate::ErrorKind;
-
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_owned()).unwrap()
-    }
-
-    /// The writer, the one-pass reader (`canonical`) and the general parser (`Wire`,
-    /// whose serde renames are literals) all spell the keys as [`key`] does.
-    #[test]
-    fn every_reader_and_writer_spells_the_keys_as_key_does() {
-        let text = r#"{"type":"user/message","seq":3,"time":17,"data":{},"ignorable":true,"surfaceOp":"append","sourceEventSeqs":[0]}"#;
-        let e = Event::from_json(text).unwrap();
-        assert_eq!(e.to_json(), text);
-        let key_spelled: String = key::ALL
-            .iter()
-            .zip([
-                "\"user/message\"",
-                "3",
-                "17",
-                "{}",
-                "true",
-                "\"append\"",
-                "[0]",
-            ])
-            .map(|(k, v)| format!("\"{k}\":{v}"))
-            .collect::<Vec<_>>()
-            .join(",");
-        assert_eq!(format!("{{{key_spelled}}}"), text);
-        assert!(shape(text).is_some(), "the one-pass reader takes it");
-        // In another order only the general parser reads it, with the same keys.
-        let reversed: Vec<String> = key::ALL
-            .iter()
-            .rev()
-            .zip([
-                "[0]",
-                "\"append\"",
-                "true",
-                "{}",
-                "17",
-                "3",
-                "\"user/message\"",
-            ])
-            .map(|(k, v)| format!("\"{k}\":{v}"))
-            .collect();
-        let reversed = format!("{{{}}}", reversed.join(","));
-        assert!(shape(&reversed).is_none());
-        assert_eq!(Event::from_json(&reversed).unwrap().to_json(), text);
-    }
-
-    #[test]
-    fn round_trips_in_key_order() {
-        let text = r#"{"type":"user/message","seq":3,"time":17,"data":{"id":"m","z":1,"a":2},"ignorable":true,"surfaceOp":{"op":"replace","start":0,"end":2},"sourceEventSeqs":[0,2]}"#;
-        let e = Event::from_json(text).unwrap();
-        assert_eq!(e.to_json(), text);
-        let spaced = "{ \"type\" : \"x/y\", \"seq\":0, \"time\":1, \"data\": [ 1, 2 ] }";
-        assert_eq!(
-            Event::from_json(spaced).unwrap().to_json(),
-            r#"{"type":"x/y","seq":0,"time":1,"data":[1,2]}"#
-        );
-    }
 
     #[test]
     fn refuses_bad_envelopes() {
@@ -829,92 +443,5 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidSplice);
-    }
-
-    #[test]
-    fn reserved_data_keeps_host_extras_verbatim() {
-        for text in [
-            r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}"#,
-            r#"{"type":"step/start","seq":0,"time":1,"data":{"note":"x","turn":1,"step":1}}"#,
-            r#"{"type":"turn/end","seq":0,"time":1,"data":{"turn":1,"reason":{"kind":"completed","why":1},"usage":{"in":3}}}"#,
-            r#"{"type":"session/end-seed","seq":0,"time":1,"data":{"from":"parent"}}"#,
-            r#"{"type":"agent/inbox/spliced","seq":0,"time":1,"data":{"target":"next-turn","start":0,"inserted":[],"by":"web"}}"#,
-            r#"{"type":"user/message","seq":0,"time":1,"data":{"text":"runtime context, no id"}}"#,
-        ] {
-            let e = Event::from_json(text).unwrap();
-            assert_eq!(e.to_json(), text);
-        }
-        // The table's keys are still checked when extras are present.
-        let err = Event::from_json(
-            r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":-1,"trigger":{}}}"#,
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("turn/start data"), "{err}");
-        let err = Event::from_json(
-            r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"turn":2}}"#,
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("duplicate field"), "{err}");
-    }
-
-    #[test]
-    fn reserved_bodies_are_parsed() {
-        let e = Event::new(
-            TURN_END,
-            4,
-            0,
-            raw(r#"{"turn":2,"reason":{"kind":"completed"}}"#),
-            Envelope::default(),
-        )
-        .unwrap();
-        assert_eq!(
-            e.body(),
-            &Body::TurnEnd {
-                turn: 2,
-                completed: true
-            }
-        );
-        let e = Event::new(
-            "host/thing",
-            0,
-            0,
-            raw(r#"{"turn":"x","step":-1}"#),
-            Envelope::default(),
-        )
-        .unwrap();
-        assert_eq!(e.body(), &Body::Host);
-        assert!(is_reserved(TURN_START) && !is_reserved(USER_MESSAGE) && !is_reserved("x"));
-    }
-
-    #[test]
-    fn rejected_events_are_reserved_and_checked() {
-        assert!(is_reserved(INBOX_REJECTED));
-        let ok = r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{"id":"m"},"reason":{"code":8,"kind":"duplicate_message","message":"x"},"post":"p1"},"ignorable":true}"#;
-        let e = Event::from_json(ok).unwrap();
-        assert_eq!(e.body(), &Body::Rejected);
-        assert_eq!(e.to_json(), ok);
-        for ok in [
-            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":null,"reason":{"code":22,"kind":"too_large","message":"x"},"post":"p1"},"ignorable":true}"#,
-            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"edit":{"op":"replace","id":"a","message":{"id":"b"}},"reason":{"code":5,"kind":"not_found","message":"x"},"post":"p1"},"ignorable":true}"#,
-        ] {
-            assert_eq!(Event::from_json(ok).unwrap().body(), &Body::Rejected);
-        }
-        for bad in [
-            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{}}}"#,
-            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{},"reason":"no"}}"#,
-            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{},"reason":{"kind":"io"}}}"#,
-            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":[]}"#,
-            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"reason":{"code":5,"kind":"not_found","message":"x"}}}"#,
-            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"message":{},"edit":{"op":"remove","id":"a"},"reason":{"code":5,"kind":"not_found","message":"x"}}}"#,
-            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"edit":{"op":"move","id":"a"},"reason":{"code":5,"kind":"not_found","message":"x"}}}"#,
-            r#"{"type":"agent/inbox/rejected","seq":0,"time":1,"data":{"edit":{"op":"remove"},"reason":{"code":5,"kind":"not_found","message":"x"}}}"#,
-        ] {
-            let err = Event::from_json(bad).unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
-            assert!(
-                err.to_string().contains("agent/inbox/rejected"),
-                "{bad}: {err}"
-            );
-        }
     }
 }

@@ -14,7 +14,7 @@
 //! The client is the synchronous `postgres` crate (it fits the synchronous core: each
 //! connection drives tokio-postgres on a small runtime of its own), with TLS by rustls
 //! (`conn.rs`; `sslmode` with libpq's meanings, `tls.rs`); URLs are parsed here
-//! (`url.rs`) so no message ever shows a password.
+//! (`url/`) so no message ever shows a password.
 //!
 //! A handle uses at most `max_connections` connections however many sessions it has
 //! open (docs/SCALING.md): one home connection holding the handle's owner lock and
@@ -338,44 +338,6 @@ impl PgStore {
     pub fn durability(&self) -> Durability {
         self.inner.durability
     }
-
-    /// Opening for writing; see [`Store::open_with`].
-    fn open_owned(
-        &self,
-        id: &str,
-        takeover: bool,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Opened> {
-        validate_session_id(id)?;
-        let inner = &*self.inner;
-        let me = inner.home.owner().map_err(|e| e.with_session(id))?;
-        if !takeover && !inner.home.reserve(id) {
-            return Err(owner::locked(id, "this store handle has it open"));
-        }
-        let owned = inner.with_client(id, |client, inner| {
-            if takeover {
-                take_over(inner, client, id, me, visit)
-            } else {
-                take_free(inner, client, id, me, visit)
-            }
-        });
-        match owned {
-            Ok((header, epoch, next_seq)) => {
-                let writer = PgWriter::new(Arc::clone(&self.inner), id, epoch, next_seq);
-                Ok(Opened {
-                    header,
-                    writer: Box::new(writer),
-                    torn_bytes: 0,
-                })
-            }
-            Err(e) => {
-                if !takeover {
-                    inner.home.unreserve(id);
-                }
-                Err(e.with_session(id))
-            }
-        }
-    }
 }
 
 /// Reads and checks `id` for opening in one snapshot: the session row, then the
@@ -401,56 +363,6 @@ fn read_owned(
     tx.commit()
         .map_err(|e| inner.connector.fail(reading(id), &e, Stmt::Read))?;
     Ok(row)
-}
-
-/// An ordinary open: refused with `locked` at once while the owner of the session lives;
-/// otherwise the log is read, then the session moves to a new epoch owned by this handle,
-/// only if nobody moved it meanwhile (see `owner.rs`). A refused open changes nothing.
-fn take_free(
-    inner: &Inner,
-    client: &mut Client,
-    id: &str,
-    me: i64,
-    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-) -> Result<(Header, i64, u64)> {
-    let (sql, connector) = (&inner.sql, &inner.connector);
-    let seen =
-        owner::probe(client, sql, inner.salt, id, connector)?.ok_or_else(|| inner.not_found(id))?;
-    // This handle's own sessions are free once their writer closed (the reservation
-    // made by the caller refused one still open).
-    if seen.alive && seen.owner != Some(me) {
-        return Err(owner::locked(id, "its owner is alive"));
-    }
-    let row = read_owned(inner, client, id, visit)?;
-    if row.epoch != seen.epoch {
-        return Err(owner::locked(
-            id,
-            "another writer took it while it was being opened",
-        ));
-    }
-    let fresh = owner::claim(client, sql, id, &seen, me, connector)?
-        .ok_or_else(|| owner::locked(id, "another writer took it while it was being opened"))?;
-    Ok((row.header, fresh, row.next_seq))
-}
-
-/// A takeover: the session moves to a new epoch owned by this handle at once, fencing
-/// its writer whatever state it is in, then the log is read (after every append of the
-/// old writer that committed before the move).
-fn take_over(
-    inner: &Inner,
-    client: &mut Client,
-    id: &str,
-    me: i64,
-    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-) -> Result<(Header, i64, u64)> {
-    let (sql, connector) = (&inner.sql, &inner.connector);
-    let fresh =
-        owner::take_over(client, sql, id, me, connector)?.ok_or_else(|| inner.not_found(id))?;
-    let row = read_owned(inner, client, id, visit)?;
-    if row.epoch != fresh {
-        return Err(owner::locked(id, "another takeover came after this one"));
-    }
-    Ok((row.header, fresh, row.next_seq))
 }
 
 impl Store for PgStore {

@@ -42,12 +42,20 @@
 //! writers. Opening then repairs an interrupted turn through the same fenced append
 //! (fifth bullet).
 
+use std::sync::Arc;
+
 use postgres::Client;
 
 use super::conn::{Connector, Stmt};
 use super::schema::Sql;
+use super::writer::PgWriter;
+use super::{Inner, PgStore, read_owned};
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
+use crate::header::Header;
+use crate::id::validate_session_id;
 use crate::json;
+use crate::store::Opened;
 
 /// The salt of `schema`'s owner lock keys: 64-bit FNV-1a over the schema and a tag,
 /// stable across processes, machines and versions. The key of owner `n` is
@@ -169,6 +177,95 @@ pub(super) fn locked(id: &str, why: &str) -> Error {
         ),
     )
     .with_session(id)
+}
+
+/// The ownership steps of opening a session for writing.
+impl PgStore {
+    /// Opening for writing; see [`Store::open_with`](crate::store::Store::open_with).
+    pub(super) fn open_owned(
+        &self,
+        id: &str,
+        takeover: bool,
+        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+    ) -> Result<Opened> {
+        validate_session_id(id)?;
+        let inner = &*self.inner;
+        let me = inner.home.owner().map_err(|e| e.with_session(id))?;
+        if !takeover && !inner.home.reserve(id) {
+            return Err(locked(id, "this store handle has it open"));
+        }
+        let owned = inner.with_client(id, |client, inner| {
+            if takeover {
+                take_over_and_read(inner, client, id, me, visit)
+            } else {
+                take_free(inner, client, id, me, visit)
+            }
+        });
+        match owned {
+            Ok((header, epoch, next_seq)) => {
+                let writer = PgWriter::new(Arc::clone(&self.inner), id, epoch, next_seq);
+                Ok(Opened {
+                    header,
+                    writer: Box::new(writer),
+                    torn_bytes: 0,
+                })
+            }
+            Err(e) => {
+                if !takeover {
+                    inner.home.unreserve(id);
+                }
+                Err(e.with_session(id))
+            }
+        }
+    }
+}
+
+/// An ordinary open: refused with `locked` at once while the owner of the session lives;
+/// otherwise the log is read, then the session moves to a new epoch owned by this handle,
+/// only if nobody moved it meanwhile (see the head of this file). A refused open changes nothing.
+fn take_free(
+    inner: &Inner,
+    client: &mut Client,
+    id: &str,
+    me: i64,
+    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+) -> Result<(Header, i64, u64)> {
+    let (sql, connector) = (&inner.sql, &inner.connector);
+    let seen = probe(client, sql, inner.salt, id, connector)?.ok_or_else(|| inner.not_found(id))?;
+    // This handle's own sessions are free once their writer closed (the reservation
+    // made by the caller refused one still open).
+    if seen.alive && seen.owner != Some(me) {
+        return Err(locked(id, "its owner is alive"));
+    }
+    let row = read_owned(inner, client, id, visit)?;
+    if row.epoch != seen.epoch {
+        return Err(locked(
+            id,
+            "another writer took it while it was being opened",
+        ));
+    }
+    let fresh = claim(client, sql, id, &seen, me, connector)?
+        .ok_or_else(|| locked(id, "another writer took it while it was being opened"))?;
+    Ok((row.header, fresh, row.next_seq))
+}
+
+/// A takeover: the session moves to a new epoch owned by this handle at once, fencing
+/// its writer whatever state it is in, then the log is read (after every append of the
+/// old writer that committed before the move).
+fn take_over_and_read(
+    inner: &Inner,
+    client: &mut Client,
+    id: &str,
+    me: i64,
+    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+) -> Result<(Header, i64, u64)> {
+    let (sql, connector) = (&inner.sql, &inner.connector);
+    let fresh = take_over(client, sql, id, me, connector)?.ok_or_else(|| inner.not_found(id))?;
+    let row = read_owned(inner, client, id, visit)?;
+    if row.epoch != fresh {
+        return Err(locked(id, "another takeover came after this one"));
+    }
+    Ok((row.header, fresh, row.next_seq))
 }
 
 #[cfg(test)]
