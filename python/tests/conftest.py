@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +68,19 @@ def turn_ends(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
 
 
-def entered(events: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
-    """(turn, step, message id) of every user/message, with the step it entered."""
+def entered(
+    events: list[dict[str, Any]], own: Callable[[str], bool] = lambda _id: False
+) -> list[tuple[int, int, str]]:
+    """(turn, step, message id) of every user/message, with the step it entered; an id
+    that ``own`` says is a run's own input (each framework names it its way) as
+    ``input``."""
     out, where = [], (0, 0)
     for e in events:
         if e["type"] == "step/start":
             where = (e["data"]["turn"], e["data"]["step"])
         elif e["type"] == "user/message":
-            out.append((*where, e["data"]["id"]))
+            id = e["data"]["id"]
+            out.append((*where, "input" if own(id) else id))
     return out
 
 

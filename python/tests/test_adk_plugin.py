@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from adk_scripted import Reply, ScriptedLlm
 from conftest import PG_URL, sql, turn_ends
+from conftest import entered as entered_ids
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.runners import Runner
@@ -85,14 +86,8 @@ def events_of(store: inboxlog.Store) -> list[dict[str, Any]]:
 
 
 def entered(events: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
-    out, where = [], (0, 0)
-    for e in events:
-        if e["type"] == "step/start":
-            where = (e["data"]["turn"], e["data"]["step"])
-        elif e["type"] == "user/message":
-            id = e["data"]["id"]
-            out.append((*where, "input" if id.startswith("input-") else id))
-    return out
+    """(turn, step, message id) of every user/message; the run's own input as ``input``."""
+    return entered_ids(events, lambda id: id.startswith("input-"))
 
 
 def history(events: list[dict[str, Any]]) -> list[tuple[str, str]]:

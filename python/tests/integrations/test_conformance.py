@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from adapters import ADAPTERS, Adapter, Script, cut, fail, hang, say, tool, weather_report
 from conftest import PG_URL, missing_extra, sql
+from conftest import entered as entered_ids
 
 import inboxlog
 from inboxlog.integrations._common import StepRejectedError
@@ -98,17 +99,9 @@ POSTED = {"p1", "p2", "s1", "later"}
 
 
 def entered(events: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
-    """(turn, step, message id) of every user/message; a run's own input id (each
-    framework names it its way) as ``input``."""
-    out, where = [], (0, 0)
-    for e in events:
-        if e["type"] == "step/start":
-            where = (e["data"]["turn"], e["data"]["step"])
-        elif e["type"] == "user/message":
-            id = e["data"]["id"]
-            own = id not in POSTED and not id.startswith("continue-turn-")
-            out.append((*where, "input" if own else id))
-    return out
+    """(turn, step, message id) of every user/message; a run's own input id as
+    ``input``."""
+    return entered_ids(events, lambda id: id not in POSTED and not id.startswith("continue-turn-"))
 
 
 def steps(events: list[dict[str, Any]]) -> list[tuple[int, int]]:
