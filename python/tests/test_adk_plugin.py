@@ -149,7 +149,9 @@ def test_steering_posted_elsewhere_during_the_final_call_gets_one_more_call(
 
     def elsewhere() -> None:
         subprocess.run(
-            [sys.executable, "-c", POSTER, str(tmp_path / "logs"), LOG], check=True, timeout=60
+            [sys.executable, "-P", "-c", POSTER, str(tmp_path / "logs"), LOG],
+            check=True,
+            timeout=60,
         )
 
     agent = Agent(store, Reply(text="Sunny.", before=elsewhere), Reply(text="72 F."))
@@ -329,7 +331,7 @@ WORKER = textwrap.dedent(
 def test_a_worker_killed_mid_run_is_resumed_elsewhere_interrupted(tmp_path: Path) -> None:
     where = tmp_path / "logs"
     worker = subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(where), str(HERE)],
+        [sys.executable, "-P", "-c", WORKER, str(where), str(HERE)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=HERE.parent,
@@ -401,7 +403,7 @@ def test_two_runners_in_two_processes_one_runs_the_other_is_refused_before_writi
 ) -> None:
     store, where, schema = shared
     with subprocess.Popen(
-        [sys.executable, "-c", RUNNER, where, schema, str(HERE), "A"],
+        [sys.executable, "-P", "-c", RUNNER, where, schema, str(HERE), "A"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -411,7 +413,7 @@ def test_two_runners_in_two_processes_one_runs_the_other_is_refused_before_writi
         assert first.stdout.readline().strip() == "in tool"
         before = len(store.inspect(LOG)[1])
         second = subprocess.run(
-            [sys.executable, "-c", RUNNER, where, schema, str(HERE), "B"],
+            [sys.executable, "-P", "-c", RUNNER, where, schema, str(HERE), "B"],
             capture_output=True,
             text=True,
             cwd=HERE.parent,

@@ -478,7 +478,7 @@ def shared(
 
 def worker(where: str, schema: str, session: str, key: str, count: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", WORKER, where, schema, session, key, str(count), "-"],
+        [sys.executable, "-P", "-c", WORKER, where, schema, session, key, str(count), "-"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

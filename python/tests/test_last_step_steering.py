@@ -59,7 +59,7 @@ def post_from_another_process(opener: str, session: str, cwd: Path) -> str:
         print(store.post({session!r}, "next-step", {STEER!r}))
     """)
     done = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-P", "-c", code],
         capture_output=True,
         text=True,
         check=True,

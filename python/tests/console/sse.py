@@ -43,7 +43,7 @@ class Where:
 def write(where: Where, id: str, n: int, size: int = 8) -> subprocess.Popen[bytes]:
     """Starts a process that appends ``n`` events to session ``id``."""
     args = [where.path, where.schema or "", where.durability, id, str(n), str(size)]
-    return subprocess.Popen([sys.executable, "-c", WRITER, *args])
+    return subprocess.Popen([sys.executable, "-P", "-c", WRITER, *args])
 
 
 class Served:

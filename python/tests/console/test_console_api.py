@@ -312,7 +312,7 @@ def test_import_inboxlog_imports_neither_the_console_nor_starlette() -> None:
         "'uvicorn'))]\n"
         "assert not loaded, loaded\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 

@@ -247,7 +247,7 @@ def test_host_forms_parse_and_the_bound_hosts_include_loopback_names() -> None:
 
 def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "inboxlog", "serve", *args],
+        [sys.executable, "-P", "-m", "inboxlog", "serve", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -274,7 +274,7 @@ class Served:
 
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "inboxlog", "serve", *args, "--port", "0"],
+            [sys.executable, "-P", "-m", "inboxlog", "serve", *args, "--port", "0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -353,7 +353,7 @@ def test_serve_says_when_the_console_extra_is_missing_or_the_port_is_taken(
         "from inboxlog.__main__ import main\n"
         f"sys.exit(main(['serve', {str(tmp_path)!r}]))\n"
     )
-    done = subprocess.run([sys.executable, "-c", missing], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-P", "-c", missing], capture_output=True, text=True)
     assert done.returncode == 1
     assert "inboxlog serve needs the console extra" in done.stderr
     assert "pip install 'inboxlog[console]'" in done.stderr

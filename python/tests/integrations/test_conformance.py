@@ -129,7 +129,7 @@ def post_elsewhere(place: Place, id: str, text: str, cwd: Path) -> Callable[[], 
     that received a user's message)."""
 
     def run() -> None:
-        argv = [sys.executable, "-c", POSTER, *place.argv(), id, text]
+        argv = [sys.executable, "-P", "-c", POSTER, *place.argv(), id, text]
         subprocess.run(argv, check=True, cwd=cwd, timeout=60)
 
     return run
@@ -395,7 +395,7 @@ def kill_worker_during_its_second_model_call(name: str, place: Place, cwd: Path)
     """Runs WORKER in a child process and kills it with SIGKILL while its second model
     call waits."""
     ready = cwd / "ready"
-    argv = [sys.executable, "-c", WORKER, name, *place.argv(), str(ready), str(HERE)]
+    argv = [sys.executable, "-P", "-c", WORKER, name, *place.argv(), str(ready), str(HERE)]
     with subprocess.Popen(argv, cwd=cwd, stderr=subprocess.PIPE, text=True) as worker:
         deadline = time.monotonic() + 120
         while not ready.exists():
