@@ -256,7 +256,16 @@ async def differential(store: inboxlog.Store, tmp_path: Path, seed: int, ops: in
                 user = rnd.choice([None, *users])
                 for run in runs:
                     listed = await run.service.list_sessions(app_name=app, user_id=user)
-                    answers.append([normal(s, run.names) for s in listed.sessions])
+                    # Declared: sessions whose update times tie (each service stamps a
+                    # new session with its own clock, to its own resolution) may list
+                    # in any order, so the sets are compared; the order itself is
+                    # pinned by test_sessions_list_oldest_updated_first.
+                    answers.append(
+                        sorted(
+                            (normal(s, run.names) for s in listed.sessions),
+                            key=lambda n: (n["app"], n["user"], n["id"]),
+                        )
+                    )
             elif kind == "delete":
                 key = rnd.choice(keys)
                 for run in runs:
@@ -331,6 +340,24 @@ def event(n: int, **delta: Any) -> Event:
         actions=EventActions(state_delta=delta),
         timestamp=1000.0 + n,
     )
+
+
+def test_sessions_list_oldest_updated_first(any_store: inboxlog.Store) -> None:
+    async def run() -> None:
+        service = InboxlogSessionService(any_store)
+        made = {}
+        for name in ("b", "a", "c"):
+            made[name] = await service.create_session(app_name="a", user_id="u", session_id=name)
+        # Updated at 1001 (c), 1002 (b), 1003 (a): listed in that order, whatever the
+        # order of creation or of the ids.
+        for n, name in enumerate(("c", "b", "a"), start=1):
+            await service.append_event(made[name], event(n))
+        listed = await service.list_sessions(app_name="a", user_id="u")
+        assert [s.id for s in listed.sessions] == ["c", "b", "a"]
+        assert all(not s.events for s in listed.sessions)
+        await service.close()
+
+    asyncio.run(run())
 
 
 def test_a_filtered_read_loses_no_history(any_store: inboxlog.Store) -> None:
