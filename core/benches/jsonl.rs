@@ -4,7 +4,8 @@
 //!   into an envelope struct with `RawValue` data. The peak RSS of each is printed once.
 //!   The log is generated in format version 1 and upgraded to version 2 (checksums,
 //!   core/FORMAT.md#checksums-version-2), which the store opens; the bare parse reads the
-//!   version 1 copy, so it measures the machine, not the format.
+//!   version 1 copy, so it measures the machine, not the format. The `_v1` benches open
+//!   the same log kept as version 1: what the checksums cost (issue #40).
 //! - `open_splices`: the same comparison for a 1,000,000-event log in which every
 //!   event is an inbox splice (~150-byte messages, ~100 pending, appends at the end and
 //!   removals by position of an id), the mix where the messages dominate the bytes.
@@ -254,6 +255,11 @@ fn open_1m(c: &mut Criterion) {
     let size = generate(&path);
     let bare: PathBuf = dir.path().join("bare.v1");
     std::fs::copy(&path, &bare).unwrap();
+    // The same log kept as version 1, in a store of its own (the header names "big").
+    let v1_dir = dir.path().join("v1");
+    std::fs::create_dir(&v1_dir).unwrap();
+    std::fs::copy(&path, v1_dir.join("big.jsonl")).unwrap();
+    let store_v1 = JsonlStore::open(&v1_dir, Durability::Sync).unwrap();
     let store = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
     store.upgrade("big").unwrap();
     let size_v2 = std::fs::metadata(&path).unwrap().len();
@@ -276,8 +282,14 @@ fn open_1m(c: &mut Criterion) {
         b.iter(|| bare_parse(&path));
     });
     group.bench_function("jsonl_store_open", |b| b.iter(|| store_open(&store, "big")));
+    group.bench_function("jsonl_store_open_v1", |b| {
+        b.iter(|| store_open(&store_v1, "big"));
+    });
     group.bench_function("session_open_replay_once", |b| {
         b.iter(|| session_open(&store, "big"));
+    });
+    group.bench_function("session_open_replay_once_v1", |b| {
+        b.iter(|| session_open(&store_v1, "big"));
     });
     group.finish();
 }
