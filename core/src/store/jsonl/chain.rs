@@ -233,9 +233,7 @@ fn parse_hex(digits: &[u8]) -> Option<u32> {
 /// line's chain value.
 pub(crate) fn seal(buf: &mut String, start: usize, prev: u32, synced: Option<u64>) -> u32 {
     debug_assert!(buf.ends_with('}'));
-    // The `}` is one byte: cut it without decoding the last character (as `pop` would).
-    buf.truncate(buf.len() - 1);
-    buf.reserve(OVERHEAD);
+    buf.pop();
     if let Some(synced) = synced {
         buf.push_str(",\"synced\":");
         buf.push_str(itoa::Buffer::new().format(synced));
