@@ -42,7 +42,7 @@ fn main() {
             }
             big_log::generate(&dir.join("v1/big.jsonl"));
             std::fs::copy(dir.join("v1/big.jsonl"), dir.join("v2/big.jsonl")).unwrap();
-            let store = JsonlStore::open(&dir.join("v2"), Durability::None).unwrap();
+            let store = JsonlStore::open(dir.join("v2"), Durability::None).unwrap();
             store.upgrade("big").unwrap();
         }
         "open" => {

@@ -172,7 +172,7 @@ mod tests {
         // Line 3 is not UTF-8.
         let z = input.iter().position(|&b| b == b'z').unwrap();
         input[z] = 0xff;
-        let got = run(&input[..], 400_000, (|_, _, _| (), |_, _| ()), |rx| {
+        let got = run(&input[..], 400_000, (|_, _, ()| (), |_, _| ()), |rx| {
             let mut seen = Vec::new();
             for msg in rx {
                 match msg {
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn an_early_stop_ends_the_helper() {
         let input = "x\n".repeat(1_000_000).into_bytes();
-        let first = run(&input[..], 10, (|_, _, _| (), |_, _| ()), |rx| {
+        let first = run(&input[..], 10, (|_, _, ()| (), |_, _| ()), |rx| {
             match rx.recv().unwrap() {
                 Msg::Lines(batch) => batch.lines.len(),
                 other => panic!("{other:?}"),
