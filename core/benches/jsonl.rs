@@ -4,7 +4,8 @@
 //!   into an envelope struct with `RawValue` data. The peak RSS of each is printed once.
 //!   The log is generated in format version 1 and upgraded to version 2 (checksums,
 //!   core/FORMAT.md#checksums-version-2), which the store opens; the bare parse reads the
-//!   version 1 copy, so it measures the machine, not the format.
+//!   version 1 copy, so it measures the machine, not the format. The `_v1` benches open
+//!   the same log kept as version 1: what the checksums cost (issue #40).
 //! - `open_splices`: the same comparison for a 1,000,000-event log in which every
 //!   event is an inbox splice (~150-byte messages, ~100 pending, appends at the end and
 //!   removals by position of an id), the mix where the messages dominate the bytes.
@@ -31,14 +32,8 @@ use inboxlog::{Envelope, Session, SessionMeta, Target, json};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-const EVENTS: u64 = 1_000_000;
-
-/// Events per generated turn: splice, turn/start, claim, step/start, user/message,
-/// 93 assistant messages, step/end, turn/end.
-const PER_TURN: u64 = 100;
-
-/// An assistant chunk's text: ASCII with a few escapes and multibyte characters.
-const TEXT: &str = r#"Here is the next part of the answer, with \"quotes\", a tab\t and a newline\n, some accents (é, ü, ñ), a check ✓ and a clef 𝄞 to keep the parser honest. Lorem ipsum dolor."#;
+mod big_log;
+use big_log::{EVENTS, generate};
 
 /// The payload of the write benchmarks (~260 bytes as a line).
 const DATA: &str = r#"{"text":"Here is the next part of the answer, with \"quotes\", a tab\t and a newline\n, some accents (é, ü, ñ), a check ✓ and a clef 𝄞 to keep the parser honest. Lorem ipsum dolor.","index":42}"#;
@@ -48,73 +43,6 @@ fn bench_dir() -> tempfile::TempDir {
         Some(dir) => tempfile::tempdir_in(dir).unwrap(),
         None => tempfile::tempdir().unwrap(),
     }
-}
-
-/// Writes a valid 1,000,000-event log of whole turns to `path`; returns its size.
-fn generate(path: &Path) -> u64 {
-    let mut w = BufWriter::with_capacity(1 << 20, File::create(path).unwrap());
-    writeln!(
-        w,
-        r#"{{"format":"inboxlog","version":1,"id":"big","createdAt":1700000000000}}"#
-    )
-    .unwrap();
-    let mut seq = 0u64;
-    let mut line = |w: &mut BufWriter<File>, ty: &str, data: &str, extra: &str| {
-        let time = 1_700_000_000_000 + seq;
-        writeln!(
-            w,
-            r#"{{"type":"{ty}","seq":{seq},"time":{time},"data":{data}{extra}}}"#
-        )
-        .unwrap();
-        seq += 1;
-    };
-    for turn in 1..=EVENTS / PER_TURN {
-        let m =
-            format!(r#"{{"id":"m{turn}","role":"user","content":"please do task number {turn}"}}"#);
-        line(
-            &mut w,
-            "agent/inbox/spliced",
-            &format!(r#"{{"target":"next-turn","start":0,"inserted":[{m}]}}"#),
-            "",
-        );
-        line(&mut w, "turn/start", &format!(r#"{{"turn":{turn}}}"#), "");
-        line(
-            &mut w,
-            "agent/inbox/spliced",
-            r#"{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}"#,
-            "",
-        );
-        line(
-            &mut w,
-            "step/start",
-            &format!(r#"{{"turn":{turn},"step":1}}"#),
-            "",
-        );
-        line(&mut w, "user/message", &m, r#","surfaceOp":"append""#);
-        for i in 0..PER_TURN - 7 {
-            line(
-                &mut w,
-                "assistant/message",
-                &format!(r#"{{"text":"{TEXT}","index":{i}}}"#),
-                "",
-            );
-        }
-        line(
-            &mut w,
-            "step/end",
-            &format!(r#"{{"turn":{turn},"step":1}}"#),
-            "",
-        );
-        line(
-            &mut w,
-            "turn/end",
-            &format!(r#"{{"turn":{turn},"reason":{{"kind":"completed"}}}}"#),
-            "",
-        );
-    }
-    assert_eq!(seq, EVENTS);
-    w.flush().unwrap();
-    std::fs::metadata(path).unwrap().len()
 }
 
 /// The content of every message of the splice mix: ~110 bytes, one escape.
@@ -254,6 +182,11 @@ fn open_1m(c: &mut Criterion) {
     let size = generate(&path);
     let bare: PathBuf = dir.path().join("bare.v1");
     std::fs::copy(&path, &bare).unwrap();
+    // The same log kept as version 1, in a store of its own (the header names "big").
+    let v1_dir = dir.path().join("v1");
+    std::fs::create_dir(&v1_dir).unwrap();
+    std::fs::copy(&path, v1_dir.join("big.jsonl")).unwrap();
+    let store_v1 = JsonlStore::open(&v1_dir, Durability::Sync).unwrap();
     let store = JsonlStore::open(dir.path(), Durability::Sync).unwrap();
     store.upgrade("big").unwrap();
     let size_v2 = std::fs::metadata(&path).unwrap().len();
@@ -276,8 +209,14 @@ fn open_1m(c: &mut Criterion) {
         b.iter(|| bare_parse(&path));
     });
     group.bench_function("jsonl_store_open", |b| b.iter(|| store_open(&store, "big")));
+    group.bench_function("jsonl_store_open_v1", |b| {
+        b.iter(|| store_open(&store_v1, "big"));
+    });
     group.bench_function("session_open_replay_once", |b| {
         b.iter(|| session_open(&store, "big"));
+    });
+    group.bench_function("session_open_replay_once_v1", |b| {
+        b.iter(|| session_open(&store_v1, "big"));
     });
     group.finish();
 }

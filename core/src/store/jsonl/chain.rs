@@ -130,6 +130,61 @@ pub(crate) fn split(line: &str, event: bool) -> Option<Framed<'_>> {
     })
 }
 
+/// The check every line read gets, in one pass: `Some((body length, checksum))` when
+/// `line` is a well-formed version 2 line (an event line when `event`) whose checksum
+/// continues `prev`, `None` otherwise. Exactly `split(line, event)` followed by
+/// [`Framed::continues`], without taking the line apart: the checksum the bytes give is
+/// written as hex and compared with the stored digits (one comparison, where reading
+/// them would be eight lookups), and `synced` is checked but not read.
+pub(crate) fn intact(line: &str, event: bool, prev: u32) -> Option<(usize, u32)> {
+    let b = line.as_bytes();
+    let covered_len = b.len().checked_sub(CRC_END)?;
+    let (covered, tail) = b.split_at(covered_len);
+    let tail: &[u8; CRC_END] = tail.try_into().ok()?;
+    let (key, rest) = tail.split_at(CRC_KEY.len());
+    let (digits, end) = rest.split_at(8);
+    let digits: [u8; 8] = digits.try_into().ok()?;
+    if key != CRC_KEY || end != b"\"}" {
+        return None;
+    }
+    let body_len = if event {
+        synced_start(covered)?
+    } else {
+        covered_len
+    };
+    let value = link(prev, covered);
+    (hex8(value) == digits).then_some((body_len, value))
+}
+
+/// Where `,"synced":N` starts at the end of an event line's covered bytes, when `N` is
+/// spelled as [`split`] takes it: 1 to 19 digits, no sign, no leading zero.
+fn synced_start(covered: &[u8]) -> Option<usize> {
+    let mut start = covered.len();
+    while start > 0 && covered[start - 1].is_ascii_digit() {
+        start -= 1;
+    }
+    let digits = covered.len() - start;
+    if digits == 0 || digits > 19 || (digits > 1 && covered[start] == b'0') {
+        return None;
+    }
+    let body_len = start.checked_sub(SYNCED_KEY.len())?;
+    (&covered[body_len..start] == SYNCED_KEY).then_some(body_len)
+}
+
+/// The 8 lowercase hex digits of `value`, most significant first, computed in one
+/// 64-bit word (no table, no loop).
+fn hex8(value: u32) -> [u8; 8] {
+    // Spread the nibbles one a byte, the most significant nibble in the lowest byte.
+    let mut x = u64::from(value.swap_bytes());
+    x = (x | x << 16) & 0x0000_ffff_0000_ffff;
+    x = (x | x << 8) & 0x00ff_00ff_00ff_00ff;
+    // Each byte holds two nibbles (high, low); the high one goes first.
+    x = ((x >> 4) & 0x000f_000f_000f_000f) | ((x & 0x000f_000f_000f_000f) << 8);
+    // A nibble of 10 or more sets bit 4 once 6 is added: those get `a` - `0` - 10 more.
+    let letters = ((x + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    (x + 0x3030_3030_3030_3030 + letters * 39).to_le_bytes()
+}
+
 /// What can still be read of a line that is not a well-formed version 2 line, or whose
 /// checksum does not match: the bytes its checksum would cover and the value it
 /// carries, each when the line is long enough (and the value hex). A reader looking for
@@ -224,6 +279,91 @@ mod tests {
         // The chain is the CRC-32C of everything covered so far.
         let all = "{\"format\":\"inboxlog\"{\"seq\":0,\"synced\":120";
         assert_eq!(e, crc32c::crc32c(all.as_bytes()));
+    }
+
+    #[test]
+    fn hex8_writes_what_parse_hex_reads() {
+        for value in [
+            0,
+            1,
+            9,
+            10,
+            15,
+            16,
+            0xdead_beef,
+            0x0123_4567,
+            0x89ab_cdef,
+            u32::MAX,
+        ] {
+            let digits = hex8(value);
+            assert_eq!(digits, *format!("{value:08x}").as_bytes(), "{value:#x}");
+            assert_eq!(parse_hex(&digits), Some(value));
+        }
+        let mut x = 0x9e37_79b9u32;
+        for _ in 0..10_000 {
+            x = x.wrapping_mul(0x2c1b_3c6d).wrapping_add(0x297a_2d39);
+            assert_eq!(hex8(x), *format!("{x:08x}").as_bytes(), "{x:#x}");
+        }
+    }
+
+    /// `intact` as `split` then `continues` spell it.
+    fn intact_by_split(line: &str, event: bool, prev: u32) -> Option<(usize, u32)> {
+        split(line, event)
+            .filter(|f| f.continues(prev))
+            .map(|f| (f.body.len(), f.stored))
+    }
+
+    #[test]
+    fn intact_is_split_then_continues_for_every_change_of_a_line() {
+        let mut header = String::from("{\"format\":\"inboxlog\"}");
+        let h = seal(&mut header, 0, START, None);
+        let mut lines = vec![(header, false, START)];
+        for synced in [0, 7, 10, 1234, u64::from(u32::MAX), u64::MAX / 10] {
+            let mut line = String::from("{\"seq\":0,\"data\":\"é\"}");
+            seal(&mut line, 0, h, Some(synced));
+            lines.push((line, true, h));
+        }
+        for (line, event, prev) in &lines {
+            assert!(intact(line, *event, *prev).is_some(), "{line}");
+            for at in 0..line.len() {
+                for byte in [
+                    b'0', b'7', b'9', b'a', b'f', b'A', b'g', b'"', b'}', b',', b'-', 0,
+                ] {
+                    let mut bytes = line.clone().into_bytes();
+                    bytes[at] = byte;
+                    let Ok(changed) = String::from_utf8(bytes) else {
+                        continue;
+                    };
+                    for (e, p) in [(*event, *prev), (!*event, *prev), (*event, prev ^ 1)] {
+                        assert_eq!(
+                            intact(&changed, e, p),
+                            intact_by_split(&changed, e, p),
+                            "{changed} {e} {p}"
+                        );
+                    }
+                }
+                if let Some(cut) = line.get(..at) {
+                    assert_eq!(
+                        intact(cut, *event, *prev),
+                        intact_by_split(cut, *event, *prev)
+                    );
+                }
+            }
+        }
+        for odd in [
+            "",
+            "}",
+            ",\"crc32c\":\"00000000\"}",
+            ",\"synced\":0,\"crc32c\":\"00000000\"}",
+        ] {
+            for e in [false, true] {
+                assert_eq!(
+                    intact(odd, e, START),
+                    intact_by_split(odd, e, START),
+                    "{odd}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -34,13 +34,16 @@ pub(crate) struct Batch<P, C = ()> {
     pub checked: Vec<C>,
 }
 
-impl<P, C> Default for Batch<P, C> {
-    fn default() -> Self {
+impl<P, C> Batch<P, C> {
+    /// An empty batch with room for [`BATCH_BYTES`] of text and any line up to as long
+    /// again, and for `lines` lines: filling it copies each line once, where growing it
+    /// would copy the text gathered so far at every doubling.
+    fn with_room(lines: usize) -> Batch<P, C> {
         Batch {
-            text: String::new(),
-            lines: Vec::new(),
+            text: String::with_capacity(2 * BATCH_BYTES),
+            lines: Vec::with_capacity(lines),
             prepared: Vec::new(),
-            checked: Vec::new(),
+            checked: Vec::with_capacity(lines),
         }
     }
 }
@@ -58,13 +61,13 @@ pub(crate) enum Msg<P, C = ()> {
 
 /// Runs [`Lines`] over `reader` on a helper thread and `consume` over its messages on
 /// this one; the helper runs `check(number, text)` over every line with text, in order,
-/// and `prepare(number, text)` over the lines of the batches it would otherwise wait to
-/// hand over. When `consume` returns early the helper stops at its next send.
+/// and `prepare(number, text, checked)` (with what `check` found) over the lines of the
+/// batches it would otherwise wait to hand over. When `consume` returns early the helper stops at its next send.
 pub(crate) fn run<R, P, C, T>(
     reader: R,
     limit: usize,
     (prepare, mut check): (
-        impl Fn(u64, &str) -> P + Send,
+        impl Fn(u64, &str, &C) -> P + Send,
         impl FnMut(u64, &str) -> C + Send,
     ),
     consume: impl FnOnce(Receiver<Msg<P, C>>) -> T,
@@ -89,7 +92,7 @@ where
 /// consumer is gone.
 fn hand_over<P, C>(
     mut batch: Batch<P, C>,
-    prepare: &impl Fn(u64, &str) -> P,
+    prepare: &impl Fn(u64, &str, &C) -> P,
     tx: &SyncSender<Msg<P, C>>,
 ) -> bool {
     match tx.try_send(Msg::Lines(batch)) {
@@ -100,9 +103,10 @@ fn hand_over<P, C>(
             batch.prepared = batch
                 .lines
                 .iter()
-                .filter_map(|(number, _, item)| {
-                    let range = item.as_ref().ok()?;
-                    Some(prepare(*number, &batch.text[range.clone()]))
+                .filter_map(|(number, _, item)| Some((*number, item.as_ref().ok()?)))
+                .zip(&batch.checked)
+                .map(|((number, range), checked)| {
+                    prepare(number, &batch.text[range.clone()], checked)
                 })
                 .collect();
             tx.send(Msg::Lines(batch)).is_ok()
@@ -114,11 +118,14 @@ fn hand_over<P, C>(
 fn produce<R: BufRead, P, C>(
     reader: R,
     limit: usize,
-    (prepare, check): (&impl Fn(u64, &str) -> P, &mut impl FnMut(u64, &str) -> C),
+    (prepare, check): (
+        &impl Fn(u64, &str, &C) -> P,
+        &mut impl FnMut(u64, &str) -> C,
+    ),
     tx: &SyncSender<Msg<P, C>>,
 ) {
     let mut lines = Lines::new(reader, limit);
-    let mut batch = Batch::default();
+    let mut batch = Batch::with_room(0);
     loop {
         match lines.next() {
             Err(e) => {
@@ -134,10 +141,13 @@ fn produce<R: BufRead, P, C>(
                     start..batch.text.len()
                 });
                 batch.lines.push((line.number, line.offset, item));
-                if batch.text.len() >= BATCH_BYTES
-                    && !hand_over(std::mem::take(&mut batch), prepare, tx)
-                {
-                    return;
+                if batch.text.len() >= BATCH_BYTES {
+                    // The next batch most likely holds about as many lines as this one.
+                    let room = batch.lines.len() + batch.lines.len() / 8;
+                    let full = std::mem::replace(&mut batch, Batch::with_room(room));
+                    if !hand_over(full, prepare, tx) {
+                        return;
+                    }
                 }
             }
         }
@@ -162,7 +172,7 @@ mod tests {
         // Line 3 is not UTF-8.
         let z = input.iter().position(|&b| b == b'z').unwrap();
         input[z] = 0xff;
-        let got = run(&input[..], 400_000, (|_, _| (), |_, _| ()), |rx| {
+        let got = run(&input[..], 400_000, (|_, _, ()| (), |_, _| ()), |rx| {
             let mut seen = Vec::new();
             for msg in rx {
                 match msg {
@@ -197,11 +207,12 @@ mod tests {
         use std::sync::atomic::{AtomicBool, Ordering};
         let input = "abc\n".repeat(2_000_000).into_bytes();
         let preparing = AtomicBool::new(false);
-        let prepare = |n: u64, text: &str| {
+        let prepare = |n: u64, text: &str, checked: &u64| {
             preparing.store(true, Ordering::Relaxed);
+            assert_eq!(*checked, n, "each line gets its own check");
             (n, text.len())
         };
-        let (batches, prepared) = run(&input[..], 10, (prepare, |_, _| ()), |rx| {
+        let (batches, prepared) = run(&input[..], 10, (prepare, |n, _| n), |rx| {
             // Receive nothing until the queue is full and the helper prepares.
             while !preparing.load(Ordering::Relaxed) {
                 thread::yield_now();
@@ -226,7 +237,7 @@ mod tests {
     #[test]
     fn an_early_stop_ends_the_helper() {
         let input = "x\n".repeat(1_000_000).into_bytes();
-        let first = run(&input[..], 10, (|_, _| (), |_, _| ()), |rx| {
+        let first = run(&input[..], 10, (|_, _, ()| (), |_, _| ()), |rx| {
             match rx.recv().unwrap() {
                 Msg::Lines(batch) => batch.lines.len(),
                 other => panic!("{other:?}"),

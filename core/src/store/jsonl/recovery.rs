@@ -272,24 +272,31 @@ type Ahead = Option<(bool, Shape)>;
 /// it is exactly the check [`checked_event`] would make.
 type Sealed = Option<(usize, u32)>;
 
-/// The reader thread's check of every line, in order (see [`Sealed`]).
+/// The reader thread's check of every line, in order (see [`Sealed`]). After a line that
+/// is not intact nothing more is checked: the replay stops using these results there (it
+/// reads that line as broken or corrupt), so the rest of a damaged log costs no checksums.
 fn seal_check() -> impl FnMut(u64, &str) -> Sealed + Send {
     let mut prev: Option<u32> = None;
     move |number, text| {
-        let framed = chain::split(text, number > 1);
-        let intact = match (framed, prev) {
-            (Some(f), Some(p)) if number > 1 && f.continues(p) => Some((f.body.len(), f.stored)),
-            _ => None,
-        };
-        prev = framed.map(|f| f.stored);
-        intact
+        if number == 1 {
+            // The header, which the replay checks itself: only where the chain starts.
+            prev = chain::split(text, false).map(|f| f.stored);
+            return None;
+        }
+        let sealed = prev.and_then(|p| chain::intact(text, true, p));
+        prev = sealed.map(|(_, value)| value);
+        sealed
     }
 }
 
-/// The reader thread's look at line `number`.
-fn look_ahead(number: u64, text: &str) -> Ahead {
+/// The reader thread's look at line `number`, after its check found `sealed`: the body
+/// of an intact line is known, so the line is not taken apart again.
+fn look_ahead(number: u64, text: &str, sealed: &Sealed) -> Ahead {
     if number == 1 {
         return None; // the header, which the replay reads itself
+    }
+    if let Some((len, _)) = sealed {
+        return event::shape_open(&text[..*len]).map(|s| (true, s));
     }
     match chain::split(text, true) {
         Some(framed) => event::shape_open(framed.body).map(|s| (true, s)),
@@ -326,16 +333,6 @@ fn checked_event(
             }
         }
         Some(prev) => {
-            if let (Ok(text), Some(Some((len, stored)))) = (text, sealed) {
-                // Checked on the reader thread against the line before, which was intact.
-                within(len + 1, &at, limit)?;
-                *prev = stored;
-                return check_seq(
-                    Event::from_open(&text[..len], shape(true)).map_err(|e| at.wrap(e))?,
-                    at,
-                    expected,
-                );
-            }
             let text = match text {
                 // Over this reader's limit, maybe not the writer's: never cut as torn.
                 Err(Fault::TooLong(len)) => return Err(too_long(len, &at, limit)),
@@ -344,21 +341,29 @@ fn checked_event(
                     Err(error) => return Ok(Read::Broken(Broken::new(error, None, *prev))),
                 },
             };
-            let Some(framed) = chain::split(text, true) else {
-                let error = at.corrupt(chain::MALFORMED);
-                return Ok(Read::Broken(Broken::new(error, Some(text), *prev)));
+            // Checked on the reader thread against the line before, which was intact, or
+            // here.
+            let sealed = sealed.unwrap_or_else(|| chain::intact(text, true, *prev));
+            let Some((len, stored)) = sealed else {
+                return Ok(Read::Broken(broken(text, &at, *prev)));
             };
-            if !framed.continues(*prev) {
-                let error = at.corrupt(mismatch(&framed, *prev));
-                return Ok(Read::Broken(Broken::new(error, Some(text), *prev)));
-            }
-            within(framed.body.len() + 1, &at, limit)?;
-            *prev = framed.stored;
-            Event::from_open(framed.body, shape(true))
+            within(len + 1, &at, limit)?;
+            *prev = stored;
+            Event::from_open(&text[..len], shape(true))
         }
     }
     .map_err(|e| at.wrap(e))?;
     check_seq(event, at, expected)
+}
+
+/// The version 2 event line `text` at `at`, which does not continue the chain `prev`:
+/// why, as [`chain::split`] and [`Framed::continues`] tell it.
+fn broken(text: &str, at: &At<'_>, prev: u32) -> Broken {
+    let error = match chain::split(text, true) {
+        None => at.corrupt(chain::MALFORMED),
+        Some(framed) => at.corrupt(mismatch(&framed, prev)),
+    };
+    Broken::new(error, Some(text), prev)
 }
 
 /// The event read at `at`, unless it does not hold the `expected` seq.
@@ -620,22 +625,24 @@ pub(crate) fn read_from<R: BufRead>(
     while let Some(line) = lines.next().map_err(|e| read_error(path, e))? {
         if seq < since {
             // Before `since`: only the chain is carried on (nothing to parse in version 1).
-            let framed = line.checked().ok().and_then(|t| chain::split(t, true));
-            match (&mut chain, framed) {
-                (None, _) => {}
-                (Some(prev), Some(f)) if f.continues(*prev) => *prev = f.stored,
-                (Some(_), _) => {
-                    let read = event(
-                        line.number,
-                        line.offset,
-                        line.checked(),
-                        &mut chain,
-                        (path, seq, limit),
-                    )?;
-                    if let Read::Broken(broken) = read {
-                        return Err(broken.error);
+            let checked = line.checked().ok();
+            match &mut chain {
+                None => {}
+                Some(prev) => match checked.and_then(|t| chain::intact(t, true, *prev)) {
+                    Some((_, value)) => *prev = value,
+                    None => {
+                        let read = event(
+                            line.number,
+                            line.offset,
+                            line.checked(),
+                            &mut chain,
+                            (path, seq, limit),
+                        )?;
+                        if let Read::Broken(broken) = read {
+                            return Err(broken.error);
+                        }
                     }
-                }
+                },
             }
             seq += 1;
             continue;
