@@ -251,14 +251,11 @@ mod tests {
         }
     }
 
-    /// (offset, bytes or length) of every line, last first, and where the torn tail
-    /// starts.
-    fn back(
-        input: &[u8],
-        start: u64,
-        block: usize,
-        limit: usize,
-    ) -> (Vec<(u64, Result<Vec<u8>, u64>)>, u64) {
+    /// A line as (offset, bytes or length).
+    type Owned = (u64, Result<Vec<u8>, u64>);
+
+    /// Every line, last first, and where the torn tail starts.
+    fn back(input: &[u8], start: u64, block: usize, limit: usize) -> (Vec<Owned>, u64) {
         let mut b = Backward::new(input, start, input.len() as u64, block, limit).unwrap();
         let end = b.end();
         let mut out = Vec::new();

@@ -264,3 +264,125 @@ fn forward<R: ReadAt + ?Sized>(
     }
     Ok(events)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::fs::{File, OpenOptions};
+    use std::io::{self, Write};
+
+    use super::*;
+    use crate::store::{Durability, Store};
+    use crate::{Session, SessionMeta};
+
+    /// A log file that counts the bytes read from it.
+    struct Counted {
+        file: File,
+        read: Cell<u64>,
+    }
+
+    impl ReadAt for Counted {
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.file.read_at(offset, buf)?;
+            self.read.set(self.read.get() + n as u64);
+            Ok(n)
+        }
+    }
+
+    /// A version 2 log "s" of `n` host events in `dir`, sealed as a `sync` writer
+    /// seals one event per append (each line's `synced` its own offset); its length.
+    fn log(dir: &Path, n: u64) -> (JsonlStore, u64) {
+        let store = JsonlStore::open(dir, Durability::None).unwrap();
+        Session::create(&store, "s", SessionMeta::default())
+            .unwrap()
+            .close()
+            .unwrap();
+        let path = store.path("s").unwrap();
+        let head = std::fs::read_to_string(&path).unwrap();
+        let hex = &head[head.len() - 11..head.len() - 3];
+        let mut prev = u32::from_str_radix(hex, 16).unwrap();
+        let mut buf = String::new();
+        let mut offset = head.len();
+        for i in 0..n {
+            let start = buf.len();
+            let ty = if i % 100 == 0 { "host/rare" } else { "host/a" };
+            buf.push_str(&format!(
+                r#"{{"type":"{ty}","seq":{i},"time":1,"data":{{"i":{i},"text":"an event of some length"}}}}"#
+            ));
+            prev = chain::seal(&mut buf, start, prev, Some((offset + start) as u64));
+            buf.push('\n');
+        }
+        offset += buf.len();
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(buf.as_bytes()).unwrap();
+        (store, offset as u64)
+    }
+
+    /// What `want` of "s" returns and the bytes it read.
+    fn counted(store: &JsonlStore, want: Want<'_>) -> (Vec<Event>, u64) {
+        let path = store.path("s").unwrap();
+        let file = Counted {
+            file: File::open(&path).unwrap(),
+            read: Cell::new(0),
+        };
+        let len = file.file.metadata().unwrap().len();
+        let (_, events) = read(&file, len, (&path, "s", store.limit), want, BLOCK).unwrap();
+        (events, file.read.get())
+    }
+
+    #[test]
+    fn the_last_events_cost_what_they_are_not_what_the_log_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut costs = Vec::new();
+        for n in [10_000u64, 100_000] {
+            let (store, len) = log(&dir.path().join(n.to_string()), n);
+            let (_, all) = store.inspect("s").unwrap();
+            assert_eq!(all.len() as u64, n);
+            let last = Want::Last {
+                limit: 20,
+                types: None,
+            };
+            let (tail, tail_cost) = counted(&store, last);
+            assert_eq!(tail, all[all.len() - 20..]);
+            let (read, read_cost) = counted(&store, Want::Since(n - 20));
+            assert_eq!(read, tail);
+            // One in a hundred events is "host/rare": the last 3 lie within 300 events.
+            let types: &[&str] = &["host/rare"];
+            let rare = Want::Last {
+                limit: 3,
+                types: Some(types),
+            };
+            let (found, rare_cost) = counted(&store, rare);
+            assert_eq!(
+                found.iter().map(Event::seq).collect::<Vec<_>>(),
+                [n - 300, n - 200, n - 100]
+            );
+            // A read of everything reads the file, once backward and once forward.
+            let (every, every_cost) = counted(&store, Want::Since(0));
+            assert_eq!(every.len() as u64, n);
+            assert!(every_cost >= len, "{every_cost} < {len}");
+            // The header's buffer, a block backward, the 20 lines again forward.
+            let bound = (8 << 10) + 2 * BLOCK as u64;
+            for cost in [tail_cost, read_cost] {
+                assert!(cost <= bound, "{cost} bytes of {len} read for {n} events");
+            }
+            // The 300 lines it passes, read forward again each time the reach doubles
+            // (at most four times their bytes in all).
+            let line = len / n;
+            assert!(
+                rare_cost <= bound + 4 * 300 * line,
+                "{rare_cost} bytes of {len} read for the last 3 rare events of {n}"
+            );
+            costs.push((tail_cost, read_cost, rare_cost));
+        }
+        // Flat: about the same bytes read from a log ten times longer (its lines hold
+        // one more digit).
+        let (small, large) = (costs[0], costs[1]);
+        for (a, b) in [(small.0, large.0), (small.1, large.1), (small.2, large.2)] {
+            assert!(
+                b <= a + a / 20,
+                "{small:?} for 10,000 events, {large:?} for 100,000"
+            );
+        }
+    }
+}
