@@ -373,6 +373,10 @@ mod tests {
                 rare_cost <= bound + 4 * 300 * line,
                 "{rare_cost} bytes of {len} read for the last 3 rare events of {n}"
             );
+            eprintln!(
+                "{n} events, {len} bytes: tail(20) read {tail_cost} bytes, read(n - 20) \
+                 {read_cost}, the last 3 of a type 1 in 100 {rare_cost}, read(0) {every_cost}"
+            );
             costs.push((tail_cost, read_cost, rare_cost));
         }
         // Flat: about the same bytes read from a log ten times longer (its lines hold
