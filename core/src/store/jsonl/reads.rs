@@ -199,10 +199,11 @@ pub(crate) fn read<R: ReadAt + ?Sized>(
             };
             let usable = offset < floor && (!v2 || this.stored.is_some());
             if let (true, true, Some(seq)) = (enough, usable, this.seq) {
+                // A seq no writer gives (near u64::MAX) fails the forward check.
                 break Anchor {
                     end: line_end,
-                    number: seq + 2,
-                    next_seq: seq + 1,
+                    number: seq.saturating_add(2),
+                    next_seq: seq.saturating_add(1),
                     chain: this.stored.unwrap_or(0),
                     header: false,
                 };
@@ -221,7 +222,9 @@ pub(crate) fn read<R: ReadAt + ?Sized>(
                     return Ok((header, found));
                 }
                 // Too few: twice as far back (the lines after the anchor are read again).
-                want_lines = want_lines.saturating_mul(2).max(scanned + limit);
+                want_lines = want_lines
+                    .saturating_mul(2)
+                    .max(scanned.saturating_add(limit));
             }
         }
     }
@@ -257,7 +260,7 @@ fn forward<R: ReadAt + ?Sized>(
         match read {
             Read::Event(event) => {
                 events.push(event);
-                seq += 1;
+                seq = seq.saturating_add(1);
             }
             Read::Broken(broken) => damage = Some(Damage::new(line.offset, seq, broken)),
         }
