@@ -10,6 +10,7 @@
 //! tail (bytes after the last `\n`) only after every complete line validated; anything
 //! else wrong is refused as corruption, and a refused open leaves the file untouched.
 
+mod backward;
 mod chain;
 #[cfg(feature = "testing")]
 pub mod fault;
@@ -19,6 +20,7 @@ mod index;
 mod lines;
 mod os;
 mod pipeline;
+mod reads;
 mod recovery;
 mod spool;
 mod sync;
@@ -569,6 +571,14 @@ impl Store for JsonlStore {
             Ok(())
         })?;
         Ok((replayed.header, events))
+    }
+
+    fn read(&self, id: &str, since: u64) -> Result<(Header, Vec<Event>)> {
+        self.read_from_end(id, reads::Want::Since(since))
+    }
+
+    fn tail(&self, id: &str, limit: usize, types: Option<&[&str]>) -> Result<(Header, Vec<Event>)> {
+        self.read_from_end(id, reads::Want::Last { limit, types })
     }
 
     fn delete(&self, id: &str) -> Result<()> {
