@@ -123,12 +123,13 @@ def test_a_takeover_fences_the_stuck_saver(postgres: inboxlog.Store) -> None:
     stuck = InboxlogSaver(postgres)
     done = put(stuck, "t", 1, ["a"])
     with InboxlogSaver(postgres, takeover=True) as taker:
+        # Reading takes nothing over; the first write does.
         assert taker.get_tuple(config("t")) is not None
+        put(taker, "t", 2, ["a", "c"], parent=done)
         with pytest.raises(inboxlog.FencedError):
-            put(stuck, "t", 2, ["a", "b"], parent=done)
+            put(stuck, "t", 3, ["a", "b"], parent=done)
         with pytest.raises(inboxlog.FencedError):
             stuck.put_writes(config("t", "1ef-00000001"), [("x", 1)], "task")
-        put(taker, "t", 2, ["a", "c"], parent=done)
         _, events = postgres.inspect("t")
         assert [e["data"]["id"] for e in events if e["type"] == CHECKPOINT] == [
             "1ef-00000001",
