@@ -99,30 +99,37 @@ def put(saver: InboxlogSaver, thread: str, n: int, messages: list[str], parent: 
     return saver.put(target, checkpoint(n, messages), {"step": n}, versions)
 
 
-def test_a_second_saver_on_a_thread_is_refused_while_the_first_holds_it(
+def test_a_second_saver_reads_a_held_thread_but_may_not_write_it(
     store: inboxlog.Store,
 ) -> None:
     with InboxlogSaver(store) as first, InboxlogSaver(store) as second:
-        put(first, "t", 1, ["a"])
-        with pytest.raises(inboxlog.LockedError):
-            second.get_tuple(config("t"))
-        with pytest.raises(inboxlog.LockedError):
-            put(second, "t", 2, ["a", "b"])
-        first.release("t")
+        done = put(first, "t", 1, ["a"])
+        # Reading takes no ownership: the holder keeps the thread.
         tup = second.get_tuple(config("t"))
         assert tup is not None and tup.checkpoint["channel_values"]["messages"] == ["a"]
+        assert [t.checkpoint["id"] for t in second.list(config("t"))] == ["1ef-00000001"]
+        with pytest.raises(inboxlog.LockedError):
+            put(second, "t", 2, ["a", "b"], parent=done)
+        with pytest.raises(inboxlog.LockedError):
+            second.put_writes(done, [("x", 1)], "task")
+        put(first, "t", 2, ["a", "c"], parent=done)
+        first.release("t")
+        put(second, "t", 3, ["a", "c", "d"])
+        tup = first.get_tuple(config("t"))
+        assert tup is not None and tup.checkpoint["channel_values"]["messages"] == ["a", "c", "d"]
 
 
 def test_a_takeover_fences_the_stuck_saver(postgres: inboxlog.Store) -> None:
     stuck = InboxlogSaver(postgres)
     done = put(stuck, "t", 1, ["a"])
     with InboxlogSaver(postgres, takeover=True) as taker:
+        # Reading takes nothing over; the first write does.
         assert taker.get_tuple(config("t")) is not None
+        put(taker, "t", 2, ["a", "c"], parent=done)
         with pytest.raises(inboxlog.FencedError):
-            put(stuck, "t", 2, ["a", "b"], parent=done)
+            put(stuck, "t", 3, ["a", "b"], parent=done)
         with pytest.raises(inboxlog.FencedError):
             stuck.put_writes(config("t", "1ef-00000001"), [("x", 1)], "task")
-        put(taker, "t", 2, ["a", "c"], parent=done)
         _, events = postgres.inspect("t")
         assert [e["data"]["id"] for e in events if e["type"] == CHECKPOINT] == [
             "1ef-00000001",
@@ -134,6 +141,11 @@ def test_a_takeover_fences_the_stuck_saver(postgres: inboxlog.Store) -> None:
 # -- what a put stores ----------------------------------------------------------------
 
 
+def long(n: int) -> str:
+    """A message long enough that a put's own record does not outweigh it."""
+    return f"m{n}" + "." * 2000
+
+
 def test_a_growing_list_is_stored_as_its_new_tail_and_read_back_whole(
     store: inboxlog.Store,
 ) -> None:
@@ -141,7 +153,7 @@ def test_a_growing_list_is_stored_as_its_new_tail_and_read_back_whole(
     parent = None
     with InboxlogSaver(store) as saver:
         for n in range(1, 6):
-            messages = [*messages, f"m{n}"]
+            messages = [*messages, long(n)]
             parent = put(saver, "t", n, messages, parent)
         # Not a prefix of the last value: stored whole.
         parent = put(saver, "t", 6, ["other"], parent)
@@ -149,7 +161,7 @@ def test_a_growing_list_is_stored_as_its_new_tail_and_read_back_whole(
             tup = saver.get_tuple(config("t", f"1ef-{n:08}"))
             assert tup is not None
             assert tup.checkpoint["channel_values"] == {
-                "messages": [f"m{i}" for i in range(1, n + 1)],
+                "messages": [long(i) for i in range(1, n + 1)],
                 "count": n,
             }
         assert saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"] == ["other"]  # type: ignore[union-attr]
@@ -161,21 +173,75 @@ def test_a_growing_list_is_stored_as_its_new_tail_and_read_back_whole(
     assert "blob" in stored[0] and "base" not in stored[0]
     for n, entry in enumerate(stored[1:5], start=2):
         assert entry["base"] == str(n - 1) and "blob" not in entry
-        assert saver._load(entry["tail"]) == [f"m{n}"]
+        assert saver._load(entry["tail"]) == [long(n)]
     assert "blob" in stored[5]
     # Another saver (another worker) reads the same history from the log.
     with InboxlogSaver(store) as again:
         tup = again.get_tuple(config("t", "1ef-00000004"))
-        assert tup is not None and tup.checkpoint["channel_values"]["messages"] == [
-            "m1",
-            "m2",
-            "m3",
-            "m4",
-        ]
+        assert tup is not None
+        assert tup.checkpoint["channel_values"]["messages"] == [long(n) for n in range(1, 5)]
         assert [t.checkpoint["id"] for t in again.list(config("t"), limit=2)] == [
             "1ef-00000006",
             "1ef-00000005",
         ]
+
+
+def test_a_new_saver_reads_from_the_last_full_put_not_the_whole_thread(
+    store: inboxlog.Store,
+) -> None:
+    # A state of constant size: full puts come every few puts, so the fold that answers
+    # the latest checkpoint starts near the end however long the thread is.
+    parent = None
+    with InboxlogSaver(store) as saver:
+        for n in range(1, 301):
+            parent = put(saver, "t", n, [long(n)], parent)
+            saver.put_writes(parent, [("messages", f"w{n}")], f"task-{n}")
+        events = saver.session("t").events()
+    puts = [e for e in events if e["type"] == CHECKPOINT]
+    fulls = [e["seq"] for e in puts if e["data"].get("full")]
+    assert fulls[0] == puts[0]["seq"] and len(fulls) > 50
+    assert puts[-1]["data"]["from"] == fulls[-1]
+    reader = InboxlogSaver(store)
+    thread = reader._read_only("t", whole=False)
+    assert thread is not None and thread.start == fulls[-1]
+    assert len(thread.checkpoints[""]) < 10  # of 300
+    tup = reader.get_tuple(config("t"))
+    assert tup is not None and tup.checkpoint["channel_values"] == {
+        "messages": [long(300)],
+        "count": 300,
+    }
+    assert tup.pending_writes == [("task-300", "messages", "w300")]
+    # An older checkpoint is still there: read from the whole log.
+    old = reader.get_tuple(config("t", "1ef-00000005"))
+    assert old is not None and old.checkpoint["channel_values"]["messages"] == [long(5)]
+    assert old.pending_writes == [("task-5", "messages", "w5")]
+    assert len(list(reader.list(config("t")))) == 300
+    # The next writer folds from there too, and its puts go on from it.
+    with InboxlogSaver(store) as writer:
+        put(writer, "t", 301, [long(301)], parent)
+        assert writer._threads["t"].start == fulls[-1]
+        last = writer.session("t").events()[-1]
+        assert last["data"]["from"] >= fulls[-1]
+    tup = reader.get_tuple(config("t"))
+    assert tup is not None and tup.checkpoint["channel_values"]["count"] == 301
+
+
+def test_a_log_written_before_puts_recorded_from_is_read_whole(store: inboxlog.Store) -> None:
+    with InboxlogSaver(store) as saver:
+        parent = None
+        for n in range(1, 4):
+            parent = put(saver, "t", n, [long(n)], parent)
+        events = saver.session("t").events()
+    # The same log as an older saver wrote it: no "full", no "from".
+    with store.create("old") as old:
+        for e in events:
+            data = {k: v for k, v in e["data"].items() if k not in ("full", "from")}
+            old.append(e["type"], data)
+    reader = InboxlogSaver(store)
+    thread = reader._read_only("old", whole=False)
+    assert thread is not None and thread.start == 0
+    tup = reader.get_tuple(config("old"))
+    assert tup is not None and tup.checkpoint["channel_values"]["messages"] == [long(3)]
 
 
 def test_writes_already_stored_are_not_appended_again(store: inboxlog.Store) -> None:

@@ -42,8 +42,10 @@ the session its ``thread_id`` names:
   and a new turn continues from the history.
 
 :class:`InboxlogSaver` (``saver.py``) is LangGraph's checkpointer on any store: a thread
-is a session it holds as its one writer; a ``put`` appends one ``langgraph/checkpoint``
-event with the changed channels only, a ``put_writes`` one ``langgraph/writes`` event.
+is a session it holds as its one writer from its first write (reads take nothing); a
+``put`` appends one ``langgraph/checkpoint`` event with the changed channels only (every
+channel, now and then, so that a new saver reads the latest state, not the history), a
+``put_writes`` one ``langgraph/writes`` event.
 """
 
 from __future__ import annotations

@@ -27,7 +27,10 @@ import inboxlog
 
 CHECKPOINT = "langgraph/checkpoint"
 """The event type of one ``put``: ``{"ns", "id", "parent", "checkpoint", "metadata",
-"values"}``; ``values`` holds only the channels whose version changed."""
+"values", "full"?, "from"?}``; ``values`` holds only the channels whose version changed,
+or, in a ``full`` put, every channel of the checkpoint. ``from`` is the seq from which
+the log's events answer the latest checkpoint of every namespace (see
+:class:`InboxlogSaver`)."""
 WRITES = "langgraph/writes"
 """The event type of one ``put_writes``: ``{"ns", "checkpoint", "task", "path",
 "writes": [[idx, channel, blob], ...]}``, only the writes that were stored."""
@@ -52,8 +55,15 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
     item, as LangGraph's reducers build a new list holding the same items) is stored as
     its new items on top of that version, so a put costs what changed, not the history
     (an item changed in place after it was stored, rather than replaced, is not seen).
-    The saver reads a thread's log once, when it opens it, and answers ``get_tuple`` and
-    ``list`` from that fold, which its own writes keep current.
+    Reading never takes a thread: ``get_tuple`` and ``list`` of a thread this saver does
+    not hold read the store without owning the session (another worker may hold it), and
+    only ``put`` and ``put_writes`` open it as its writer. So that picking a thread up
+    costs its latest state, not its history, a put stores every channel whole (``full``)
+    once the changes stored since the last full put outweigh twice the state, and each
+    put records in ``from`` the seq of the earliest event that the latest checkpoint of
+    any namespace needs (its namespace's last full put, or its own put if earlier). A
+    ``get_tuple`` reads the thread's last put and the events from its ``from`` on; one
+    that needs an older checkpoint, or a value stored before, reads the whole log.
     """
 
     def __init__(
@@ -122,9 +132,35 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
             except inboxlog.AlreadyExistsError:  # created meanwhile by another worker
                 log = self.store.open(thread_id, takeover=self.takeover)
         thread = _Thread(log)
-        thread.fold_events(log.events())
+        thread.start = self._start(thread_id)
+        thread.fold_events(log.events(thread.start))
         self._threads[thread_id] = thread
         return thread
+
+    def _start(self, thread_id: str) -> int:
+        """Where a fold of the thread's log that answers its latest checkpoints starts:
+        the last put's ``from`` (0 for a log written before puts recorded it)."""
+        last = self.store.tail(thread_id, 1, [CHECKPOINT])
+        return int(last[0]["data"].get("from", 0)) if last else 0
+
+    def _held(self, thread_id: str) -> _Thread | None:
+        """The fold of a thread this saver holds open, if it does."""
+        thread = self._threads.get(thread_id)
+        if thread is not None and thread.log.closed:  # closed by its user
+            del self._threads[thread_id]
+            return None
+        return thread
+
+    def _whole(self, thread_id: str, thread: _Thread | None) -> _Thread | None:
+        """``thread`` when its fold holds the whole log, else a fold of the whole log (of
+        the session this saver holds, or read from the store without owning it)."""
+        if thread is not None and thread.start == 0:
+            return thread
+        if thread is not None and thread.log is not None:
+            whole = _Thread(None)
+            whole.fold_events(thread.log.events())
+            return whole
+        return self._read_only(thread_id, whole=True)
 
     # -- the checkpointer contract --------------------------------------------------
 
@@ -133,15 +169,29 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         its ``thread_id`` and ``checkpoint_ns``), with its pending writes."""
         configurable = config["configurable"]
         thread_id, ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
+        wanted = get_checkpoint_id(config)
         with self._lock:
-            thread = self._thread(thread_id, create=False)
+            thread = self._held(thread_id) or self._read_only(thread_id, whole=False)
             if thread is None:
                 return None
-            saved = thread.checkpoints.get(ns, {})
-            checkpoint_id = get_checkpoint_id(config) or max(saved, default=None)
-            if checkpoint_id is None or checkpoint_id not in saved:
-                return None
-            return self._tuple(thread, thread_id, ns, checkpoint_id)
+            try:
+                return self._answer(thread, thread_id, ns, wanted)
+            except _Incomplete:
+                whole = self._whole(thread_id, thread)
+                return None if whole is None else self._answer(whole, thread_id, ns, wanted)
+
+    def _answer(
+        self, thread: _Thread, thread_id: str, ns: str, wanted: str | None
+    ) -> CheckpointTuple | None:
+        """The checkpoint ``wanted`` (the latest when ``None``) of ``ns`` in ``thread``'s
+        fold; raises ``_Incomplete`` when a fold of part of the log may lack it."""
+        saved = thread.checkpoints.get(ns, {})
+        checkpoint_id = wanted or max(saved, default=None)
+        if checkpoint_id is None or checkpoint_id not in saved:
+            if thread.start > 0:
+                raise _Incomplete
+            return None
+        return self._tuple(thread, thread_id, ns, checkpoint_id)
 
     def list(
         self,
@@ -165,11 +215,7 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         found: list[CheckpointTuple] = []
         for thread_id in thread_ids:
             with self._lock:
-                thread = self._threads.get(thread_id)
-                if thread is None and config is not None:
-                    thread = self._thread(thread_id, create=False)
-                if thread is None:
-                    thread = self._read_only(thread_id)
+                thread = self._whole(thread_id, self._held(thread_id))
                 if thread is None:
                     continue
                 for ns, saved in thread.checkpoints.items():
@@ -207,9 +253,11 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         with self._lock:
             thread = self._thread(thread_id, create=True)
             assert thread is not None
+            full = thread.due_full(ns, checkpoint["channel_versions"])
+            versions = {**checkpoint["channel_versions"], **new_versions} if full else new_versions
             stored: dict[str, dict[str, Any]] = {}
             grown: dict[str, tuple[Any, tuple[Any, ...]]] = {}
-            for channel, version in new_versions.items():
+            for channel, version in versions.items():
                 if channel not in values:
                     stored[channel] = {"v": version, "empty": True}
                     continue
@@ -217,7 +265,8 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
                 entry: dict[str, Any] = {"v": version}
                 last = thread.last_lists.get((ns, channel))
                 if (
-                    type(value) is list
+                    not full
+                    and type(value) is list
                     and last is not None
                     and (ns, channel, last[0]) in thread.blobs
                     and len(value) >= len(last[1])
@@ -238,8 +287,14 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
                 "metadata": self._dump(get_checkpoint_metadata(config, metadata)),
                 "values": stored,
             }
-            thread.log.append(CHECKPOINT, data)
-            thread.apply(CHECKPOINT, data)
+            if full:
+                data["full"] = True
+            # This put's seq, or an earlier one if another event comes first: reading
+            # from an earlier seq only reads more.
+            last_seq = thread.log.last_seq
+            data["from"] = thread.start_after(ns, checkpoint["id"], full, last_seq)
+            event = thread.log.append(CHECKPOINT, data)
+            thread.apply(CHECKPOINT, data, event["seq"])
             for channel, last_list in grown.items():
                 thread.last_lists[(ns, channel)] = last_list
         return {
@@ -281,8 +336,8 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
                 "path": task_path,
                 "writes": new,
             }
-            thread.log.append(WRITES, data)
-            thread.apply(WRITES, data)
+            event = thread.log.append(WRITES, data)
+            thread.apply(WRITES, data, event["seq"])
 
     def delete_thread(self, thread_id: str) -> None:
         """Deletes the thread's session for good (``store.delete``); a thread that does
@@ -295,21 +350,26 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         """Copies every checkpoint and write of one thread onto another, as one append
         per stored event on the target."""
         with self._lock:
-            source = self._threads.get(source_thread_id) or self._thread(
-                source_thread_id, create=False
-            )
-            if source is None:
+            source = self._held(source_thread_id)
+            if source is not None:
+                read = source.log.events()
+            else:
+                try:
+                    read = self.store.read(source_thread_id)
+                except inboxlog.NotFoundError:
+                    return
+            events = [(e["type"], e["data"]) for e in read if e["type"] in (CHECKPOINT, WRITES)]
+            if not events:
                 return
-            events = [
-                (e["type"], e["data"])
-                for e in source.log.events()
-                if e["type"] in (CHECKPOINT, WRITES)
-            ]
             target = self._thread(target_thread_id, create=True)
             assert target is not None
             for type, data in events:
-                target.log.append(type, data)
-                target.apply(type, data)
+                if type == CHECKPOINT:
+                    # The source's seqs mean nothing here: a fold of the target reads
+                    # from its start until the target's own next full put.
+                    data = {k: v for k, v in data.items() if k not in ("full", "from")}
+                event = target.log.append(type, data)
+                target.apply(type, data, event["seq"])
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Versions are zero-padded counters (strings that sort as numbers)."""
@@ -371,15 +431,19 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
 
     # -- internals -------------------------------------------------------------------
 
-    def _read_only(self, thread_id: str) -> _Thread | None:
-        """A thread this saver does not hold, folded from a read-only inspection."""
+    def _read_only(self, thread_id: str, *, whole: bool) -> _Thread | None:
+        """A thread read from the store without owning it: the whole log, or (not
+        ``whole``) the events from the last put's ``from`` on. ``None`` when it holds no
+        checkpoint."""
         try:
-            _, events = self.store.inspect(thread_id)
+            start = 0 if whole else self._start(thread_id)
+            events = self.store.read(thread_id, start)
         except inboxlog.NotFoundError:
             return None
         if not any(e["type"] == CHECKPOINT for e in events):
             return None
         thread = _Thread(None)
+        thread.start = start
         thread.fold_events(events)
         return thread
 
@@ -397,6 +461,8 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         while entry is not None and "base" in entry:
             tails.append(entry["tail"])
             entry = thread.blobs.get((ns, channel, entry["base"]))
+        if entry is None and thread.start > 0:
+            raise _Incomplete  # stored before the fold's start
         if entry is None or "blob" not in entry:
             return _MISSING
         value = self._load(entry["blob"])
@@ -445,6 +511,14 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
 
 _MISSING = object()
 
+#: A full put is due once the bytes stored since the last one exceed this many times
+#: the checkpoint's state.
+FULL_AFTER = 2
+
+
+class _Incomplete(Exception):
+    """A fold of part of a log lacks what an answer needs: read the whole log."""
+
 
 class _Saved:
     """One stored checkpoint: its blobs and its parent's id."""
@@ -463,25 +537,86 @@ class _Thread:
 
     def __init__(self, log: inboxlog.Session | None) -> None:
         self.log: inboxlog.Session = log  # type: ignore[assignment]
+        #: The seq of the first event folded (0: the whole log).
+        self.start = 0
         self.checkpoints: dict[str, dict[str, _Saved]] = {}
         self.blobs: dict[tuple[str, str, Any], dict[str, Any]] = {}
         self.writes: dict[tuple[str, str], dict[tuple[str, int], tuple[str, str, _Blob, str]]] = {}
         # The last list value this saver put per (ns, channel): (version, its items).
         self.last_lists: dict[tuple[str, str], tuple[Any, tuple[Any, ...]]] = {}
+        # Per namespace: the seq of its last full put, the bytes of values stored since,
+        # and its newest checkpoint id with the seq of its put.
+        self.full_seq: dict[str, int] = {}
+        self.since_full: dict[str, int] = {}
+        self.newest: dict[str, tuple[str, int]] = {}
+        # The bytes of each stored value: (ns, channel, version) -> its blob, or its
+        # base's and its tail's.
+        self.sizes: dict[tuple[str, str, Any], int] = {}
+        self.latest_size: dict[tuple[str, str], int] = {}
 
     def fold_events(self, events: Sequence[Mapping[str, Any]]) -> None:
         for event in events:
-            self.apply(event["type"], event["data"])
+            self.apply(event["type"], event["data"], event["seq"])
 
-    def apply(self, type: str, data: Any) -> None:
+    def due_full(self, ns: str, versions: Mapping[str, Any]) -> bool:
+        """Whether the next put of ``ns`` (a checkpoint of channel ``versions``) stores
+        every channel: its first since this fold began, or once what was stored since
+        the last full one (values, checkpoints, metadata, writes) outweighs
+        ``FULL_AFTER`` times the state. A fold from the last full put on then reads at
+        most ``FULL_AFTER + 1`` times the state, and full puts add at most half of
+        what the others store."""
+        if ns not in self.full_seq:
+            return True
+        # A new version's size is not known yet: its channel's last one stands for it.
+        state = sum(
+            self.sizes.get((ns, c, v), self.latest_size.get((ns, c), 0))
+            for c, v in versions.items()
+        )
+        return self.since_full.get(ns, 0) > FULL_AFTER * state
+
+    def start_after(self, ns: str, checkpoint_id: str, full: bool, last_seq: int | None) -> int:
+        """The ``from`` of a put of ``checkpoint_id`` to ``ns`` whose seq is at least
+        ``last_seq + 1``: the least, over namespaces, of the seq of the last full put and
+        of the put of the newest checkpoint (0 while a namespace has no full put)."""
+        seq = 0 if last_seq is None else last_seq + 1
+        full_seq = {**self.full_seq, **({ns: seq} if full else {})}
+        newest = dict(self.newest)
+        if ns not in newest or checkpoint_id >= newest[ns][0]:
+            newest[ns] = (checkpoint_id, seq)
+        if any(n not in full_seq for n in newest):
+            return 0
+        return min(min(full_seq[n], newest[n][1]) for n in newest)
+
+    def apply(self, type: str, data: Any, seq: int) -> None:
         if type == CHECKPOINT:
             ns = data["ns"]
+            stored = 0
             for channel, entry in data["values"].items():
-                self.blobs[(ns, channel, entry["v"])] = entry
+                key = (ns, channel, entry["v"])
+                self.blobs[key] = entry
+                if "blob" in entry:
+                    self.sizes[key] = len(entry["blob"][1])
+                    stored += self.sizes[key]
+                elif "tail" in entry:
+                    base = self.sizes.get((ns, channel, entry["base"]), 0)
+                    self.sizes[key] = base + len(entry["tail"][1])
+                    stored += len(entry["tail"][1])
+                if key in self.sizes:
+                    self.latest_size[(ns, channel)] = self.sizes[key]
+            if data.get("full"):
+                self.full_seq[ns], self.since_full[ns] = seq, 0
+            else:
+                stored += len(data["checkpoint"][1]) + len(data["metadata"][1])
+                self.since_full[ns] = self.since_full.get(ns, 0) + stored
+            if ns not in self.newest or data["id"] >= self.newest[ns][0]:
+                self.newest[ns] = (data["id"], seq)
             saved = _Saved(data["checkpoint"], data["metadata"], data["parent"])
             self.checkpoints.setdefault(ns, {})[data["id"]] = saved
         elif type == WRITES:
-            held = self.writes.setdefault((data["ns"], data["checkpoint"]), {})
+            ns = data["ns"]
+            stored = sum(len(blob[1]) for _, _, blob in data["writes"])
+            self.since_full[ns] = self.since_full.get(ns, 0) + stored
+            held = self.writes.setdefault((ns, data["checkpoint"]), {})
             task, path = data["task"], data["path"]
             for idx, channel, blob in data["writes"]:
                 held[(task, idx)] = (task, channel, blob, path)
