@@ -67,6 +67,7 @@ impl Session {
             let writer = writer.as_deref_mut().expect("open");
             let notify = !lock(&self.observers).is_empty();
             let result = intake.take_in(writer, ledger, notify.then_some(outbox), now_ms);
+            guard.checkpoint_if_due();
             (result, notify)
         };
         if notify {

@@ -57,7 +57,8 @@ use self::read::{At, SessionRow, read_all, read_for_open, reading, seed_gap, ses
 use self::schema::Sql;
 use self::writer::{PgWriter, Rows, Shared};
 use super::{
-    Durability, Feed, LogWriter, Mailbox, OpenOptions, Opened, Post, Store, StoreOptions, Verified,
+    Durability, Feed, LogWriter, Mailbox, OpenOptions, Opened, Post, Replay, Store, StoreOptions,
+    Verified,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
@@ -436,22 +437,13 @@ impl Store for PgStore {
         }
     }
 
-    fn open(
-        &self,
-        id: &str,
-        options: &OpenOptions,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Opened> {
-        self.open_owned(id, options.takeover, visit)
+    fn open(&self, id: &str, options: &OpenOptions, replay: &mut dyn Replay) -> Result<Opened> {
+        self.open_owned(id, options.takeover, &mut |h, e| replay.visit(h, e))
     }
 
-    fn verify(
-        &self,
-        id: &str,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Verified> {
+    fn verify(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified> {
         validate_session_id(id)?;
-        let header = self.read_whole(id, visit)?;
+        let header = self.read_whole(id, &mut |h, e| replay.visit(h, e))?;
         Ok(Verified {
             header,
             torn_bytes: 0,
