@@ -204,7 +204,9 @@ pub(crate) fn replay_log(
             replay.checkpoint(cp)?;
         }
         rewind(file, path)?;
-        let replayed = read_log(file, path, id, limit, &mut |h, e| replay.visit(h, e))?;
+        let mut replayed = read_log(file, path, id, limit, &mut |h, e| replay.visit(h, e))?;
+        // The damage the checkpoint proves first: it names the broken line.
+        proven(&mut replayed, &binding, &name)?;
         let start = line_start(file, (path, limit), &replayed, seq)?;
         if start != Some(binding.offset) {
             let found = match start {
@@ -225,6 +227,13 @@ pub(crate) fn replay_log(
         }
         replayed
     };
+    proven(&mut replayed, &binding, &name)?;
+    Ok((replayed, taken))
+}
+
+/// Refuses the broken line a replay took for the start of a torn tail when it lies
+/// before the offset the checkpoint says was durable when it was written.
+fn proven(replayed: &mut Replayed, binding: &Binding, name: &str) -> Result<()> {
     if replayed.end < binding.synced
         && let Some(broken) = replayed.broken.take()
     {
@@ -233,7 +242,7 @@ pub(crate) fn replay_log(
             binding.synced
         )));
     }
-    Ok((replayed, taken))
+    Ok(())
 }
 
 fn path_name(log: &Path) -> String {
