@@ -284,7 +284,16 @@ fn opening_visits_only_the_events_after_the_checkpoint() {
         s.append("host/x", &format!("{{\"i\":{i}}}"), Envelope::default())
             .unwrap();
     }
-    s.close().unwrap();
+    drop(s);
+    // A log without a checkpoint opens as before, from seq 0, and opening alone
+    // writes none.
+    let cp = store.root().join("s.checkpoint");
+    let c = count_open(&store, true);
+    assert_eq!((c.checkpoints, c.visits), (0, total));
+    drop(Session::open(&store, "s").unwrap());
+    assert!(!cp.exists());
+    Session::open(&store, "s").unwrap().close().unwrap();
+    assert!(cp.exists());
     // Closed cleanly: nothing after the checkpoint.
     let c = count_open(&store, true);
     assert_eq!((c.checkpoints, c.visits), (1, 0));
