@@ -125,12 +125,13 @@ fn bare_parse(path: &Path) -> u64 {
 
 fn store_open(store: &JsonlStore, id: &str) -> u64 {
     let mut n = 0;
+    let mut replay = inboxlog::store::events(|_, e| {
+        black_box(e);
+        n += 1;
+        Ok(())
+    });
     let opened = store
-        .open(id, &OpenOptions::default(), &mut |_, e| {
-            black_box(e);
-            n += 1;
-            Ok(())
-        })
+        .open(id, &OpenOptions::default(), &mut replay)
         .unwrap();
     drop(opened);
     n

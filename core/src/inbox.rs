@@ -70,6 +70,29 @@ impl Inbox {
         Inbox::default()
     }
 
+    /// The inbox holding `next_turn` and `next_step` in order (a §5.2 baseline read
+    /// back from a checkpoint); `duplicate_message` when an id is in both or twice.
+    pub(crate) fn from_lists(next_turn: Vec<Message>, next_step: Vec<Message>) -> Result<Inbox> {
+        let mut inbox = Inbox::new();
+        let mut seen = std::collections::HashSet::new();
+        for m in next_turn.iter().chain(&next_step) {
+            if !seen.insert(m.id()) {
+                return Err(duplicate(m.id()));
+            }
+        }
+        drop(seen);
+        for (target, list) in [(Target::NextTurn, next_turn), (Target::NextStep, next_step)] {
+            let (queue, index) = match target {
+                Target::NextTurn => (&mut inbox.next_turn, &mut inbox.index),
+                Target::NextStep => (&mut inbox.next_step, &mut inbox.index),
+            };
+            queue.splice(0, 0, list, |m, h| {
+                index.insert(Key(m.clone()), (target, h));
+            });
+        }
+        Ok(inbox)
+    }
+
     fn queue(&self, target: Target) -> &Queue<Message> {
         match target {
             Target::NextTurn => &self.next_turn,

@@ -10,6 +10,7 @@
 // Every type a public function returns can be named by users.
 #![deny(unnameable_types)]
 
+pub mod checkpoint;
 mod edit;
 mod error;
 mod error_fields;

@@ -79,12 +79,15 @@ enum Phase {
     InStep,
 }
 
-/// Appends forever, printing `ack <event json>` for each acknowledged event.
+/// Appends forever, printing `ack <event json>` for each acknowledged event; between
+/// turns, now and then, closes the session (writing its checkpoint,
+/// core/FORMAT.md#checkpoints) and opens it again (from that checkpoint), so that kills
+/// land while checkpoints are written too.
 fn writer() {
     let seed: u64 = std::env::var(SEED).unwrap().parse().unwrap();
     let mut rng = Rng(seed);
     let store = child_store();
-    let s = Session::open(&store, "s").unwrap();
+    let mut s = Session::open(&store, "s").unwrap();
     let mut printed = s.last_seq().unwrap().map_or(0, |l| l + 1);
     let mut phase = Phase::Idle;
     for i in 0u64.. {
@@ -150,6 +153,10 @@ fn writer() {
         for e in s.events(printed).unwrap() {
             println!("ack {}", e.to_json());
             printed = e.seq() + 1;
+        }
+        if matches!(phase, Phase::Idle) && rng.below(20) == 0 {
+            s.close().unwrap();
+            s = Session::open(&store, "s").unwrap();
         }
     }
 }
@@ -239,6 +246,8 @@ fn open_turn_of(events: &[Event]) -> (Option<u64>, bool) {
 /// Checks the log after a death; `acked` holds every event acknowledged so far.
 fn verify(root: &Path, acked: &BTreeMap<u64, String>, what: &str) {
     let store = JsonlStore::open(root, Durability::Sync).unwrap();
+    // From seq 0, the checkpoint (if any) compared with the replay at its seq.
+    Session::verify(&store, "s").unwrap_or_else(|e| panic!("{what}: verify: {e}"));
     let path = store.path("s").unwrap();
     let raw = bytes(&path);
     let (header, stored) = store
@@ -446,6 +455,10 @@ fn crash_every_acknowledged_event_survives_kills_and_failpoints() {
     }
     assert!(kills >= 20, "only {kills} rounds ended by SIGKILL");
     assert!(acked.len() > 50, "only {} events acknowledged", acked.len());
+    assert!(
+        root.join("s.checkpoint").exists(),
+        "no round closed the session with a checkpoint"
+    );
     eprintln!(
         "{} rounds, {} acknowledged events, {:?}",
         kills,

@@ -16,10 +16,11 @@ use jsonl_common::*;
 /// `open` of "s" through the store: the events it accepted and the torn bytes it cut.
 fn open_events(store: &JsonlStore) -> inboxlog::Result<(Vec<String>, u64)> {
     let mut seen = Vec::new();
-    let opened = store.open("s", &OpenOptions::default(), &mut |_, e: &Event| {
+    let mut replay = inboxlog::store::events(|_, e: &Event| {
         seen.push(e.to_json());
         Ok(())
-    })?;
+    });
+    let opened = store.open("s", &OpenOptions::default(), &mut replay)?;
     Ok((seen, opened.torn_bytes))
 }
 
@@ -59,6 +60,55 @@ fn join(ls: &[Vec<u8>]) -> Vec<u8> {
         .collect()
 }
 
+/// One random change to the lines `ls` of a log (round `round` picks its kind): the
+/// changed lines and what was done, or `None` when the draw changes nothing.
+fn mutate(ls: &[Vec<u8>], rng: &mut Rng, round: u32) -> Option<(Vec<Vec<u8>>, String)> {
+    let mut ls2 = ls.to_vec();
+    let what = match round % 6 {
+        // One byte changed, anywhere in a line (the header included).
+        0 | 1 => {
+            let k = rng.below(ls.len() as u64) as usize;
+            let i = rng.below(ls[k].len() as u64) as usize;
+            let old = ls2[k][i];
+            let new = if round.is_multiple_of(6) {
+                old ^ (1 << rng.below(8))
+            } else {
+                // A digit for a digit, a letter for a letter where it is one.
+                match old {
+                    b'0'..=b'9' => b'0' + ((old - b'0' + 1 + rng.below(9) as u8) % 10),
+                    b'a'..=b'z' => b'a' + ((old - b'a' + 1 + rng.below(25) as u8) % 26),
+                    _ => old.wrapping_add(1 + rng.below(254) as u8),
+                }
+            };
+            ls2[k][i] = new;
+            format!("line {} byte {i}: {old:#x} -> {new:#x}", k + 1)
+        }
+        // A line dropped (not the last: a log cut at a line end is a shorter log).
+        2 => {
+            let k = 1 + rng.below(ls.len() as u64 - 2) as usize;
+            ls2.remove(k);
+            format!("line {} dropped", k + 1)
+        }
+        // A line duplicated.
+        3 => {
+            let k = 1 + rng.below(ls.len() as u64 - 1) as usize;
+            ls2.insert(k + 1, ls[k].clone());
+            format!("line {} duplicated", k + 1)
+        }
+        // Two lines swapped.
+        _ => {
+            let a = 1 + rng.below(ls.len() as u64 - 1) as usize;
+            let b = 1 + rng.below(ls.len() as u64 - 1) as usize;
+            if a == b {
+                return None;
+            }
+            ls2.swap(a, b);
+            format!("lines {} and {} swapped", a + 1, b + 1)
+        }
+    };
+    Some((ls2, what))
+}
+
 #[test]
 fn every_change_to_a_version_2_log_is_reported_and_never_read_as_good() {
     let (_dir, store) = store(Durability::Sync);
@@ -79,48 +129,8 @@ fn every_change_to_a_version_2_log_is_reported_and_never_read_as_good() {
     let mut rng = Rng(0x5eed_0040);
     let (mut refused, mut cut) = (0, 0);
     for round in 0..600 {
-        let mut ls2 = ls.clone();
-        let what = match round % 6 {
-            // One byte changed, anywhere in a line (the header included).
-            0 | 1 => {
-                let k = rng.below(ls.len() as u64) as usize;
-                let i = rng.below(ls[k].len() as u64) as usize;
-                let old = ls2[k][i];
-                let new = if round % 6 == 0 {
-                    old ^ (1 << rng.below(8))
-                } else {
-                    // A digit for a digit, a letter for a letter where it is one.
-                    match old {
-                        b'0'..=b'9' => b'0' + ((old - b'0' + 1 + rng.below(9) as u8) % 10),
-                        b'a'..=b'z' => b'a' + ((old - b'a' + 1 + rng.below(25) as u8) % 26),
-                        _ => old.wrapping_add(1 + rng.below(254) as u8),
-                    }
-                };
-                ls2[k][i] = new;
-                format!("line {} byte {i}: {old:#x} -> {new:#x}", k + 1)
-            }
-            // A line dropped (not the last: a log cut at a line end is a shorter log).
-            2 => {
-                let k = 1 + rng.below(ls.len() as u64 - 2) as usize;
-                ls2.remove(k);
-                format!("line {} dropped", k + 1)
-            }
-            // A line duplicated.
-            3 => {
-                let k = 1 + rng.below(ls.len() as u64 - 1) as usize;
-                ls2.insert(k + 1, ls[k].clone());
-                format!("line {} duplicated", k + 1)
-            }
-            // Two lines swapped.
-            _ => {
-                let a = 1 + rng.below(ls.len() as u64 - 1) as usize;
-                let b = 1 + rng.below(ls.len() as u64 - 1) as usize;
-                if a == b {
-                    continue;
-                }
-                ls2.swap(a, b);
-                format!("lines {} and {} swapped", a + 1, b + 1)
-            }
+        let Some((ls2, what)) = mutate(&ls, &mut rng, round) else {
+            continue;
         };
         let bad = join(&ls2);
         assert_ne!(bad, good);
@@ -133,7 +143,7 @@ fn every_change_to_a_version_2_log_is_reported_and_never_read_as_good() {
             .any(|l| synced_of(l) > starts[first] as u64)
             || round % 6 == 3 && first + 1 < ls2.len();
         fs::write(&path, &bad).unwrap();
-        let verified = store.verify("s", &mut |_, _| Ok(()));
+        let verified = store.verify("s", &mut inboxlog::store::events(|_, _| Ok(())));
         let opened = open_events(&store);
         match (&verified, &opened) {
             (Err(v), Err(o)) => {
@@ -160,6 +170,76 @@ fn every_change_to_a_version_2_log_is_reported_and_never_read_as_good() {
         }
     }
     assert!(refused > 400 && cut > 0, "refused {refused}, cut {cut}");
+}
+
+/// The same changes to a log closed cleanly, whose checkpoint says every byte of it was
+/// durable when it was written (core/FORMAT.md#checkpoints): a reader from seq 0
+/// (`verify`, an open that does not resume) refuses every one, the last line's and a
+/// cut at a line end included, as corruption; the open of a session, which reads only
+/// what follows the checkpoint, refuses those it reads (the header, the checksum the
+/// checkpoint is bound to) and never reads a changed line back.
+#[test]
+fn on_a_cleanly_closed_log_every_change_is_corruption() {
+    let (_dir, store) = store(Durability::Sync);
+    twenty_turns(&store);
+    Session::open(&store, "s").unwrap().close().unwrap();
+    let path = store.path("s").unwrap();
+    let good = bytes(&path);
+    let ls: Vec<Vec<u8>> = lines(&good).into_iter().map(<[u8]>::to_vec).collect();
+    let last_seq = ls.len() as u64 - 2;
+    let mut rng = Rng(0x5eed_0041);
+    let mut resumed = 0;
+    for round in 0..400u32 {
+        let Some((mut ls2, mut what)) = mutate(&ls, &mut rng, round) else {
+            continue;
+        };
+        if round % 40 == 7 {
+            // Whole lines removed from the end: a shorter log only the checkpoint tells.
+            ls2 = ls[..ls.len() - 1 - rng.below(3) as usize].to_vec();
+            what = format!("cut to {} lines", ls2.len());
+        }
+        let bad = join(&ls2);
+        fs::write(&path, &bad).unwrap();
+        let verified = store.verify("s", &mut inboxlog::store::events(|_, _| Ok(())));
+        if bad.starts_with(&good) {
+            // The last line duplicated: bytes after the checkpoint, as a crash after the
+            // next writer's first write leaves them.
+            let torn = verified.unwrap().torn_bytes;
+            assert_eq!(torn, (bad.len() - good.len()) as u64, "{what}");
+            continue;
+        }
+        let opened = open_events(&store);
+        let (Err(v), Err(o)) = (&verified, &opened) else {
+            panic!("{what}: verify {verified:?} but open {opened:?}");
+        };
+        assert_eq!(v.to_string(), o.to_string(), "{what}");
+        assert_eq!(bytes(&path), bad, "{what}: a refused open changed the file");
+        if ls2[0] == ls[0] {
+            assert_eq!(o.kind(), ErrorKind::Corrupt, "{what}: {o}");
+        }
+        match Session::open(&store, "s") {
+            Ok(s) => {
+                // From the checkpoint, which covers every event: nothing changed is read.
+                assert_eq!(s.last_seq().unwrap(), Some(last_seq), "{what}");
+                assert_eq!(ls2[0], ls[0], "{what}: a changed header read");
+                drop(s);
+                assert_eq!(bytes(&path), bad, "{what}");
+                resumed += 1;
+            }
+            Err(e) => {
+                if ls2[0] == ls[0] {
+                    assert_eq!(e.kind(), ErrorKind::Corrupt, "{what}: {e}");
+                }
+                assert_eq!(bytes(&path), bad, "{what}: a refused open changed the file");
+            }
+        }
+    }
+    assert!(
+        resumed > 0,
+        "no change was left unread by an open from the checkpoint"
+    );
+    fs::write(&path, &good).unwrap();
+    Session::verify(&store, "s").unwrap();
 }
 
 /// A version 2 log whose last `sync` call was in flight at a power cut: its bytes,
@@ -212,13 +292,16 @@ fn unsynced_blocks_persisted_out_of_order_open_by_themselves() {
             // Version 1 logs of the same bytes: refused when a lost block is followed by
             // a newline (the figure of issue #40).
             fs::write(&path, v1(&state)).unwrap();
-            if store.verify("s", &mut |_, _| Ok(())).is_err() {
+            if store
+                .verify("s", &mut inboxlog::store::events(|_, _| Ok(())))
+                .is_err()
+            {
                 v1_refused += 1;
             }
 
             fs::write(&path, &state).unwrap();
             let verified = store
-                .verify("s", &mut |_, _| Ok(()))
+                .verify("s", &mut inboxlog::store::events(|_, _| Ok(())))
                 .unwrap_or_else(|e| panic!("{what}: verify: {e}"));
             let (seen, torn) = open_events(&store).unwrap_or_else(|e| panic!("{what}: open: {e}"));
             assert_eq!(verified.torn_bytes, torn, "{what}");
@@ -291,7 +374,9 @@ fn version_1_fixtures_upgrade_once_and_read_back_the_same() {
         let again = store.upgrade(name).unwrap();
         assert_eq!(again.from, 2, "{name}");
         assert_eq!(bytes(&store.path(name).unwrap()), raw, "{name}");
-        store.verify(name, &mut |_, _| Ok(())).unwrap();
+        store
+            .verify(name, &mut inboxlog::store::events(|_, _| Ok(())))
+            .unwrap();
     }
     // Still a working log: the fork opens, closes its interrupted turn, appends sealed.
     let s = Session::open(&store, "v1-fork").unwrap();
@@ -301,7 +386,7 @@ fn version_1_fixtures_upgrade_once_and_read_back_the_same() {
     assert_eq!(events.last().unwrap().ty(), "turn/end");
     assert_eq!(
         store
-            .verify("v1-fork", &mut |_, _| Ok(()))
+            .verify("v1-fork", &mut inboxlog::store::events(|_, _| Ok(())))
             .unwrap()
             .torn_bytes,
         0

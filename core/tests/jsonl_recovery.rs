@@ -15,7 +15,11 @@ use jsonl_common::*;
 
 fn open_plain(store: &JsonlStore, id: &str) -> inboxlog::Result<u64> {
     store
-        .open(id, &OpenOptions::default(), &mut |_, _| Ok(()))
+        .open(
+            id,
+            &OpenOptions::default(),
+            &mut inboxlog::store::events(|_, _| Ok(())),
+        )
         .map(|o| o.torn_bytes)
 }
 

@@ -188,7 +188,11 @@ fn read_since_returns_the_suffix_across_the_seek_index() {
     check(&*w);
     drop(w);
     let opened = store
-        .open("s", &OpenOptions::default(), &mut |_, _| Ok(()))
+        .open(
+            "s",
+            &OpenOptions::default(),
+            &mut inboxlog::store::events(|_, _| Ok(())),
+        )
         .unwrap();
     check(&*opened.writer);
 }

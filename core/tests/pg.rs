@@ -245,7 +245,7 @@ fn version_4_tables_gain_event_checksums_in_place() {
     s.close().unwrap();
     drop(store);
     schema
-        .exec("ALTER TABLE {s}.events DROP COLUMN crc; UPDATE {s}.schema_version SET version = 4");
+        .exec("ALTER TABLE {s}.events DROP COLUMN crc; DROP TABLE {s}.checkpoints; UPDATE {s}.schema_version SET version = 4");
     let store = PgStore::connect(&url(), schema.options(Durability::Sync)).unwrap();
     let mut c = pg_common::client().unwrap();
     let version: i32 = c
@@ -358,6 +358,10 @@ fn rows_edited_by_hand_are_refused_naming_session_and_seq_and_nothing_changes() 
     drive(&s);
     s.append("host/tail", "{}", Envelope::default()).unwrap();
     s.close().unwrap();
+    // Without its checkpoint, which open would start from, trusting the rows before it
+    // (ARCHITECTURE.md#checkpoints-and-reading-without-owning): here every reader reads
+    // from seq 0.
+    schema.exec("DELETE FROM {s}.checkpoints");
     let clean = schema.snapshot("s");
 
     // A line changed by hand, still a valid event, is refused by its checksum (schema
@@ -485,4 +489,99 @@ fn restore(c: &mut postgres::Client, schema: &str, snapshot: &str) {
         )
         .unwrap();
     }
+}
+
+/// A session's checkpoint row (ARCHITECTURE.md#checkpoints-and-reading-without-owning)
+/// with `edit` applied to its body and its checksum made right again.
+fn resealed(body: &str, edit: impl Fn(&str) -> String) -> String {
+    let covered = edit(&body[..body.rfind(",\"crc32c\":").unwrap()]);
+    format!(
+        "{covered},\"crc32c\":\"{:08x}\"}}",
+        crc32c::crc32c(covered.as_bytes())
+    )
+}
+
+/// A doctored checkpoint row is refused by open and verify, named; one with a matching
+/// checksum and binding but another state is refused by verify (open trusts it).
+#[test]
+fn a_doctored_checkpoint_row_is_refused_named() {
+    let Some(schema) = Schema::new() else { return };
+    let store = schema.store(Durability::Sync);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    drive(&s);
+    s.inbox().append(Target::NextTurn, msg("kept")).unwrap();
+    s.close().unwrap();
+    let mut c = pg_common::client().unwrap();
+    let read = |c: &mut postgres::Client| -> String {
+        c.query_one(
+            &format!(
+                "SELECT body FROM \"{}\".checkpoints WHERE session = 's'",
+                schema.name
+            ),
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let good = read(&mut c);
+    let write = |c: &mut postgres::Client, body: &str| {
+        c.execute(
+            &format!(
+                "UPDATE \"{}\".checkpoints SET body = $1 WHERE session = 's'",
+                schema.name
+            ),
+            &[&body],
+        )
+        .unwrap();
+    };
+    let refused = |needles: &[&str], by_open: bool| {
+        let mut all = vec!["corrupt checkpoint of session \"s\""];
+        all.extend_from_slice(needles);
+        assert_err(Session::verify(&store, "s"), ErrorKind::Corrupt, &all);
+        if by_open {
+            assert_err(Session::open(&store, "s"), ErrorKind::Corrupt, &all);
+        } else {
+            drop(Session::open(&store, "s").unwrap());
+        }
+    };
+    write(&mut c, &good.replacen("\"lastTurn\":", "\"lastTurn\":9", 1));
+    refused(&["does not match its bytes"], true);
+    write(
+        &mut c,
+        &resealed(&good, |b| {
+            let at = b.find("\"chain\":\"").unwrap() + 9;
+            let mut s = b.to_owned();
+            let d = if &b[at..=at] == "0" { "1" } else { "0" };
+            s.replace_range(at..=at, d);
+            s
+        }),
+    );
+    refused(&["is not a checkpoint of this log"], true);
+    write(
+        &mut c,
+        &resealed(&good, |b| {
+            b.replacen("\"nextTurn\":[", "\"nextTurn\":[{\"id\":\"forged\"},", 1)
+        }),
+    );
+    refused(&["does not match the log replayed up to seq"], false);
+    write(&mut c, &good);
+    Session::verify(&store, "s").unwrap();
+    // Version 5 had no checkpoints: connecting adds the table; the session opens from
+    // seq 0 and gets one at its next close.
+    drop(store);
+    schema.exec("DROP TABLE {s}.checkpoints; UPDATE {s}.schema_version SET version = 5");
+    let store = PgStore::connect(&url(), schema.options(Durability::Sync)).unwrap();
+    let version: i32 = c
+        .query_one(
+            &format!("SELECT version FROM \"{}\".schema_version", schema.name),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(version, SCHEMA_VERSION);
+    let s = Session::open(&store, "s").unwrap();
+    s.append("host/x", "{}", Envelope::default()).unwrap();
+    s.close().unwrap();
+    assert_ne!(read(&mut c), good);
+    Session::verify(&store, "s").unwrap();
 }

@@ -63,8 +63,18 @@ impl PostIds {
         self.0.contains(id)
     }
 
-    fn insert(&mut self, id: &str) {
+    pub(crate) fn insert(&mut self, id: &str) {
         self.0.insert(id.to_owned());
+    }
+
+    /// The ids read back from a checkpoint.
+    pub(crate) fn from_set(ids: HashSet<String>) -> PostIds {
+        PostIds(ids)
+    }
+
+    /// The ids, for a checkpoint.
+    pub(crate) fn set(&self) -> &HashSet<String> {
+        &self.0
     }
 }
 
@@ -77,6 +87,11 @@ pub(crate) struct Intake {
 impl Intake {
     pub fn new(mailbox: Box<dyn Mailbox>, known: PostIds) -> Intake {
         Intake { mailbox, known }
+    }
+
+    /// The posts the log holds.
+    pub fn known(&self) -> &PostIds {
+        &self.known
     }
 
     /// Whether the mailbox may hold a post (one the log already holds included: taking

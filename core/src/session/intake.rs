@@ -67,6 +67,10 @@ impl Session {
             let writer = writer.as_deref_mut().expect("open");
             let notify = !lock(&self.observers).is_empty();
             let result = intake.take_in(writer, ledger, notify.then_some(outbox), now_ms);
+            // Only a take-in that wrote something ends a transaction.
+            if matches!(result, Ok(n) if n > 0) {
+                guard.checkpoint_if_due();
+            }
             (result, notify)
         };
         if notify {

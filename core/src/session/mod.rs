@@ -17,10 +17,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::checkpoint::Checkpoint;
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::{Envelope, Event, is_reserved};
 use crate::extra::Extra;
-use crate::fleet::post::Intake;
+use crate::fleet::post::{Intake, PostIds};
 use crate::header::Header;
 use crate::inbox::Inbox;
 use crate::json::{self, Json};
@@ -103,6 +104,30 @@ struct State {
     outbox: Vec<Notice>,
     /// The session's mailbox, when its store takes posts (ARCHITECTURE.md#posting).
     intake: Option<Intake>,
+}
+
+impl State {
+    /// Writes a checkpoint of the state after the last committed event through the
+    /// writer (ARCHITECTURE.md#checkpoints-and-reading-without-owning).
+    fn write_checkpoint(&mut self) -> Result<()> {
+        let none = PostIds::default();
+        let posts = self.intake.as_ref().map_or(&none, Intake::known);
+        let cp = Checkpoint::of(&self.ledger.log, &self.ledger.inbox, posts.set());
+        self.writer.as_mut().expect("open").checkpoint(&cp)
+    }
+
+    /// At the end of a committed transaction: a checkpoint when one is due. The
+    /// transaction stands whatever happens here, so a failed checkpoint is not its
+    /// error: it stays due and is tried again after the next one, and at close.
+    fn checkpoint_if_due(&mut self) {
+        if self
+            .writer
+            .as_ref()
+            .is_some_and(|w| w.checkpoint_due(false))
+        {
+            let _ = self.write_checkpoint();
+        }
+    }
 }
 
 static SERIALS: AtomicU64 = AtomicU64::new(1);
@@ -313,10 +338,15 @@ impl Session {
         let mut st = lock(&self.state);
         match st.writer.as_mut() {
             None => Ok(()),
-            Some(writer) => {
-                let flushed = writer.flush();
+            Some(_) => {
+                // A checkpoint flushes first; without one, the flush is the barrier.
+                let closed = if st.writer.as_ref().is_some_and(|w| w.checkpoint_due(true)) {
+                    st.write_checkpoint()
+                } else {
+                    st.writer.as_mut().expect("open").flush()
+                };
                 st.writer = None;
-                flushed
+                closed
             }
         }
     }
@@ -422,6 +452,7 @@ impl Session {
         let notify = self.observed.load(Ordering::Acquire);
         let outbox = notify.then_some(&mut st.outbox);
         let result = st.ledger.transact(writer, now_ms(), outbox, stage)?;
+        st.checkpoint_if_due();
         drop(guard);
         // Only a call that queued notices must see them published before it returns.
         if notify {

@@ -1,6 +1,7 @@
 //! Creating, opening, forking, checking and deleting stored logs: the ways a
 //! [`Session`] comes to be, and the read-only looks at a log that need none.
 
+use crate::checkpoint::{self, Checkpoint, Replay};
 use crate::error::{ErrorKind, Result, invalid};
 use crate::event::{Body, END_SEED, Envelope, Event};
 use crate::fleet::post::PostIds;
@@ -17,17 +18,80 @@ use super::{OpenReport, Session, VerifyReport, now_ms};
 /// What reading a stored log back rebuilds: the invariants (ARCHITECTURE.md#log-invariants) and the inbox
 /// (ARCHITECTURE.md#replay). [`Session::open`] and [`Session::verify`] feed it through the same store
 /// reader, so they refuse the same logs at the same places.
+///
+/// Opening starts from the log's checkpoint when the store keeps one
+/// (ARCHITECTURE.md#checkpoints-and-reading-without-owning); verifying replays from seq
+/// 0 and compares the checkpoint with its state at the checkpoint's seq.
 #[derive(Default)]
 struct Rebuilt {
     log: LogState,
     inbox: Inbox,
     /// The posts the log holds (ARCHITECTURE.md#posting).
     posts: PostIds,
+    /// Whether this replay starts from a checkpoint (opening) or compares with it
+    /// (verifying).
+    resumes: bool,
+    /// The checkpoint a verifying replay has not reached yet.
+    pending: Option<Checkpoint>,
 }
 
 impl Rebuilt {
-    /// The store's visitor: checks and applies one stored event.
+    /// The replay of an open: from the checkpoint, when there is one.
+    fn resuming() -> Rebuilt {
+        Rebuilt {
+            resumes: true,
+            ..Rebuilt::default()
+        }
+    }
+
+    /// Compares the pending checkpoint with the state now, once the replay reached its
+    /// seq (`at_end`: no event follows, so a checkpoint past the end is refused too).
+    fn compare(&mut self, next: Option<u64>) -> Result<()> {
+        let Some(cp) = &self.pending else {
+            return Ok(());
+        };
+        let reached = next.is_none_or(|seq| seq >= cp.seq());
+        if !reached {
+            return Ok(());
+        }
+        let cp = self.pending.take().expect("pending");
+        if next.is_none() && self.log.next_seq < cp.seq() {
+            return Err(checkpoint::corrupt(
+                cp.name(),
+                format_args!(
+                    "it covers seq {} but the log holds {} events",
+                    cp.seq(),
+                    self.log.next_seq
+                ),
+            ));
+        }
+        cp.check_equals(&Checkpoint::of(&self.log, &self.inbox, self.posts.set()))
+    }
+}
+
+impl Replay for Rebuilt {
+    fn resumes(&self) -> bool {
+        self.resumes
+    }
+
+    fn checkpoint(&mut self, checkpoint: Checkpoint) -> Result<()> {
+        if self.resumes {
+            let Checkpoint {
+                log, inbox, posts, ..
+            } = checkpoint;
+            (self.log, self.inbox) = (log, inbox);
+            self.posts = PostIds::from_set(posts);
+        } else {
+            self.pending = Some(checkpoint);
+        }
+        Ok(())
+    }
+
+    /// Checks and applies one stored event.
     fn visit(&mut self, header: &Header, event: &Event) -> Result<()> {
+        if self.pending.is_some() {
+            self.compare(Some(event.seq()))?;
+        }
         // The store checked seq contiguity itself (a PostgreSQL store may skip host
         // events it need not read); the turn/step rules are checked here.
         self.log.advance_after(event)?;
@@ -167,11 +231,11 @@ impl Session {
     /// stuck owner (PostgreSQL store, ARCHITECTURE.md#postgresql); other stores refuse it.
     pub fn open_with(store: &dyn Store, id: &str, options: &OpenOptions) -> Result<Session> {
         validate_session_id(id)?;
-        let mut rebuilt = Rebuilt::default();
-        let opened = store.open(id, options, &mut |header, event| {
-            rebuilt.visit(header, event)
-        })?;
-        let Rebuilt { log, inbox, posts } = rebuilt;
+        let mut rebuilt = Rebuilt::resuming();
+        let opened = store.open(id, options, &mut rebuilt)?;
+        let Rebuilt {
+            log, inbox, posts, ..
+        } = rebuilt;
         let mut report = OpenReport {
             torn_bytes: opened.torn_bytes,
             repaired_turn: None,
@@ -252,7 +316,8 @@ impl Session {
     pub fn verify(store: &dyn Store, id: &str) -> Result<VerifyReport> {
         validate_session_id(id)?;
         let mut rebuilt = Rebuilt::default();
-        let verified = store.verify(id, &mut |header, event| rebuilt.visit(header, event))?;
+        let verified = store.verify(id, &mut rebuilt)?;
+        rebuilt.compare(None).map_err(|e| e.with_session(id))?;
         Ok(VerifyReport {
             header: verified.header,
             events: rebuilt.log.next_seq,

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::{
-    Backoff, Feed, LogWriter, Mailbox, OpenOptions, Opened, Post, Posted, Store, Verified,
+    Backoff, Feed, LogWriter, Mailbox, OpenOptions, Opened, Post, Posted, Replay, Store, Verified,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
@@ -160,12 +160,7 @@ impl Store for MemoryStore {
         Ok(Box::new(MemoryWriter { log }))
     }
 
-    fn open(
-        &self,
-        id: &str,
-        options: &OpenOptions,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Opened> {
+    fn open(&self, id: &str, options: &OpenOptions, replay: &mut dyn Replay) -> Result<Opened> {
         options.refuse_takeover(id)?;
         let shared = self.get(id)?;
         let mut log = lock(&shared);
@@ -179,7 +174,8 @@ impl Store for MemoryStore {
             )
             .with_session(id));
         }
-        visit_all(id, &log, visit)?;
+        // No checkpoints here: every event, whether `replay` resumes or not.
+        visit_all(id, &log, &mut |h, e| replay.visit(h, e))?;
         log.writer_open = true;
         let header = log.header.clone();
         drop(log);
@@ -190,14 +186,10 @@ impl Store for MemoryStore {
         })
     }
 
-    fn verify(
-        &self,
-        id: &str,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Verified> {
+    fn verify(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified> {
         let shared = self.get(id)?;
         let log = lock(&shared);
-        visit_all(id, &log, visit)?;
+        visit_all(id, &log, &mut |h, e| replay.visit(h, e))?;
         Ok(Verified {
             header: log.header.clone(),
             torn_bytes: 0,

@@ -16,6 +16,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+pub use crate::checkpoint::{Binding, Checkpoint, Events, Replay, events};
 use crate::edit::Edit;
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
@@ -32,28 +33,26 @@ pub trait Store: Send + Sync {
     fn create(&self, header: &Header, seed: &[Event]) -> Result<Box<dyn LogWriter>>;
 
     /// Opens a log for writing: takes the exclusive writer lock (`locked` when another
-    /// writer holds it), drops a torn tail, and passes the stored events to `visit` in
+    /// writer holds it), drops a torn tail, and passes the stored events to `replay` in
     /// seq order together with the log's header: every event, or (a store that can read
     /// by type) every [`REPLAYED`](crate::REPLAYED) event and the last one, after the
-    /// store checked by itself that the seqs it skips are contiguous. An error from
-    /// `visit` aborts the open and is reported as corruption at that event's location;
-    /// a refused open changes nothing stored. A store whose writers all live in one
+    /// store checked by itself that the seqs it skips are contiguous. When `replay`
+    /// [resumes](Replay::resumes) and the store keeps a checkpoint of the log
+    /// (ARCHITECTURE.md#checkpoints-and-reading-without-owning), the store checks that
+    /// it is bound to the log, passes it first and then only the events after it; a
+    /// checkpoint that fails its checksum or its binding is `corrupt`, named. An error
+    /// from `replay` aborts the open and is reported as corruption at that event's
+    /// location; a refused open changes nothing stored. A store whose writers all live in one
     /// machine's reach refuses `options.takeover` ([`OpenOptions::refuse_takeover`]).
-    fn open(
-        &self,
-        id: &str,
-        options: &OpenOptions,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Opened>;
+    fn open(&self, id: &str, options: &OpenOptions, replay: &mut dyn Replay) -> Result<Opened>;
 
-    /// Reads a log exactly as [`Store::open`] does (the same checks, the same `visit`,
+    /// Reads a log exactly as [`Store::open`] does (the same checks, the same `replay`,
     /// the same errors at the same locations) but without locking, repairing or
-    /// writing: a torn tail is measured, not dropped.
-    fn verify(
-        &self,
-        id: &str,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Verified>;
+    /// writing: a torn tail is measured, not dropped. Always from seq 0: a checkpoint
+    /// the store keeps is checked against the log's bytes and passed to
+    /// [`Replay::checkpoint`] first, for the replay to compare with its state at the
+    /// checkpoint's seq.
+    fn verify(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified>;
 
     /// Reads a log as stored, without locking or repairing (complete records only).
     fn inspect(&self, id: &str) -> Result<(Header, Vec<Event>)>;
@@ -385,6 +384,25 @@ pub trait LogWriter: Send {
 
     /// Makes every appended event durable (the barrier of the `batched` mode).
     fn flush(&mut self) -> Result<()>;
+
+    /// Whether a checkpoint of the state after the last appended event should be
+    /// written now (ARCHITECTURE.md#checkpoints-and-reading-without-owning): when
+    /// `closing`, whether any event was appended since the last one (or the log has
+    /// events and none); otherwise whether [`crate::checkpoint::EVERY_BYTES`] or
+    /// [`crate::checkpoint::EVERY_EVENTS`] were written since. Always `false` for a
+    /// store that keeps no checkpoints (the default).
+    fn checkpoint_due(&self, closing: bool) -> bool {
+        let _ = closing;
+        false
+    }
+
+    /// Makes every appended event durable, then stores `checkpoint` (the state after
+    /// the last appended event) beside the log, replacing the last one atomically.
+    /// The default keeps none.
+    fn checkpoint(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        let _ = checkpoint;
+        Ok(())
+    }
 
     /// Appends the events that take posts in (ARCHITECTURE.md#posting; `posts` are their ids). A
     /// store whose mailbox lives beside its log may remove the posts from the mailbox

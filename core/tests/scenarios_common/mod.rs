@@ -114,10 +114,10 @@ impl Store for FixedStore {
         &self,
         _id: &str,
         _options: &OpenOptions,
-        visit: &mut dyn FnMut(&Header, &Event) -> inboxlog::Result<()>,
+        replay: &mut dyn inboxlog::store::Replay,
     ) -> inboxlog::Result<Opened> {
         for event in &self.events {
-            visit(&self.header, event)?;
+            replay.visit(&self.header, event)?;
         }
         Ok(Opened {
             header: self.header.clone(),
@@ -129,10 +129,10 @@ impl Store for FixedStore {
     fn verify(
         &self,
         _id: &str,
-        visit: &mut dyn FnMut(&Header, &Event) -> inboxlog::Result<()>,
+        replay: &mut dyn inboxlog::store::Replay,
     ) -> inboxlog::Result<Verified> {
         for event in &self.events {
-            visit(&self.header, event)?;
+            replay.visit(&self.header, event)?;
         }
         Ok(Verified {
             header: self.header.clone(),

@@ -15,18 +15,28 @@ pub(crate) struct Mark {
     pub chain: u32,
 }
 
-/// `offsets[k]` is where the line holding seq `k * STRIDE` is.
+/// The marks kept, by seq: every `STRIDE`-th line read or written, and the lines a
+/// replay started from (seq 0 and a checkpoint's seq, when it did not read the lines
+/// before: core/FORMAT.md#checkpoints).
 #[derive(Debug, Default)]
 pub(crate) struct SeqIndex {
-    offsets: Vec<Mark>,
+    marks: Vec<(u64, Mark)>,
 }
 
 impl SeqIndex {
     /// Records that seq `seq`'s line starts at `offset`, after the chain value `chain`
     /// (seqs arrive in order).
     pub(crate) fn note(&mut self, seq: u64, offset: u64, chain: u32) {
-        if seq.is_multiple_of(STRIDE) && seq / STRIDE == self.offsets.len() as u64 {
-            self.offsets.push(Mark { offset, chain });
+        if Self::wants(seq) && self.marks.last().is_none_or(|&(last, _)| seq > last) {
+            self.marks.push((seq, Mark { offset, chain }));
+        }
+    }
+
+    /// Records where seq `seq`'s line is, whether or not the stride wants it (a line a
+    /// replay started from); seqs arrive in order.
+    pub(crate) fn pin(&mut self, seq: u64, mark: Mark) {
+        if self.marks.last().is_none_or(|&(last, _)| seq > last) {
+            self.marks.push((seq, mark));
         }
     }
 
@@ -38,8 +48,8 @@ impl SeqIndex {
     /// The closest indexed seq at or before `since`, and where its line is; `None` when
     /// no event is indexed (the log has no events).
     pub(crate) fn seek(&self, since: u64) -> Option<(u64, Mark)> {
-        let k = ((since / STRIDE) as usize).min(self.offsets.len().checked_sub(1)?);
-        Some((k as u64 * STRIDE, self.offsets[k]))
+        let k = self.marks.partition_point(|&(seq, _)| seq <= since);
+        self.marks.get(k.checked_sub(1)?).copied()
     }
 }
 
@@ -61,5 +71,18 @@ mod tests {
         assert_eq!(index.seek(1024), Some((1024, at(1000 + 10240, 1024))));
         assert_eq!(index.seek(99_999), Some((2048, at(1000 + 20480, 2048))));
         assert!(SeqIndex::wants(2048) && !SeqIndex::wants(2049));
+    }
+
+    #[test]
+    fn a_pinned_mark_is_found_between_strides() {
+        let mut index = SeqIndex::default();
+        let at = |offset, chain| Mark { offset, chain };
+        index.pin(0, at(100, 1));
+        index.pin(1500, at(9000, 2));
+        index.note(2048, 12000, 3);
+        assert_eq!(index.seek(1499), Some((0, at(100, 1))));
+        assert_eq!(index.seek(1500), Some((1500, at(9000, 2))));
+        assert_eq!(index.seek(2047), Some((1500, at(9000, 2))));
+        assert_eq!(index.seek(5000), Some((2048, at(12000, 3))));
     }
 }

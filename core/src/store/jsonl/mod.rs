@@ -12,6 +12,7 @@
 
 mod backward;
 mod chain;
+mod checkpoint;
 #[cfg(feature = "testing")]
 pub mod fault;
 mod file;
@@ -43,7 +44,10 @@ use recovery::{Replayed, incomplete_header, read_error, read_header, replay, rep
 use sync::{Flusher, Queue};
 use writer::{JsonlWriter, Tail};
 
-use super::{Durability, Feed, LogWriter, Mailbox, Opened, Post, Store, Upgraded, Verified};
+use super::{
+    Checkpoint, Durability, Feed, LogWriter, Mailbox, Opened, Post, Replay, Store, Upgraded,
+    Verified,
+};
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::header::Header;
@@ -270,6 +274,14 @@ impl LogWriter for Named {
     fn flush(&mut self) -> Result<()> {
         self.writer.flush().map_err(|e| self.name(e))
     }
+
+    fn checkpoint_due(&self, closing: bool) -> bool {
+        self.writer.checkpoint_due(closing)
+    }
+
+    fn checkpoint(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        self.writer.checkpoint(checkpoint).map_err(|e| self.name(e))
+    }
 }
 
 /// What trying the writer lock found.
@@ -332,6 +344,9 @@ impl JsonlStore {
             }
             Locking::Unlinked => return Err(deleted_meanwhile(id, path)),
         }
+        // The checkpoint first: a crash between the two leaves a log without one, which
+        // opens from seq 0, never a checkpoint without its log.
+        checkpoint::remove(path)?;
         self.remove_file(path)
             .map_err(|e| Error::io(format_args!("cannot delete {}", path.display()), e))?;
         sync_dir(&self.root)?;
@@ -405,6 +420,7 @@ fn first_bytes(header: &Header, seed: &[Event], limit: usize) -> Result<(String,
         durable: buf.len() as u64,
         index,
         chain,
+        checkpoint: None,
     };
     Ok((buf, tail))
 }
@@ -466,9 +482,13 @@ impl Store for JsonlStore {
             }
         }
         let file = self.log_file(file);
-        let written = file
-            .write_all(bytes.as_bytes())
-            .map_err(|e| Error::io(format_args!("cannot write {}", path.display()), e))
+        // A checkpoint left by a log of this id removed behind the store's back (the
+        // store's delete removes it first) must not be read as this log's.
+        let written = checkpoint::remove(&path)
+            .and_then(|()| {
+                file.write_all(bytes.as_bytes())
+                    .map_err(|e| Error::io(format_args!("cannot write {}", path.display()), e))
+            })
             .and_then(|()| {
                 file.sync_data()
                     .map_err(|e| Error::io(format_args!("cannot fsync {}", path.display()), e))
@@ -493,7 +513,7 @@ impl Store for JsonlStore {
         &self,
         id: &str,
         options: &super::OpenOptions,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+        replay: &mut dyn Replay,
     ) -> Result<Opened> {
         options.refuse_takeover(id)?;
         let path = self.path(id)?;
@@ -515,7 +535,8 @@ impl Store for JsonlStore {
             Locking::Unlinked => return Err(deleted_meanwhile(id, &path)),
         }
         let queue = self.queue()?;
-        let replayed = read_log(&file, &path, id, self.limit, visit)?;
+        let (replayed, taken) =
+            checkpoint::replay_log(&file, (&path, id, self.limit), replay, false)?;
         let torn = replayed.torn;
         let tail = Tail {
             next_seq: replayed.next_seq,
@@ -525,6 +546,7 @@ impl Store for JsonlStore {
             durable: if torn > 0 { replayed.end } else { 0 },
             index: replayed.index,
             chain: (replayed.header.version >= 2).then_some(replayed.chain),
+            checkpoint: taken,
         };
         let writer = self.writer(id, path.clone(), self.log_file(file), queue, tail);
         let writer = Named {
@@ -546,16 +568,12 @@ impl Store for JsonlStore {
         })
     }
 
-    fn verify(
-        &self,
-        id: &str,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Verified> {
+    fn verify(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified> {
         // `open` without its lock and its writes: the same file, the same reader, the
-        // same visitor, so the same refusals at the same places.
+        // same visitor, so the same refusals at the same places; from seq 0 always.
         let path = self.path(id)?;
         let file = self.open_file(id, &path, false)?;
-        let replayed = read_log(&file, &path, id, self.limit, visit)?;
+        let (replayed, _) = checkpoint::replay_log(&file, (&path, id, self.limit), replay, true)?;
         Ok(Verified {
             header: replayed.header,
             torn_bytes: replayed.torn,
@@ -566,10 +584,12 @@ impl Store for JsonlStore {
         let path = self.path(id)?;
         let file = self.open_file(id, &path, false)?;
         let mut events = Vec::new();
-        let replayed = read_log(&file, &path, id, self.limit, &mut |_, e| {
+        let mut replay = super::events(|_, e: &Event| {
             events.push(e.clone());
             Ok(())
-        })?;
+        });
+        let (replayed, _) =
+            checkpoint::replay_log(&file, (&path, id, self.limit), &mut replay, false)?;
         Ok((replayed.header, events))
     }
 

@@ -31,6 +31,9 @@ pub(crate) struct Replayed {
     pub index: SeqIndex,
     /// The last intact line's checksum (version 2; 0 in a version 1 log).
     pub chain: u32,
+    /// The refusal naming the first broken line, when the torn tail starts with one
+    /// that nothing in the file proved durable (a checkpoint may: core/FORMAT.md#checkpoints).
+    pub broken: Option<Error>,
 }
 
 /// A read error of `path`.
@@ -525,9 +528,13 @@ impl<'a> Replay<'a> {
             return Err(incomplete_header(self.path, torn));
         };
         // A broken line nothing after it vouched for starts the torn tail.
-        let (end, torn) = match &self.damage {
-            Some(damage) => (damage.offset, end + torn - damage.offset),
-            None => (end, torn),
+        let (end, torn, broken) = match self.damage {
+            Some(damage) => (
+                damage.offset,
+                end + torn - damage.offset,
+                Some(damage.error),
+            ),
+            None => (end, torn, None),
         };
         Ok(Replayed {
             header,
@@ -536,6 +543,7 @@ impl<'a> Replay<'a> {
             torn,
             index: self.index,
             chain: self.chain.unwrap_or(0),
+            broken,
         })
     }
 }
@@ -606,6 +614,31 @@ pub(crate) fn replay_pipelined<R: BufRead + Send>(
         consume,
     )
     .map_err(|e| Error::io("cannot start the log reader thread", e))?
+}
+
+/// [`replay`] from a checkpoint (core/FORMAT.md#checkpoints) of a version 2 log:
+/// `header` was read from line 1, which ends at `first` (the mark of seq 0); `reader`
+/// starts at the line of seq `seq`, at `mark`, whose chain value the checkpoint's
+/// binding gives. Every line from there is read, checked and visited as [`replay`]
+/// does, under the same torn-or-corrupt rules.
+pub(crate) fn replay_resumed<R: BufRead>(
+    reader: R,
+    (path, id, limit): (&Path, &str, usize),
+    (header, first): (Header, Mark),
+    (seq, mark): (u64, Mark),
+    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+) -> Result<Replayed> {
+    let mut replay = Replay::new(path, id, limit, visit);
+    replay.header = Some(header);
+    replay.chain = Some(mark.chain);
+    replay.next_seq = seq;
+    replay.index.pin(0, first);
+    replay.index.pin(seq, mark);
+    let mut lines = Lines::resume(reader, chain::line_limit(limit), mark.offset, seq + 1);
+    while let Some(line) = lines.next().map_err(|e| read_error(path, e))? {
+        replay.line(line.number, line.offset, line.checked(), (None, None))?;
+    }
+    replay.finish(lines.end(), lines.torn())
 }
 
 /// Reads the events with `seq >= since` from `reader`, which starts at the line of

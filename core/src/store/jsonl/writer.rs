@@ -10,6 +10,7 @@ use super::file::LogFile;
 use super::index::SeqIndex;
 use super::recovery::{read_error, read_from};
 use super::sync::{Queue, SyncCell};
+use crate::checkpoint::{self, Binding, Checkpoint};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::store::Durability;
@@ -34,6 +35,8 @@ pub(crate) struct Tail {
     /// The last line's checksum in a version 2 log; `None` for a version 1 log, whose
     /// writer goes on writing version 1 lines (core/FORMAT.md#versions).
     pub chain: Option<u32>,
+    /// The log's checkpoint, if it has one: its seq and the offset of that seq's line.
+    pub checkpoint: Option<(u64, u64)>,
 }
 
 /// The exclusive writer of one log. It holds the OS lock through `file` (shared with
@@ -61,6 +64,8 @@ pub(crate) struct JsonlWriter {
     buf: String,
     /// Why the writer is poisoned by a failed rollback (fsync failures live in `cell`).
     poison: Option<String>,
+    /// The last checkpoint, as in [`Tail`].
+    checkpoint: Option<(u64, u64)>,
 }
 
 impl JsonlWriter {
@@ -94,6 +99,7 @@ impl JsonlWriter {
             chain: tail.chain,
             buf: String::new(),
             poison: None,
+            checkpoint: tail.checkpoint,
         }
     }
 
@@ -290,6 +296,46 @@ impl LogWriter for JsonlWriter {
     fn flush(&mut self) -> Result<()> {
         self.check()?;
         self.cell.sync()
+    }
+
+    fn checkpoint_due(&self, closing: bool) -> bool {
+        // Version 1 logs have no chain to bind a checkpoint to (core/FORMAT.md#checkpoints).
+        if self.chain.is_none() || self.next_seq == 0 {
+            return false;
+        }
+        let (seq, offset) = self.checkpoint.unwrap_or((0, 0));
+        if closing {
+            return self.checkpoint.is_none() || seq != self.next_seq;
+        }
+        self.next_seq - seq >= checkpoint::EVERY_EVENTS
+            || self.len - offset >= checkpoint::EVERY_BYTES
+    }
+
+    fn checkpoint(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        let Some(chain) = self.chain else {
+            return Ok(());
+        };
+        if checkpoint.seq() != self.next_seq {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "a checkpoint at seq {} is not the state after the last event of {} (next seq {})",
+                    checkpoint.seq(),
+                    self.path.display(),
+                    self.next_seq
+                ),
+            ));
+        }
+        // Everything it covers is durable first: its offset proves the lines before it.
+        self.flush()?;
+        let binding = Binding {
+            offset: self.len,
+            chain,
+            synced: self.cell.durable(),
+        };
+        super::checkpoint::write(&self.path, &checkpoint.to_json(&binding))?;
+        self.checkpoint = Some((self.next_seq, self.len));
+        Ok(())
     }
 }
 

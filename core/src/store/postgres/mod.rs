@@ -27,6 +27,7 @@
 //! splices that take them in (`fleet.rs`, which gives the exactly-once argument).
 
 mod batch;
+mod checkpoint;
 mod commit;
 mod conn;
 mod fleet;
@@ -58,7 +59,8 @@ use self::read::{At, SessionRow, read_all, read_for_open, reading, seed_gap, ses
 use self::schema::Sql;
 use self::writer::{PgWriter, Rows, Shared};
 use super::{
-    Durability, Feed, LogWriter, Mailbox, OpenOptions, Opened, Post, Store, StoreOptions, Verified,
+    Checkpoint, Durability, Feed, LogWriter, Mailbox, OpenOptions, Opened, Post, Replay, Store,
+    StoreOptions, Verified,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
@@ -341,29 +343,43 @@ impl PgStore {
     }
 }
 
-/// Reads and checks `id` for opening in one snapshot: the session row, then the
-/// replayed events (see [`read_for_open`]), each passed to `visit`.
+/// Reads and checks `id` for opening in one snapshot: the session row, its checkpoint
+/// when `replay` resumes and there is one, then the replayed events after it (see
+/// [`read_for_open`]), each passed to `replay`. Returns the row and the checkpoint's seq.
 fn read_owned(
     inner: &Inner,
     client: &mut Client,
     id: &str,
-    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-) -> Result<SessionRow> {
+    replay: &mut dyn Replay,
+) -> Result<(SessionRow, Option<u64>)> {
     let at = inner.at(id);
     let mut tx = inner.snapshot(client, id)?;
     let row = session_row(&mut tx, &inner.sql, &at, &inner.connector)?
         .ok_or_else(|| inner.not_found(id))?;
+    let checkpoint = checkpoint::read(&mut tx, &inner.sql, &at, &inner.connector)?;
+    let taken = checkpoint.as_ref().map(Checkpoint::seq);
+    let mut since = 0;
+    if let Some(cp) = checkpoint
+        && replay.resumes()
+    {
+        since = cp.seq();
+        replay.checkpoint(cp)?;
+    }
     read_for_open(
         &mut tx,
         &inner.sql,
         &at,
-        row.next_seq,
+        (since, row.next_seq),
         &inner.connector,
-        &mut |event| visit(&row.header, &event).map_err(|e| at.wrap(event.seq(), e)),
+        &mut |event| {
+            replay
+                .visit(&row.header, &event)
+                .map_err(|e| at.wrap(event.seq(), e))
+        },
     )?;
     tx.commit()
         .map_err(|e| inner.connector.fail(reading(id), &e, Stmt::Read))?;
-    Ok(row)
+    Ok((row, taken))
 }
 
 impl Store for PgStore {
@@ -415,6 +431,10 @@ impl Store for PgStore {
                     ),
                 ));
             };
+            // A checkpoint an earlier session of the id left (deleted by a worker of
+            // schema version 5, which knew no checkpoints) is not this log's.
+            tx.execute(inner.sql.delete_checkpoint.as_str(), &[&id])
+                .map_err(fail)?;
             if !seed.is_empty() {
                 let crcs: Vec<i32> = rows.lines.iter().map(|l| schema::crc(l)).collect();
                 tx.execute(
@@ -437,22 +457,13 @@ impl Store for PgStore {
         }
     }
 
-    fn open(
-        &self,
-        id: &str,
-        options: &OpenOptions,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Opened> {
-        self.open_owned(id, options.takeover, visit)
+    fn open(&self, id: &str, options: &OpenOptions, replay: &mut dyn Replay) -> Result<Opened> {
+        self.open_owned(id, options.takeover, replay)
     }
 
-    fn verify(
-        &self,
-        id: &str,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Verified> {
+    fn verify(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified> {
         validate_session_id(id)?;
-        let header = self.read_whole(id, visit)?;
+        let header = self.read_whole(id, replay, true)?;
         Ok(Verified {
             header,
             torn_bytes: 0,
@@ -462,10 +473,11 @@ impl Store for PgStore {
     fn inspect(&self, id: &str) -> Result<(Header, Vec<Event>)> {
         validate_session_id(id)?;
         let mut events = Vec::new();
-        let header = self.read_whole(id, &mut |_, e| {
+        let mut replay = super::events(|_, e: &Event| {
             events.push(e.clone());
             Ok(())
-        })?;
+        });
+        let header = self.read_whole(id, &mut replay, false)?;
         Ok((header, events))
     }
 
@@ -569,6 +581,8 @@ impl Store for PgStore {
                 // transaction, so a session is deleted whole or not at all.
                 tx.execute(sql.delete_events.as_str(), &[&id])
                     .map_err(fail)?;
+                tx.execute(sql.delete_checkpoint.as_str(), &[&id])
+                    .map_err(fail)?;
             }
             tx.commit().map_err(fail)?;
             match n {
@@ -584,13 +598,10 @@ impl Store for PgStore {
 }
 
 impl PgStore {
-    /// Reads every row of `id` in one snapshot, each checked and passed to `visit`
-    /// (errors are corruption at that seq); returns the header.
-    fn read_whole(
-        &self,
-        id: &str,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-    ) -> Result<Header> {
+    /// Reads every row of `id` in one snapshot, each checked and passed to `replay`
+    /// (errors are corruption at that seq), after its checkpoint, checked against the
+    /// rows and handed over first when `verifying`; returns the header.
+    fn read_whole(&self, id: &str, replay: &mut dyn Replay, verifying: bool) -> Result<Header> {
         let inner = &*self.inner;
         inner.settle(id);
         inner.with_client(id, |client, inner| {
@@ -598,6 +609,12 @@ impl PgStore {
             let mut tx = inner.snapshot(client, id)?;
             let row = session_row(&mut tx, &inner.sql, &at, &inner.connector)?
                 .ok_or_else(|| inner.not_found(id))?;
+            let checkpoint = checkpoint::read(&mut tx, &inner.sql, &at, &inner.connector)?;
+            if let Some(cp) = checkpoint
+                && verifying
+            {
+                replay.checkpoint(cp)?;
+            }
             read_all(
                 &mut tx,
                 &inner.sql,
@@ -605,7 +622,11 @@ impl PgStore {
                 0,
                 Some(row.next_seq),
                 &inner.connector,
-                &mut |event| visit(&row.header, &event).map_err(|e| at.wrap(event.seq(), e)),
+                &mut |event| {
+                    replay
+                        .visit(&row.header, &event)
+                        .map_err(|e| at.wrap(event.seq(), e))
+                },
             )?;
             tx.commit()
                 .map_err(|e| inner.connector.fail(reading(id), &e, Stmt::Read))?;

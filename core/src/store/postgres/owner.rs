@@ -51,11 +51,10 @@ use super::schema::Sql;
 use super::writer::PgWriter;
 use super::{Inner, PgStore, read_owned};
 use crate::error::{Error, ErrorKind, Result};
-use crate::event::Event;
 use crate::header::Header;
 use crate::id::validate_session_id;
 use crate::json;
-use crate::store::Opened;
+use crate::store::{Opened, Replay};
 
 /// The salt of `schema`'s owner lock keys: 64-bit FNV-1a over the schema and a tag,
 /// stable across processes, machines and versions. The key of owner `n` is
@@ -186,7 +185,7 @@ impl PgStore {
         &self,
         id: &str,
         takeover: bool,
-        visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
+        replay: &mut dyn Replay,
     ) -> Result<Opened> {
         validate_session_id(id)?;
         let inner = &*self.inner;
@@ -196,14 +195,15 @@ impl PgStore {
         }
         let owned = inner.with_client(id, |client, inner| {
             if takeover {
-                take_over_and_read(inner, client, id, me, visit)
+                take_over_and_read(inner, client, id, me, replay)
             } else {
-                take_free(inner, client, id, me, visit)
+                take_free(inner, client, id, me, replay)
             }
         });
         match owned {
-            Ok((header, epoch, next_seq)) => {
-                let writer = PgWriter::new(Arc::clone(&self.inner), id, epoch, next_seq);
+            Ok((header, epoch, next_seq, checkpoint)) => {
+                let writer = PgWriter::new(Arc::clone(&self.inner), id, epoch, next_seq)
+                    .with_checkpoint(checkpoint);
                 Ok(Opened {
                     header,
                     writer: Box::new(writer),
@@ -228,8 +228,8 @@ fn take_free(
     client: &mut Client,
     id: &str,
     me: i64,
-    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-) -> Result<(Header, i64, u64)> {
+    replay: &mut dyn Replay,
+) -> Result<(Header, i64, u64, Option<u64>)> {
     let (sql, connector) = (&inner.sql, &inner.connector);
     let seen = probe(client, sql, inner.salt, id, connector)?.ok_or_else(|| inner.not_found(id))?;
     // This handle's own sessions are free once their writer closed (the reservation
@@ -237,7 +237,7 @@ fn take_free(
     if seen.alive && seen.owner != Some(me) {
         return Err(locked(id, "its owner is alive"));
     }
-    let row = read_owned(inner, client, id, visit)?;
+    let (row, checkpoint) = read_owned(inner, client, id, replay)?;
     if row.epoch != seen.epoch {
         return Err(locked(
             id,
@@ -246,7 +246,7 @@ fn take_free(
     }
     let fresh = claim(client, sql, id, &seen, me, connector)?
         .ok_or_else(|| locked(id, "another writer took it while it was being opened"))?;
-    Ok((row.header, fresh, row.next_seq))
+    Ok((row.header, fresh, row.next_seq, checkpoint))
 }
 
 /// A takeover: the session moves to a new epoch owned by this handle at once, fencing
@@ -257,15 +257,15 @@ fn take_over_and_read(
     client: &mut Client,
     id: &str,
     me: i64,
-    visit: &mut dyn FnMut(&Header, &Event) -> Result<()>,
-) -> Result<(Header, i64, u64)> {
+    replay: &mut dyn Replay,
+) -> Result<(Header, i64, u64, Option<u64>)> {
     let (sql, connector) = (&inner.sql, &inner.connector);
     let fresh = take_over(client, sql, id, me, connector)?.ok_or_else(|| inner.not_found(id))?;
-    let row = read_owned(inner, client, id, visit)?;
+    let (row, checkpoint) = read_owned(inner, client, id, replay)?;
     if row.epoch != fresh {
         return Err(locked(id, "another takeover came after this one"));
     }
-    Ok((row.header, fresh, row.next_seq))
+    Ok((row.header, fresh, row.next_seq, checkpoint))
 }
 
 #[cfg(test)]

@@ -201,39 +201,40 @@ pub(super) fn read_all(
     Ok(())
 }
 
-/// What opening reads: the replayed (reserved) events and the last event, in seq order,
-/// after checking by count, min and max that the seqs run from 0 to `next_seq - 1`
-/// without a gap. A gap is reported after the replayed events before it were visited,
-/// so the first problem in log order is the one named.
+/// What opening reads: the replayed (reserved) events with `seq >= since` and the last
+/// event, in seq order, after checking by count, min and max that the seqs run from
+/// `since` (0, or a checkpoint's seq) to `next_seq - 1` without a gap. A gap is
+/// reported after the replayed events before it were visited, so the first problem in
+/// log order is the one named (from seq 0 when a checkpoint's range has one).
 pub(super) fn read_for_open(
     client: &mut impl GenericClient,
     sql: &Sql,
     at: &At<'_>,
-    next_seq: u64,
+    (since, next_seq): (u64, u64),
     connector: &Connector,
     visit: &mut dyn FnMut(Event) -> Result<()>,
 ) -> Result<()> {
     let fail = |e: postgres::Error| connector.fail(reading(at.id), &e, Stmt::Read);
-    let extent = client
-        .query_one(sql.extent.as_str(), &[&at.id])
-        .map_err(fail)?;
-    let (count, min, max): (i64, i64, i64) = (extent.get(0), extent.get(1), extent.get(2));
-    let n = next_seq as i64;
-    let broken = if count == n && (count == 0 || (min == 0 && max == n - 1)) {
+    let extent_from = |client: &mut _, from: u64| -> Result<(i64, i64, i64)> {
+        let row = GenericClient::query_one(client, sql.extent.as_str(), &[&at.id, &(from as i64)])
+            .map_err(fail)?;
+        Ok((row.get(0), row.get(1), row.get(2)))
+    };
+    let (count, min, max) = extent_from(client, since)?;
+    let (n, from) = (next_seq as i64, since as i64);
+    let broken = if count == n - from && (count == 0 || (min == from && max == n - 1)) {
         None
     } else {
-        Some(first_break(
-            client,
-            sql,
-            at,
-            (count, min, max),
-            next_seq,
-            connector,
-        )?)
+        let whole = if since == 0 {
+            (count, min, max)
+        } else {
+            extent_from(client, 0)?
+        };
+        Some(first_break(client, sql, at, whole, next_seq, connector)?)
     };
     let stop = broken.as_ref().map_or(u64::MAX, |(seq, _)| *seq);
     let rows = client
-        .query(sql.replayed.as_str(), &[&at.id])
+        .query(sql.replayed.as_str(), &[&at.id, &(since as i64)])
         .map_err(fail)?;
     let mut seen = None;
     for row in rows {
@@ -253,7 +254,8 @@ pub(super) fn read_for_open(
         .map_err(fail)?
     {
         let seq: i64 = last.get(0);
-        if seen != u64::try_from(seq).ok() {
+        // Not the event before a checkpoint at the end: the checkpoint holds it.
+        if seen != u64::try_from(seq).ok() && seq >= since as i64 {
             visit(event(at, seq, last.get(1), last.get(2), last.get(3))?)?;
         }
     }

@@ -2,7 +2,7 @@
 //! every statement the store runs, with the schema's name put in once.
 //!
 //! ```sql
-//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 5
+//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 6
 //! CREATE SEQUENCE <schema>.epochs;             -- ownership epochs and owner ids, never reused
 //! CREATE TABLE <schema>.sessions (
 //!     id text PRIMARY KEY, header text NOT NULL,   -- the ARCHITECTURE.md#header header, compact JSON
@@ -27,6 +27,11 @@
 //!                                                  -- an edit (SPEC §11.3): target 'edit', its JSON
 //!     posted_at timestamptz NOT NULL DEFAULT now());
 //! CREATE INDEX posts_pending ON <schema>.posts (session, n);
+//! CREATE TABLE <schema>.checkpoints (          -- version 6 (ARCHITECTURE.md#checkpoints-and-reading-without-owning)
+//!     session text PRIMARY KEY,                    -- a session's id (deleted with it)
+//!     seq bigint NOT NULL,                         -- the seq of the first event after it
+//!     body text NOT NULL);                         -- `Checkpoint::to_json`, bound by the
+//!                                                  -- `crc` of the event at seq - 1
 //! ```
 //!
 //! Version 1 had no mailbox, version 2 no `owner` column (it locked each session on a
@@ -45,6 +50,12 @@
 //! a version 4 schema adds the column (`ADD COLUMN IF NOT EXISTS`, no rewrite of the
 //! table); the rows written before have no checksum (NULL) and are read as before.
 //! Workers of version 4 must be stopped first: they would write rows without one.
+//!
+//! Version 6 adds `checkpoints`, one row per session: the replay state after the event
+//! at `seq - 1`, so that opening reads only the events from `seq` on. Its binding is the
+//! stored `crc` of that event; a session whose rows have no `crc` (written before
+//! version 5) gets none. Upgrading a version 5 schema creates the table; workers of
+//! version 5 would not delete a session's checkpoint with it, so stop them first.
 //!
 //! `events` has no foreign key: the key cost every inserted row a row-locking lookup of
 //! its session (about three times the insert's own cost in a bulk insert), and proved
@@ -72,11 +83,12 @@ use crate::event::REPLAYED;
 use crate::json;
 
 /// The version of the tables this library reads and writes.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// The versions upgraded in place to [`SCHEMA_VERSION`]: 1 (no mailbox), 2 (no `owner`
-/// column), 3 (a foreign key on `events.session`) and 4 (no `events.crc`).
-const UPGRADED: [i32; 4] = [1, 2, 3, 4];
+/// column), 3 (a foreign key on `events.session`), 4 (no `events.crc`) and 5 (no
+/// `checkpoints`).
+const UPGRADED: [i32; 5] = [1, 2, 3, 4, 5];
 
 /// The checksum stored beside an event's line: the CRC-32C of its bytes, as the signed
 /// 32-bit integer PostgreSQL's `integer` holds (the same bits).
@@ -142,6 +154,10 @@ pub(super) struct Sql {
     pub list: String,
     pub delete: String,
     pub delete_events: String,
+    pub checkpoint: String,
+    pub checkpoint_crc: String,
+    pub save_checkpoint: String,
+    pub delete_checkpoint: String,
     pub append_posted: String,
     pub post: String,
     pub pending: String,
@@ -204,7 +220,11 @@ impl Sql {
                      target text NOT NULL,
                      message text NOT NULL,
                      posted_at timestamptz NOT NULL DEFAULT now());
-                 CREATE INDEX IF NOT EXISTS posts_pending ON {s}.posts (session, n);",
+                 CREATE INDEX IF NOT EXISTS posts_pending ON {s}.posts (session, n);
+                 CREATE TABLE IF NOT EXISTS {s}.checkpoints (
+                     session text PRIMARY KEY,
+                     seq bigint NOT NULL,
+                     body text NOT NULL);",
                 replayed_list()
             ),
             session: format!("SELECT header, epoch, next_seq FROM {s}.sessions WHERE id = $1"),
@@ -339,15 +359,30 @@ impl Sql {
                 "SELECT set_config('synchronous_commit', 'off', true),
                         pg_notify('{schema}', x) FROM unnest($1::text[]) AS x"
             ),
+            // From seq $2 on: 0 when opening from seq 0, a checkpoint's seq otherwise.
             extent: format!(
                 "SELECT count(*), coalesce(min(seq), 0), coalesce(max(seq), -1)
-                 FROM {s}.events WHERE session = $1"
+                 FROM {s}.events WHERE session = $1 AND seq >= $2"
             ),
             replayed: format!(
                 "SELECT {events_cols} FROM {s}.events
-                 WHERE session = $1 AND type IN ({}) ORDER BY seq",
+                 WHERE session = $1 AND seq >= $2 AND type IN ({}) ORDER BY seq",
                 replayed_list()
             ),
+            // The checkpoint and the stored checksum of the event before it (its binding).
+            checkpoint: format!(
+                "SELECT c.seq, c.body, e.crc FROM {s}.checkpoints c
+                 LEFT JOIN {s}.events e ON e.session = c.session AND e.seq = c.seq - 1
+                 WHERE c.session = $1"
+            ),
+            checkpoint_crc: format!("SELECT crc FROM {s}.events WHERE session = $1 AND seq = $2"),
+            // Fenced as an append is: only the owner of epoch $4 replaces it.
+            save_checkpoint: format!(
+                "INSERT INTO {s}.checkpoints (session, seq, body)
+                 SELECT $1, $2, $3 FROM {s}.sessions WHERE id = $1 AND epoch = $4
+                 ON CONFLICT (session) DO UPDATE SET seq = EXCLUDED.seq, body = EXCLUDED.body"
+            ),
+            delete_checkpoint: format!("DELETE FROM {s}.checkpoints WHERE session = $1"),
             last: format!(
                 "SELECT {events_cols} FROM {s}.events WHERE session = $1 ORDER BY seq DESC LIMIT 1"
             ),
@@ -423,6 +458,10 @@ impl Sql {
             ("list", &self.list),
             ("delete", &self.delete),
             ("delete_events", &self.delete_events),
+            ("checkpoint", &self.checkpoint),
+            ("checkpoint_crc", &self.checkpoint_crc),
+            ("save_checkpoint", &self.save_checkpoint),
+            ("delete_checkpoint", &self.delete_checkpoint),
             ("append_posted", &self.append_posted),
             ("post", &self.post),
             ("pending", &self.pending),
@@ -503,8 +542,9 @@ fn create(client: &mut Client, sql: &Sql, connector: &Connector) -> Result<i32> 
             SCHEMA_VERSION
         }
         Some(_) => {
-            // Version 1 to 4: the mailbox, the owner column and the events' checksum
-            // column were added and the events' foreign key dropped just above.
+            // Version 1 to 5: the mailbox, the owner column, the events' checksum
+            // column and the checkpoints were added and the events' foreign key
+            // dropped just above.
             tx.execute(
                 &format!("UPDATE \"{}\".schema_version SET version = $1", sql.schema),
                 &[&SCHEMA_VERSION],
@@ -569,12 +609,12 @@ mod tests {
     #[test]
     fn versions_other_than_ours_are_refused_naming_both() {
         check_version(SCHEMA_VERSION, "s").unwrap();
-        let newer = check_version(6, "s").unwrap_err();
+        let newer = check_version(7, "s").unwrap_err();
         assert_eq!(newer.kind(), ErrorKind::FormatUnsupported);
         assert_eq!(
             newer.to_string(),
-            "PostgreSQL schema \"s\" holds inboxlog tables of version 6 (written by a newer \
-             inboxlog); this inboxlog reads version 5"
+            "PostgreSQL schema \"s\" holds inboxlog tables of version 7 (written by a newer \
+             inboxlog); this inboxlog reads version 6"
         );
         let older = check_version(0, "s").unwrap_err();
         assert!(
@@ -604,7 +644,7 @@ mod tests {
             ),
         ];
         let statements = sql.statements();
-        assert_eq!(statements.len(), 31, "a statement was added: list it above");
+        assert_eq!(statements.len(), 35, "a statement was added: list it above");
         // Conditions naming the sessions: one by id, or a list of ids joined on.
         let keys = [
             "id = $1",
@@ -617,7 +657,7 @@ mod tests {
             if unkeyed.iter().any(|(n, _)| *n == name) {
                 continue;
             }
-            let tables = ["sessions", "events", "posts"];
+            let tables = ["sessions", "events", "posts", "checkpoints"];
             let touched: Vec<&str> = tables
                 .iter()
                 .copied()

@@ -24,6 +24,7 @@ use super::commit::{Outcome, Request};
 use super::conn::Stmt;
 use super::owner;
 use super::read::{At, read_all};
+use crate::checkpoint::{self, Binding, Checkpoint};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::json;
@@ -64,6 +65,8 @@ pub(super) struct State {
     broken: Option<Broken>,
     /// The failure of a batch the flusher wrote, for the next call to report.
     deferred: Option<Error>,
+    /// The seq of the session's checkpoint, if it has one.
+    checkpoint: Option<u64>,
 }
 
 /// The state of one writer and what it needs to write.
@@ -99,12 +102,19 @@ impl PgWriter {
                 staged: Staged::default(),
                 broken: None,
                 deferred: None,
+                checkpoint: None,
             }),
         });
         if shared.inner.durability != Durability::Sync {
             shared.inner.register(id, Arc::downgrade(&shared));
         }
         PgWriter { shared }
+    }
+
+    /// The writer of a session whose checkpoint is at `seq` (`None`: it has none).
+    pub fn with_checkpoint(self, seq: Option<u64>) -> PgWriter {
+        lock(&self.shared.state).checkpoint = seq;
+        self
     }
 }
 
@@ -495,6 +505,64 @@ impl LogWriter for PgWriter {
             shared.break_with(&mut st, Broken::Poisoned(e.message().to_owned()));
             e.with_session(&shared.id)
         })
+    }
+
+    fn checkpoint_due(&self, closing: bool) -> bool {
+        let st = lock(&self.shared.state);
+        let (next, since) = (st.next_seq, st.checkpoint.unwrap_or(0));
+        if closing {
+            next > 0 && st.checkpoint != Some(next)
+        } else {
+            next - since >= checkpoint::EVERY_EVENTS
+        }
+    }
+
+    /// Writes every staged row first, then upserts the checkpoint, fenced by this
+    /// writer's epoch; a session whose event before it has no stored checksum (written
+    /// before schema version 5) gets none.
+    fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
+        self.flush()?;
+        let shared = &*self.shared;
+        let mut st = lock(&shared.state);
+        shared.refuse(&mut st)?;
+        let seq = cp.seq();
+        if seq != st.next_seq || seq == 0 {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "a checkpoint at seq {seq} is not the state after the last event of session {} (next seq {})",
+                    json::quote(&shared.id),
+                    st.next_seq
+                ),
+            ));
+        }
+        let (sql, id) = (&shared.inner.sql, shared.id.as_str());
+        let doing = format!("cannot write the checkpoint of session {}", json::quote(id));
+        let fail = |e: postgres::Error| shared.inner.connector.fail(&doing, &e, Stmt::Write);
+        let written = shared.inner.pool.with(|client| {
+            let crc: Option<i32> = client
+                .query_opt(sql.checkpoint_crc.as_str(), &[&id, &(seq as i64 - 1)])
+                .map_err(fail)?
+                .and_then(|row| row.get(0));
+            let Some(crc) = crc else {
+                return Ok(false);
+            };
+            let binding = Binding {
+                chain: crc as u32,
+                ..Binding::default()
+            };
+            let n = client
+                .execute(
+                    sql.save_checkpoint.as_str(),
+                    &[&id, &(seq as i64), &cp.to_json(&binding), &shared.epoch],
+                )
+                .map_err(fail)?;
+            Ok(n == 1)
+        });
+        if written.map_err(|e| e.with_session(id))? {
+            st.checkpoint = Some(seq);
+        }
+        Ok(())
     }
 }
 
