@@ -18,7 +18,7 @@
 
 use std::path::Path;
 
-use inboxlog::store::{Durability, JsonlStore, OpenOptions, Store};
+use inboxlog::store::{Durability, JsonlStore, OpenOptions, Store, events as events_of};
 use inboxlog::{Envelope, Session, SessionMeta, json};
 
 #[path = "../benches/big_log/mod.rs"]
@@ -49,11 +49,15 @@ fn main() {
             let store = JsonlStore::open(dir, Durability::None).unwrap();
             let mut events = 0u64;
             let opened = store
-                .open("big", &OpenOptions::default(), &mut |_, e| {
-                    std::hint::black_box(e);
-                    events += 1;
-                    Ok(())
-                })
+                .open(
+                    "big",
+                    &OpenOptions::default(),
+                    &mut events_of(|_, e| {
+                        std::hint::black_box(e);
+                        events += 1;
+                        Ok(())
+                    }),
+                )
                 .unwrap();
             drop(opened);
             println!("{events} events (the bench's log has {})", big_log::EVENTS);
