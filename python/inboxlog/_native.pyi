@@ -190,6 +190,21 @@ class Store:
     def inspect(self, id: str) -> tuple[Header, builtins.list[Event]]:
         """Reads log ``id`` as stored, without locking or repairing."""
 
+    def read(self, id: str, since: int = 0) -> builtins.list[Event]:
+        """The events of log ``id`` with ``seq >= since`` (none when ``since`` is past
+        its end): the same as ``inspect``'s from ``since`` on, read without owning the
+        session (no lock, no repair, no write; a writer may be appending meanwhile) and
+        at the cost of what it returns (a JSONL log is read backward from its end, a
+        PostgreSQL session by one keyed query). Raises ``NotFoundError`` when there is
+        no log ``id``."""
+
+    def tail(self, id: str, limit: int, types: Sequence[str] | None = None) -> builtins.list[Event]:
+        """The last ``limit`` events of log ``id``, of ``types`` when given, oldest
+        first: the last such events of ``inspect``, read as ``read`` reads (without
+        owning the session; the cost of what it returns and, with ``types``, of the
+        events of other types in between). Raises ``NotFoundError`` when there is no
+        log ``id``."""
+
     def _inspect_lines(self, id: str) -> builtins.list[str]:
         """The core's JSON text of what ``inspect`` reads: the header's, then each
         event's (what ``python -m inboxlog inspect --json`` prints)."""

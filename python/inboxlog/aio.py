@@ -210,6 +210,16 @@ class Store:
         """Reads log ``id`` as stored: ``(header, events)``."""
         return await self._run.run(self._store.inspect, id)
 
+    async def read(self, id: str, since: int = 0) -> list[Event]:
+        """The events of log ``id`` with ``seq >= since``, without owning it
+        (:meth:`inboxlog.Store.read`)."""
+        return await self._run.run(self._store.read, id, since)
+
+    async def tail(self, id: str, limit: int, types: Sequence[str] | None = None) -> list[Event]:
+        """The last ``limit`` events of log ``id`` (of ``types``), oldest first,
+        without owning it (:meth:`inboxlog.Store.tail`)."""
+        return await self._run.run(self._store.tail, id, limit, types)
+
     async def verify(self, id: str) -> VerifyReport:
         """Checks log ``id`` as opening would, changing nothing."""
         return await self._run.run(self._store.verify, id)

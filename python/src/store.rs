@@ -307,6 +307,43 @@ impl PyStore {
         PyTuple::new(py, [header, events.into_any()])
     }
 
+    /// The events of log `id` with `seq >= since`, as stored (the same as `inspect`'s
+    /// from `since` on), read without owning the session and at the cost of what it
+    /// returns.
+    #[pyo3(signature = (id, since = 0))]
+    fn read<'py>(&self, py: Python<'py>, id: &str, since: u64) -> PyResult<Bound<'py, PyList>> {
+        let store = &*self.inner;
+        let (_, events) = py.detach(|| Session::read(store, id, since)).py()?;
+        values::events(py, &events)
+    }
+
+    /// The last `limit` events of log `id` (of `types`, when given), oldest first: the
+    /// last such events of `inspect`, read without owning the session and at the cost
+    /// of what it returns.
+    #[pyo3(signature = (id, limit, types = None))]
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "PyO3 extracts a sequence of str to an owned Vec only"
+    )]
+    fn tail<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        limit: usize,
+        types: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let store = &*self.inner;
+        let (_, events) = py
+            .detach(|| {
+                let types: Option<Vec<&str>> = types
+                    .as_ref()
+                    .map(|t| t.iter().map(String::as_str).collect());
+                Session::tail(store, id, limit, types.as_deref())
+            })
+            .py()?;
+        values::events(py, &events)
+    }
+
     /// The core's JSON text of what `inspect` reads: the header's, then each event's
     /// (the lines `python -m inboxlog inspect --json` prints).
     #[pyo3(name = "_inspect_lines")]

@@ -434,3 +434,99 @@ def test_message_items() -> None:
 
 
 # -- packaging: optional, typed, documented, demonstrated ------------------------------
+
+
+# -- reading without owning (issue #41) ------------------------------------------------
+
+
+async def test_get_items_before_a_write_reads_without_owning(jsonl: inboxlog.Store) -> None:
+    with InboxlogSession(jsonl, "busy") as writer:
+        await writer.add_items([user("a"), user("b"), user("c")])
+        assert await writer.pop_item() == user("c")
+        # Another worker picks the conversation up while the writer still holds it.
+        reader = InboxlogSession(jsonl, "busy")
+        assert await reader.get_items(1) == [user("b")]
+        assert await reader.get_items() == [user("a"), user("b")]
+        with pytest.raises(inboxlog.LockedError):
+            await reader.add_items([user("d")])  # its first write needs ownership
+        reader.close()
+    # Once the writer let go, the first write opens it.
+    with InboxlogSession(jsonl, "busy") as next_worker:
+        await next_worker.add_items([user("d")])
+        assert await next_worker.get_items(2) == [user("b"), user("d")]
+    # A session that does not exist has no items, and reading it creates nothing.
+    assert await InboxlogSession(jsonl, "new").get_items(3) == []
+    assert [h["id"] for h in jsonl.list()] == ["busy"]
+
+
+class _Counting:
+    """A store that counts the events its reads return."""
+
+    def __init__(self, store: inboxlog.Store) -> None:
+        self.store, self.returned = store, 0
+
+    def tail(self, id: str, limit: int, types: Any = None) -> Any:
+        events = self.store.tail(id, limit, types)
+        self.returned += len(events)
+        return events
+
+    def read(self, id: str, since: int = 0) -> Any:
+        events = self.store.read(id, since)
+        self.returned += len(events)
+        return events
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+async def test_the_last_items_read_from_the_end_equal_the_whole_fold(
+    store: inboxlog.Store, seed: int
+) -> None:
+    rng = random.Random(seed)
+    with InboxlogSession(store, "h") as writer:
+        for step in range(400):
+            op = rng.choices(["add", "pop", "clear"], weights=[8, 3, 1 if seed > 2 else 0])[0]
+            if op == "add":
+                await writer.add_items([user(f"{step}.{i}") for i in range(rng.randrange(1, 4))])
+            elif op == "pop":
+                await writer.pop_item()
+            else:
+                await writer.clear_session()
+            writer.session.append("host/other", {"step": step})
+    whole = fold_items(store.inspect("h")[1])
+    for n in [1, 2, 5, 20, 100, 10_000]:
+        counting = _Counting(store)
+        got = oa._stored_items(counting, "h", n)  # type: ignore[arg-type]
+        assert got == whole[len(whole) - min(n, len(whole)) :], (seed, n)
+        assert await InboxlogSession(store, "h").get_items(n) == got
+
+
+async def test_the_last_items_cost_the_events_that_hold_them_not_the_history() -> None:
+    store = inboxlog.Store.memory()
+    with InboxlogSession(store, "long") as writer:
+        for step in range(3000):
+            await writer.add_items([user(f"{step}.a"), user(f"{step}.b")])
+            if step % 3 == 0:
+                await writer.pop_item()
+    counting = _Counting(store)
+    assert await InboxlogSession(store, "long").get_items(1) == [user("2999.b")]
+    got = oa._stored_items(counting, "long", 20)  # type: ignore[arg-type]
+    assert got == fold_items(store.inspect("long")[1])[-20:]
+    # 4,000 events of the history's types; the last 20 items lie in the last 14 or so:
+    # one read of n + 4 events.
+    assert counting.returned == 24
+
+
+def test_the_walk_from_the_end_refuses_what_the_fold_refuses() -> None:
+    def ev(seq: int, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        return {"type": kind, "seq": seq, "time": 0, "data": data}
+
+    items = ev(0, oa.ITEMS, {"items": [user("a"), user("b")]})
+    wrong = [items, ev(1, oa.POP, {"seq": 0, "index": 0})]
+    with pytest.raises(ValueError, match="removes item 0 of seq 0, but the latest is item 1"):
+        oa._latest_items(wrong, 5, whole=True)
+    nothing = [items, ev(1, oa.CLEAR, {}), ev(2, oa.POP, {"seq": 0, "index": 1})]
+    with pytest.raises(ValueError, match="but the latest is no item"):
+        oa._latest_items(nothing, 5, whole=True)
+    right = [items, ev(1, oa.POP, {"seq": 0, "index": 1})]
+    assert oa._latest_items(right, 5, whole=True) == [user("a")]
+    assert oa._latest_items(right, 5, whole=False) is None
+    assert oa._latest_items(right, 1, whole=False) == [user("a")]

@@ -360,6 +360,32 @@ impl Session {
         store.inspect(id)
     }
 
+    /// The events of stored log `id` with `seq >= since` (none when `since` is past its
+    /// end), with its header: the same events as [`Session::inspect`] from `since` on,
+    /// read without owning the session (no lock, no repair, no write: a writer may be
+    /// appending meanwhile) and at the cost of what it returns
+    /// (ARCHITECTURE.md#checkpoints-and-reading-without-owning). `not_found` when there
+    /// is no log `id`.
+    pub fn read(store: &dyn Store, id: &str, since: u64) -> Result<(Header, Vec<Event>)> {
+        validate_session_id(id)?;
+        store.read(id, since)
+    }
+
+    /// The last `limit` events of stored log `id`, of `types` when given, oldest first,
+    /// with its header: the last `limit` such events of [`Session::inspect`], read as
+    /// [`Session::read`] reads (without owning the session; the cost of what it returns
+    /// and, with `types`, of the events of other types in between). `not_found` when
+    /// there is no log `id`.
+    pub fn tail(
+        store: &dyn Store,
+        id: &str,
+        limit: usize,
+        types: Option<&[&str]>,
+    ) -> Result<(Header, Vec<Event>)> {
+        validate_session_id(id)?;
+        store.tail(id, limit, types)
+    }
+
     /// Removes stored log `id` for good (ARCHITECTURE.md#seeds-and-forks): `locked` while a writer holds it,
     /// `not_found` when absent; durable when it returns. A concurrent reader
     /// ([`Session::inspect`], a fork) that started first reads the whole log as it was.

@@ -202,6 +202,35 @@ impl Store for MemoryStore {
         Ok((log.header.clone(), log.events.clone()))
     }
 
+    fn read(&self, id: &str, since: u64) -> Result<(Header, Vec<Event>)> {
+        let shared = self.get(id)?;
+        let log = lock(&shared);
+        // Stored in seq order: the first at or after `since` is found by halving.
+        let from = log.events.partition_point(|e| e.seq() < since);
+        Ok((log.header.clone(), log.events[from..].to_vec()))
+    }
+
+    fn tail(&self, id: &str, limit: usize, types: Option<&[&str]>) -> Result<(Header, Vec<Event>)> {
+        let shared = self.get(id)?;
+        let log = lock(&shared);
+        let events = match types {
+            None => log.events[log.events.len().saturating_sub(limit)..].to_vec(),
+            Some(types) => {
+                let mut last: Vec<Event> = log
+                    .events
+                    .iter()
+                    .rev()
+                    .filter(|e| types.contains(&e.ty()))
+                    .take(limit)
+                    .cloned()
+                    .collect();
+                last.reverse();
+                last
+            }
+        };
+        Ok((log.header.clone(), events))
+    }
+
     fn delete(&self, id: &str) -> Result<()> {
         validate_session_id(id)?;
         let mut logs = lock(&self.logs);

@@ -71,6 +71,29 @@ pub trait Store: Send + Sync {
     /// Reads a log as stored, without locking or repairing (complete records only).
     fn inspect(&self, id: &str) -> Result<(Header, Vec<Event>)>;
 
+    /// The events of log `id` with `seq >= since`, as stored, with its header: exactly
+    /// the events of [`Store::inspect`] from `since` on (none when `since` is past the
+    /// end), read without locking, repairing or writing
+    /// (ARCHITECTURE.md#checkpoints-and-reading-without-owning). A store reads only
+    /// what it returns: JSONL from the end of the last complete line backward,
+    /// PostgreSQL by one keyed query. `not_found` when there is no log `id`. The default
+    /// goes through [`Store::inspect`].
+    fn read(&self, id: &str, since: u64) -> Result<(Header, Vec<Event>)> {
+        let (header, mut events) = self.inspect(id)?;
+        events.retain(|e| e.seq() >= since);
+        Ok((header, events))
+    }
+
+    /// The last `limit` events of log `id` (of `types`, when given), oldest first, with
+    /// its header: exactly the last `limit` such events of [`Store::inspect`], read as
+    /// [`Store::read`] reads (without locking, repairing or writing; only what it
+    /// returns, and, with `types`, the events of other types in between). `not_found`
+    /// when there is no log `id`. The default goes through [`Store::inspect`].
+    fn tail(&self, id: &str, limit: usize, types: Option<&[&str]>) -> Result<(Header, Vec<Event>)> {
+        let (header, events) = self.inspect(id)?;
+        Ok((header, last_of(events, limit, types)))
+    }
+
     /// The headers of every stored log, sorted by id.
     fn list(&self) -> Result<Vec<Header>>;
 
@@ -139,6 +162,20 @@ pub trait Store: Send + Sync {
             torn_bytes: 0,
         })
     }
+}
+
+/// The last `limit` of `events` (of `types`, when given), in their order.
+pub(crate) fn last_of(events: Vec<Event>, limit: usize, types: Option<&[&str]>) -> Vec<Event> {
+    let mut found: Vec<Event> = match types {
+        Some(types) => events
+            .into_iter()
+            .filter(|e| types.contains(&e.ty()))
+            .collect(),
+        None => events,
+    };
+    let from = found.len().saturating_sub(limit);
+    found.drain(..from);
+    found
 }
 
 /// What [`Store::upgrade`] did.

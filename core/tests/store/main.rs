@@ -28,6 +28,7 @@ mod ownership;
 mod post;
 #[cfg(unix)]
 mod processes;
+mod reads;
 mod recovery;
 mod verify;
 

@@ -57,6 +57,7 @@ for any other loop. An inbox message becomes SDK input by :func:`message_items`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import threading
@@ -97,11 +98,16 @@ CLEAR = "openai-agents/clear"
 class InboxlogSession:
     """The SDK's session protocol on an inboxlog session (any store), append-only.
 
-    ``InboxlogSession(store, session_id)`` opens the session, creating it when it does
-    not exist, and closes it on :meth:`close` (or at the end of a ``with`` block);
+    ``InboxlogSession(store, session_id)`` reads the session without owning it until
+    its first write (``add_items``, ``pop_item``, ``clear_session``, :attr:`session`,
+    :func:`run`), which opens it as its writer, creating it when it does not exist; it
+    closes it on :meth:`close` (or at the end of a ``with`` block). Until then
+    ``get_items(limit)`` reads only the log's last events of this module's types
+    (``store.tail``), so a worker that picks a conversation up pays for the items it
+    asks for, not for the whole history, and takes no lock another worker holds.
     ``InboxlogSession(session)`` adopts a session already open and leaves closing it to
     its owner. The protocol's calls run the log's blocking work in a worker thread, never
-    on the event loop (the constructor opens the log where it is called).
+    on the event loop (the constructor only checks the id).
     """
 
     session_id: str
@@ -117,6 +123,8 @@ class InboxlogSession:
         *,
         session_settings: SessionSettings | None = None,
     ) -> None:
+        self._store: inboxlog.Store | None = None
+        self._log: inboxlog.Session | None = None
         if isinstance(target, inboxlog.Session):
             if session_id is not None and session_id != target.id:
                 raise ValueError(
@@ -124,32 +132,38 @@ class InboxlogSession:
                     f'session\'s id "{target.id}"'
                 )
             self._log, self._owned = target, False
+            self.session_id = target.id
         elif isinstance(target, inboxlog.Store):
             if session_id is None:
                 raise TypeError("InboxlogSession(store, session_id): session_id is missing")
-            self._log, self._owned = open_or_create(target, session_id), True
+            # The id checked now, as an open would; nothing read, nothing owned.
+            with contextlib.suppress(inboxlog.NotFoundError):
+                target.tail(session_id, 0)
+            self._store, self._owned = target, True
+            self.session_id = session_id
         else:
             raise TypeError(
                 "InboxlogSession: expected an inboxlog.Store or inboxlog.Session, "
                 f"got {type(target).__name__}"
             )
-        self.session_id = self._log.id
         self.session_settings = SessionSettings() if session_settings is None else session_settings
         self._fold = _ItemFold()
         self._folded = 0  # events before this seq are in self._fold
         self._lock = threading.Lock()
+        self._opening = threading.Lock()
 
     @property
     def session(self) -> inboxlog.Session:
         """The inboxlog session: its inbox (``session.inbox.append("next-step", m)``
-        steers a run in progress), protocol and events."""
-        return self._log
+        steers a run in progress), protocol and events. Opens it as its writer (creating
+        it when missing) if this object did not yet."""
+        return self._writer()
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The history, oldest first: the latest ``limit`` items (default: the session
         settings' ``limit``; ``None`` or a negative limit: all of them, ``0``: none)."""
         n = resolve_session_limit(limit, self.session_settings)
-        items = await asyncio.to_thread(self._items)
+        items = await asyncio.to_thread(self._items, n)
         if n is None or n < 0:
             return items
         return items[max(len(items) - n, 0) :] if n > 0 else []
@@ -173,7 +187,7 @@ class InboxlogSession:
 
     def close(self) -> None:
         """Closes the inboxlog session if this object opened it."""
-        if self._owned:
+        if self._owned and self._log is not None:
             self._log.close()
 
     def __enter__(self) -> Self:
@@ -182,31 +196,108 @@ class InboxlogSession:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
+    def _writer(self) -> inboxlog.Session:
+        """The session, opened as its writer on the first call that needs it."""
+        with self._opening:
+            if self._log is None:
+                assert self._store is not None
+                self._log = open_or_create(self._store, self.session_id)
+            return self._log
+
     def _append(self, type: str, data: Any) -> None:
         with self._lock:
-            self._log.append(type, data)
+            self._writer().append(type, data)
 
-    def _items(self) -> list[TResponseInputItem]:
+    def _items(self, n: int | None) -> list[TResponseInputItem]:
         with self._lock:
+            if self._log is None and self._store is not None:
+                return _stored_items(self._store, self.session_id, n)
             self._catch_up()
             return self._fold.items()
 
     def _pop(self) -> TResponseInputItem | None:
         with self._lock:
+            log = self._writer()
             self._catch_up()
             last = self._fold.last()
             if last is None:
                 return None
             seq, index, item = last
-            self._log.append(POP, {"seq": seq, "index": index})
+            log.append(POP, {"seq": seq, "index": index})
             return item
 
     def _catch_up(self) -> None:
         """Folds the events appended since the last read (this object is the log's only
         writer, so the fold only ever grows at the end)."""
-        for event in self._log.events(self._folded):
+        for event in self._writer().events(self._folded):
             self._fold.apply(event)
             self._folded = event["seq"] + 1
+
+
+_KINDS = (ITEMS, POP, CLEAR)
+"""The event types the history is folded from."""
+
+
+def _stored_items(store: inboxlog.Store, id: str, n: int | None) -> list[TResponseInputItem]:
+    """The history of session ``id`` read without owning it (none when it does not
+    exist): its last ``n`` items from the log's last events of :data:`_KINDS`, reading
+    back four times as far while they do not reach far enough; all of it when ``n`` is
+    ``None`` or negative."""
+    try:
+        if n is None or n < 0:
+            return fold_items(store.read(id))
+        if n == 0:
+            return []
+        k = n + 4
+        while True:
+            events = store.tail(id, k, _KINDS)
+            items = _latest_items(events, n, whole=len(events) < k)
+            if items is not None:
+                return items
+            k *= 4
+    except inboxlog.NotFoundError:
+        return []
+
+
+def _latest_items(
+    events: Sequence[Mapping[str, Any]], n: int, *, whole: bool
+) -> list[TResponseInputItem] | None:
+    """The last ``n`` items of the history whose last events of :data:`_KINDS` are
+    ``events`` (every one of them when ``whole``), oldest first, or ``None`` when more
+    events are needed. Walks back from the end: a pop cancels the latest item before it,
+    which it must name (:func:`fold_items`'s rule), and a clear ends the history."""
+    found: list[TResponseInputItem] = []
+    pops: list[tuple[int, int, int]] = []  # (pop's seq, seq, index) it names; last: earliest
+    for event in reversed(events):
+        kind, seq, data = event["type"], event["seq"], event["data"]
+        if kind == CLEAR:
+            whole = True
+            break
+        if kind == POP:
+            pops.append((seq, data["seq"], data["index"]))
+            continue
+        items = data["items"]
+        for index in reversed(range(len(items))):
+            if pops:
+                at, named_seq, named_index = pops.pop()
+                if (named_seq, named_index) != (seq, index):
+                    raise ValueError(
+                        f"{POP} at seq {at} removes item {named_index} of seq {named_seq}, "
+                        f"but the latest is item {index} of seq {seq}"
+                    )
+                continue
+            found.append(items[index])
+            if len(found) == n:
+                return found[::-1]
+    if not whole:
+        return None
+    if pops:
+        at, named_seq, named_index = pops[-1]
+        raise ValueError(
+            f"{POP} at seq {at} removes item {named_index} of seq {named_seq}, "
+            "but the latest is no item"
+        )
+    return found[::-1]
 
 
 def fold_items(events: Iterable[Mapping[str, Any]]) -> list[TResponseInputItem]:

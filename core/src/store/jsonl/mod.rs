@@ -10,6 +10,7 @@
 //! tail (bytes after the last `\n`) only after every complete line validated; anything
 //! else wrong is refused as corruption, and a refused open leaves the file untouched.
 
+mod backward;
 mod chain;
 mod checkpoint;
 #[cfg(feature = "testing")]
@@ -20,6 +21,7 @@ mod index;
 mod lines;
 mod os;
 mod pipeline;
+mod reads;
 mod recovery;
 mod spool;
 mod sync;
@@ -600,6 +602,14 @@ impl Store for JsonlStore {
         let (replayed, _) =
             checkpoint::replay_log(&file, (&path, id, self.limit), &mut replay, false)?;
         Ok((replayed.header, events))
+    }
+
+    fn read(&self, id: &str, since: u64) -> Result<(Header, Vec<Event>)> {
+        self.read_from_end(id, reads::Want::Since(since))
+    }
+
+    fn tail(&self, id: &str, limit: usize, types: Option<&[&str]>) -> Result<(Header, Vec<Event>)> {
+        self.read_from_end(id, reads::Want::Last { limit, types })
     }
 
     fn delete(&self, id: &str) -> Result<()> {

@@ -35,6 +35,7 @@ mod notify;
 mod owner;
 mod pool;
 mod read;
+mod reads;
 mod schema;
 mod tls;
 mod url;
@@ -458,6 +459,16 @@ impl Store for PgStore {
             Ok(())
         })?;
         Ok((header, events))
+    }
+
+    fn read(&self, id: &str, since: u64) -> Result<(Header, Vec<Event>)> {
+        validate_session_id(id)?;
+        self.read_end(id, reads::End::Since(since))
+    }
+
+    fn tail(&self, id: &str, limit: usize, types: Option<&[&str]>) -> Result<(Header, Vec<Event>)> {
+        validate_session_id(id)?;
+        self.read_end(id, reads::End::Last(limit, types))
     }
 
     fn list(&self) -> Result<Vec<Header>> {

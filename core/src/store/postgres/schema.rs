@@ -137,6 +137,8 @@ pub(super) struct Sql {
     pub last: String,
     pub first_gap: String,
     pub events_from: String,
+    pub read_since: String,
+    pub tail: String,
     pub list: String,
     pub delete: String,
     pub delete_events: String,
@@ -358,6 +360,25 @@ impl Sql {
             events_from: format!(
                 "SELECT {events_cols} FROM {s}.events WHERE session = $1 AND seq >= $2 ORDER BY seq"
             ),
+            // `Store::read`: the session row (seq NULL; header and next seq) and the rows
+            // from $2, in one statement, so one snapshot.
+            read_since: format!(
+                "SELECT NULL::bigint, NULL::text, header, NULL::integer, next_seq
+                 FROM {s}.sessions WHERE id = $1
+                 UNION ALL
+                 (SELECT {events_cols}, NULL::bigint FROM {s}.events
+                  WHERE session = $1 AND seq >= $2::bigint ORDER BY seq)"
+            ),
+            // `Store::tail`: the session row and the last $2 rows (of the types $3, when
+            // not NULL), read backward through the primary key.
+            tail: format!(
+                "SELECT NULL::bigint, NULL::text, header, NULL::integer, next_seq
+                 FROM {s}.sessions WHERE id = $1
+                 UNION ALL
+                 (SELECT {events_cols}, NULL::bigint FROM {s}.events
+                  WHERE session = $1 AND ($3::text[] IS NULL OR type = ANY($3::text[]))
+                  ORDER BY seq DESC LIMIT $2::bigint)"
+            ),
             list: format!("SELECT id, header FROM {s}.sessions ORDER BY id COLLATE \"C\""),
             delete: format!(
                 "DELETE FROM {s}.sessions WHERE id = $1 AND epoch = $2
@@ -397,6 +418,8 @@ impl Sql {
             ("last", &self.last),
             ("first_gap", &self.first_gap),
             ("events_from", &self.events_from),
+            ("read_since", &self.read_since),
+            ("tail", &self.tail),
             ("list", &self.list),
             ("delete", &self.delete),
             ("delete_events", &self.delete_events),
@@ -581,7 +604,7 @@ mod tests {
             ),
         ];
         let statements = sql.statements();
-        assert_eq!(statements.len(), 29, "a statement was added: list it above");
+        assert_eq!(statements.len(), 31, "a statement was added: list it above");
         // Conditions naming the sessions: one by id, or a list of ids joined on.
         let keys = [
             "id = $1",
