@@ -57,6 +57,6 @@ pub use observer::{InboxNotice, ObserverFailures};
 pub use projection::{Baseline, QueueProjection};
 pub use protocol::{Decided, Decision, Proposal, TurnClaim};
 pub use reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
-pub use session::{InboxOps, OpenReport, Session, StepBoundary, TryAppend, VerifyReport};
+pub use session::{InboxOps, OpenReport, Peek, Session, StepBoundary, TryAppend, VerifyReport};
 pub use splice::{SpliceRecord, Target, normalize};
 pub use wire::{FromJson, ToJson};

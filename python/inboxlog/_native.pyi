@@ -14,6 +14,7 @@ from inboxlog.types import (
     Header,
     Message,
     OpenReport,
+    Peek,
     Proposal,
     StepBoundary,
     StepOutcome,
@@ -220,6 +221,14 @@ class Store:
         would make (``needsRepair``), not errors; ``nextTurn``/``nextStep`` count the
         pending messages. Whether another writer holds the session is not checked.
         """
+
+    def peek(self, id: str) -> Peek:
+        """What log ``id`` holds now, read without owning it (no lock, no repair, no
+        write; another process may be writing it) and from its checkpoint when the store
+        keeps one, so that it costs what follows the checkpoint: ``events`` (the next
+        seq), ``tornBytes`` (left as it is), ``openTurn``/``openStep`` (left open, not
+        closed) and the inbox as a ``baseline`` for a :class:`QueueProjection`. Raises
+        what ``open`` would raise for a log that does not read."""
 
     def upgrade(self, id: str) -> UpgradeReport:
         """Rewrites log ``id`` in the newest on-disk format, atomically: a JSONL log of

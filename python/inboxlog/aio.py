@@ -38,6 +38,7 @@ from .types import (
     Header,
     Message,
     OpenReport,
+    Peek,
     Proposal,
     StepBoundary,
     StepOutcome,
@@ -222,6 +223,10 @@ class Store:
     async def verify(self, id: str) -> VerifyReport:
         """Checks log ``id`` as opening would, changing nothing."""
         return await self._run.run(self._store.verify, id)
+
+    async def peek(self, id: str) -> Peek:
+        """What log ``id`` holds now, read without owning it, from its checkpoint."""
+        return await self._run.run(self._store.peek, id)
 
     async def upgrade(self, id: str) -> UpgradeReport:
         """Rewrites log ``id`` in the newest on-disk format, atomically."""

@@ -148,6 +148,18 @@ class VerifyReport(TypedDict):
     nextStep: int
 
 
+class Peek(TypedDict):
+    """What ``Store.peek`` read without owning the log: where it ends (``events``), a
+    torn tail left as it is, the turn and step left open, and the inbox."""
+
+    header: Header
+    events: int
+    tornBytes: int
+    openTurn: int | None
+    openStep: int | None
+    baseline: Baseline
+
+
 # What ``Store.upgrade`` did: ``from`` is the format version the log had (the newest
 # when there was nothing to do), ``events`` how many it holds, ``tornBytes`` a torn tail
 # left out. (``from`` is a Python keyword, hence the functional form.)
@@ -166,6 +178,7 @@ __all__ = [
     "InboxNotice",
     "Message",
     "OpenReport",
+    "Peek",
     "Proposal",
     "RejectDecision",
     "StepBoundary",

@@ -376,6 +376,16 @@ impl PyStore {
         to_py(py, &report.to_json())
     }
 
+    /// What log `id` holds now, read without owning it (no lock, no repair, no write; a
+    /// writer may hold it meanwhile) and from its checkpoint when the store keeps one:
+    /// `header`, `events`, `tornBytes`, the turn and step left open (`openTurn`,
+    /// `openStep`) and the inbox as a `baseline`.
+    fn peek<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
+        let store = &*self.inner;
+        let peek = py.detach(|| Session::peek(store, id)).py()?;
+        to_py(py, &peek.to_json())
+    }
+
     /// Rewrites log `id` in the newest on-disk format, atomically (a JSONL log of format
     /// version 1 becomes version 2, with checksums); a log already in it is checked and
     /// left as it is. Raises `LockedError` while a writer holds it and what `open` would

@@ -32,6 +32,7 @@ use crate::observer::{
 use crate::projection::{Baseline, QueueProjection};
 use crate::protocol::{Decided, Decision, Proposal, TurnClaim};
 use crate::reason::{CancelCause, StepOutcome, TurnError};
+use crate::splice::Target;
 use crate::store::LogWriter;
 use crate::txn::{Ledger, Txn};
 
@@ -77,6 +78,25 @@ impl VerifyReport {
     pub fn needs_repair(&self) -> bool {
         self.torn_bytes > 0 || self.open_turn.is_some()
     }
+}
+
+/// What a stored log holds now, read without owning it ([`Session::peek`]): where it
+/// ends, the turn and step it left open, and its inbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Peek {
+    /// The log's header.
+    pub header: Header,
+    /// Stored complete events (the seq the next one gets).
+    pub events: u64,
+    /// Bytes of a torn tail (ignored by the read, dropped by the next open).
+    pub torn_bytes: u64,
+    /// The turn left open, if any.
+    pub open_turn: Option<u64>,
+    /// The step left open in that turn, if any.
+    pub open_step: Option<u64>,
+    /// The inbox as of the last event (ARCHITECTURE.md#queue-projection).
+    pub baseline: Baseline,
 }
 
 /// One open session: the exclusive writer of a log, with its inbox and protocol.
@@ -229,6 +249,18 @@ impl Session {
     /// baseline's seq. An `upto` past the last event is `invalid_input` naming the
     /// log's length, never clamped.
     pub fn baseline(&self, upto: Option<u64>) -> Result<Baseline> {
+        {
+            // At the end: the inbox this writer holds, no read.
+            let st = self.state()?;
+            let last = st.ledger.log.next_seq.checked_sub(1);
+            if upto.is_none() || upto == last {
+                return Ok(Baseline {
+                    seq: last,
+                    next_turn: st.ledger.inbox.list(Target::NextTurn),
+                    next_step: st.ledger.inbox.list(Target::NextStep),
+                });
+            }
+        }
         let events = self.events(0)?;
         let projection = QueueProjection::replay(&events, self.header.replay_from(), upto)?;
         Ok(projection.baseline())

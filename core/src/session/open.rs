@@ -13,7 +13,8 @@ use crate::splice::Target;
 use crate::store::{LogWriter, OpenOptions, Store};
 use crate::txn::Ledger;
 
-use super::{OpenReport, Session, VerifyReport, now_ms};
+use super::{OpenReport, Peek, Session, VerifyReport, now_ms};
+use crate::projection::Baseline;
 
 /// What reading a stored log back rebuilds: the invariants (ARCHITECTURE.md#log-invariants) and the inbox
 /// (ARCHITECTURE.md#replay). [`Session::open`] and [`Session::verify`] feed it through the same store
@@ -326,6 +327,30 @@ impl Session {
             open_step: rebuilt.log.open_step,
             next_turn: rebuilt.inbox.len(Target::NextTurn),
             next_step: rebuilt.inbox.len(Target::NextStep),
+        })
+    }
+
+    /// What stored log `id` holds now, read without locking, repairing or writing, as
+    /// [`Session::open`] reads it: from its checkpoint when the store keeps one
+    /// (ARCHITECTURE.md#checkpoints-and-reading-without-owning), so that it costs what
+    /// follows the checkpoint, with the same checks on every event read. A turn left
+    /// open is reported open; a torn tail is measured.
+    pub fn peek(store: &dyn Store, id: &str) -> Result<Peek> {
+        validate_session_id(id)?;
+        let mut rebuilt = Rebuilt::resuming();
+        let verified = store.peek(id, &mut rebuilt)?;
+        let Rebuilt { log, inbox, .. } = rebuilt;
+        Ok(Peek {
+            header: verified.header,
+            events: log.next_seq,
+            torn_bytes: verified.torn_bytes,
+            open_turn: log.open_turn,
+            open_step: log.open_step,
+            baseline: Baseline {
+                seq: log.next_seq.checked_sub(1),
+                next_turn: inbox.list(Target::NextTurn),
+                next_step: inbox.list(Target::NextStep),
+            },
         })
     }
 

@@ -54,6 +54,20 @@ pub trait Store: Send + Sync {
     /// checkpoint's seq.
     fn verify(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified>;
 
+    /// Reads a log as [`Store::open`] reads it (from its checkpoint, when `replay`
+    /// [resumes](Replay::resumes) and the store keeps one; the same checks, the same
+    /// errors) but without locking, repairing or writing: a torn tail is measured, not
+    /// dropped, and a turn left open stays open
+    /// (ARCHITECTURE.md#checkpoints-and-reading-without-owning). What it reads costs
+    /// what follows the checkpoint. The default reads every event from seq 0, through
+    /// [`Store::verify`], and never hands `replay` a checkpoint.
+    fn peek(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified> {
+        self.verify(
+            id,
+            &mut crate::checkpoint::events(|h, e| replay.visit(h, e)),
+        )
+    }
+
     /// Reads a log as stored, without locking or repairing (complete records only).
     fn inspect(&self, id: &str) -> Result<(Header, Vec<Event>)>;
 

@@ -11,7 +11,7 @@ use crate::fold::ConsumedWork;
 use crate::json;
 use crate::message::Message;
 use crate::projection::Baseline;
-use crate::session::{OpenReport, VerifyReport};
+use crate::session::{OpenReport, Peek, VerifyReport};
 
 impl ToJson for OpenReport {
     /// `{"tornBytes":N,"repairedTurn":N|null}`.
@@ -36,6 +36,21 @@ impl ToJson for VerifyReport {
             .num("needsRepair", self.needs_repair())
             .num("nextTurn", self.next_turn)
             .num("nextStep", self.next_step)
+            .end()
+    }
+}
+
+impl ToJson for Peek {
+    /// `{"header":{…},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
+    /// "baseline":{…}}`.
+    fn to_json(&self) -> String {
+        Object::new()
+            .raw("header", &self.header.to_json())
+            .num("events", self.events)
+            .num("tornBytes", self.torn_bytes)
+            .opt("openTurn", self.open_turn)
+            .opt("openStep", self.open_step)
+            .raw("baseline", &self.baseline.to_json())
             .end()
     }
 }

@@ -2,12 +2,14 @@
 inboxlog's public blocking API. Every function here blocks: the app runs them on its
 executor, never on the event loop.
 
-Reading a session never opens it (that would take its writer's lock): headers come from
-``store.list``, events from a short-lived ``store.follow`` read to the end, and the
-inbox from a :class:`~inboxlog.QueueProjection` fed those events. The fold of a
-session (its header, last seq, open turn and queues) is kept between requests and
-brought up to date from where it stood, so a page load of a long session reads only
-what was committed since the last one.
+Reading a session never opens it (that would take its writer's lock). A session's fold
+(its header, last seq, open turn, queues and latest events) starts from ``store.peek``
+(the state from the log's checkpoint, read without owning it) and ``store.tail`` (its
+latest events), so a first page load costs what follows the checkpoint and what it
+shows, not the session's history; it is kept between requests and brought up to date
+by a ``store.follow`` standing at its end, so a later load reads only what was committed
+since. Older pages are read with short-lived followers, and the inbox as of an earlier
+event with a :class:`~inboxlog.QueueProjection` fed the events before it.
 """
 
 from __future__ import annotations
@@ -202,25 +204,26 @@ class Reader:
         with self._lock:
             return self._session_locks.setdefault(id, threading.Lock())
 
-    def _header(self, id: str) -> Header:
-        for header in self.store.list():
-            if header["id"] == id:
-                return header
-        # The store's own refusal: invalid_input for a bad id, not_found otherwise.
-        self.store.follow(id).close()
-        raise inboxlog.NotFoundError(f'no session "{id}"')
+    def _start(self, id: str) -> _Fold:
+        """A new fold of session ``id``: its state from ``store.peek`` and its latest
+        events from ``store.tail`` (those the peek covers: the follower takes the rest)."""
+        peek = self.store.peek(id)
+        fold = _Fold(peek["header"], next_seq=peek["events"])
+        fold.open_turn = peek["openTurn"]
+        fold.projection = inboxlog.QueueProjection(peek["baseline"])
+        if peek["baseline"]["seq"] is not None:
+            # The inbox as of an earlier event replays from the closest snapshot before.
+            fold.snapshots.append(peek["baseline"])
+        fold.recent.extend(e for e in self.store.tail(id, RECENT) if e["seq"] < fold.next_seq)
+        return fold
 
     def fold(self, id: str) -> _Fold:
-        """Session ``id``'s fold brought up to its last committed event. The header
-        is read each time (``store.list``): a log deleted and created again under the
-        same id has another ``createdAt``, and is folded anew."""
+        """Session ``id``'s fold brought up to its last committed event. A log deleted
+        since (and perhaps created again under the same id) fails its follower's next
+        read with ``NotFoundError`` (SPEC §11.2), and is folded anew."""
         with self._session_lock(id):
-            header = self._header(id)
             with self._lock:
                 fold = self._folds.pop(id, None)
-            if fold is not None and fold.header != header:
-                fold.close()
-                fold = None
             try:
                 if fold is not None:
                     try:
@@ -230,7 +233,7 @@ class Reader:
                         fold.close()
                         fold = None
                 if fold is None:
-                    fold = _Fold(header)
+                    fold = self._start(id)
                     self._extend(fold)
             except BaseException:
                 if fold is not None:

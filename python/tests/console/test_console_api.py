@@ -324,9 +324,18 @@ def test_a_fold_reads_only_what_was_committed_since_the_last_request(
 
         def __init__(self, store: inboxlog.Store) -> None:
             self.store, self.followers, self.events = store, 0, 0
+            self.reads: list[str] = []
 
         def list(self) -> list[Any]:
             return self.store.list()
+
+        def peek(self, id: str) -> Any:
+            self.reads.append("peek")
+            return self.store.peek(id)
+
+        def tail(self, id: str, limit: int) -> Any:
+            self.reads.append(f"tail {limit}")
+            return self.store.tail(id, limit)
 
         def follow(self, id: str, since: int = 0) -> Any:
             self.followers += 1
@@ -350,12 +359,15 @@ def test_a_fold_reads_only_what_was_committed_since_the_last_request(
         last = s.last_seq
         assert last is not None
         assert reader.summary("s")["lastSeq"] == last
-        assert (counting.followers, counting.events) == (1, last + 1)
+        # The state from a peek, the latest events from a tail, a follower at the end.
+        assert counting.reads == ["peek", f"tail {api.RECENT}"]
+        assert (counting.followers, counting.events) == (1, 0)
         s.append("host/x", {})
         s.append("host/x", {})
         assert reader.summary("s")["baseline"] == s.baseline()
         # The same follower, two more events: nothing read again.
-        assert (counting.followers, counting.events) == (1, last + 3)
+        assert (counting.followers, counting.events) == (1, 2)
         page = reader.events("s", 40, 500)
         assert page == {"events": s.events(40), "next": None}
-        assert (counting.followers, counting.events) == (1, last + 3)
+        assert (counting.followers, counting.events) == (1, 2)
+        assert counting.reads == ["peek", f"tail {api.RECENT}"]

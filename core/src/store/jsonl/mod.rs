@@ -580,6 +580,17 @@ impl Store for JsonlStore {
         })
     }
 
+    fn peek(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified> {
+        // `open` without its lock and its writes, from the checkpoint as `open` starts.
+        let path = self.path(id)?;
+        let file = self.open_file(id, &path, false)?;
+        let (replayed, _) = checkpoint::replay_log(&file, (&path, id, self.limit), replay, false)?;
+        Ok(Verified {
+            header: replayed.header,
+            torn_bytes: replayed.torn,
+        })
+    }
+
     fn inspect(&self, id: &str) -> Result<(Header, Vec<Event>)> {
         let path = self.path(id)?;
         let file = self.open_file(id, &path, false)?;
