@@ -2,7 +2,8 @@
 //! (ARCHITECTURE.md#checkpoints-and-reading-without-owning): a session reopened from
 //! its checkpoint is in the state a replay of its whole log gives, opening reads only
 //! the events after it, and `verify` agrees. The memory store keeps none and reads
-//! every event. Doctored checkpoints: `core/tests/checkpoint.rs` (JSONL) and
+//! every event; `peek` reads what `open` reads, without taking the session. Doctored
+//! checkpoints: `core/tests/checkpoint.rs` (JSONL) and
 //! `core/tests/pg.rs` (PostgreSQL).
 
 use inboxlog::checkpoint::{Checkpoint, Replay};
@@ -146,6 +147,61 @@ fn a_session_reopened_from_its_checkpoint_is_in_the_replayed_state() {
         drop(s);
         let (cps, visits) = count(store);
         assert_eq!((cps, visits), (0, 1), "{name}");
+        store.delete("s").unwrap();
+    });
+}
+
+#[test]
+fn a_peek_reads_what_open_reads_without_taking_the_session() {
+    each_store(|name, store| {
+        let mut rng = Rng(0x9ee6_0001);
+        let s = Session::create(store, "s", SessionMeta::default()).unwrap();
+        drive(&s, store, &mut rng, 0);
+        s.close().unwrap();
+        let s = Session::open(store, "s").unwrap();
+        drive(&s, store, &mut rng, 1);
+        let turn = s.open_turn().unwrap();
+        // Held by its writer: the peek is the writer's own state.
+        let seen = Session::peek(store, "s").unwrap();
+        assert_eq!(seen.baseline, s.baseline(None).unwrap(), "{name}");
+        assert_eq!(Some(seen.events - 1), s.last_seq().unwrap(), "{name}");
+        assert_eq!(
+            (seen.open_turn, seen.open_step),
+            (Some(turn), None),
+            "{name}"
+        );
+        // From the checkpoint, as open reads: the events after it only.
+        let mut c = Counting::default();
+        store.peek("s", &mut c).unwrap();
+        if name == "memory" {
+            assert_eq!((c.checkpoints, c.visits), (0, seen.events), "{name}");
+        } else {
+            assert_eq!(c.checkpoints, 1, "{name}");
+            assert!(
+                c.visits < seen.events,
+                "{name}: {} of {}",
+                c.visits,
+                seen.events
+            );
+        }
+        // It took nothing: the writer goes on and closes.
+        s.inbox()
+            .append(Target::NextStep, msg("after-peek"))
+            .unwrap();
+        s.close().unwrap();
+        let seen = Session::peek(store, "s").unwrap();
+        assert_eq!(
+            seen.open_turn,
+            Some(turn),
+            "{name}: left open, not repaired"
+        );
+        assert!(
+            seen.baseline
+                .next_step
+                .iter()
+                .any(|m| m.id() == "after-peek"),
+            "{name}"
+        );
         store.delete("s").unwrap();
     });
 }

@@ -461,6 +461,10 @@ impl Store for PgStore {
         self.open_owned(id, options.takeover, replay)
     }
 
+    fn peek(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified> {
+        self.peek_rows(id, replay)
+    }
+
     fn verify(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified> {
         validate_session_id(id)?;
         let header = self.read_whole(id, replay, true)?;
@@ -598,6 +602,21 @@ impl Store for PgStore {
 }
 
 impl PgStore {
+    /// [`Store::peek`]: what `open` reads (the checkpoint when `replay` resumes, then the
+    /// replayed events after it, in one snapshot), without taking the session.
+    fn peek_rows(&self, id: &str, replay: &mut dyn Replay) -> Result<Verified> {
+        validate_session_id(id)?;
+        let inner = &*self.inner;
+        inner.settle(id);
+        inner
+            .with_client(id, |client, inner| read_owned(inner, client, id, replay))
+            .map(|(row, _)| Verified {
+                header: row.header,
+                torn_bytes: 0,
+            })
+            .map_err(|e| e.with_session(id))
+    }
+
     /// Reads every row of `id` in one snapshot, each checked and passed to `replay`
     /// (errors are corruption at that seq), after its checkpoint, checked against the
     /// rows and handed over first when `verifying`; returns the header.
