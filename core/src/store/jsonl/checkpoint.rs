@@ -237,12 +237,28 @@ fn proven(replayed: &mut Replayed, binding: &Binding, name: &str) -> Result<()> 
     if replayed.end < binding.synced
         && let Some(broken) = replayed.broken.take()
     {
-        return Err(broken.context_after(format_args!(
-            "; the checkpoint {name} says the log was durable up to byte {} when it was written, so this is not a torn tail left by a crash",
-            binding.synced
-        )));
+        return Err(refused(broken, binding.synced, name));
     }
     Ok(())
+}
+
+/// `broken` (the refusal naming the first broken line, before `synced`) as corruption
+/// the checkpoint `name` proves.
+pub(crate) fn refused(broken: Error, synced: u64, name: &str) -> Error {
+    broken.context_after(format_args!(
+        "; the checkpoint {name} says the log was durable up to byte {synced} when it was written, so this is not a torn tail left by a crash"
+    ))
+}
+
+/// The checkpoint beside the log at `log` (in `file`, `len` bytes), checked to be
+/// bound to its bytes: what a reader that does not start from it still owes it (its
+/// durable offset proves damage before it). `None` without one.
+pub(crate) fn bound(file: &File, log: &Path, len: u64, limit: usize) -> Result<Option<Binding>> {
+    let Some((cp, binding)) = read(log, limit)? else {
+        return Ok(None);
+    };
+    check_binding(file, log, len, (cp.seq(), &binding))?;
+    Ok(Some(binding))
 }
 
 fn path_name(log: &Path) -> String {

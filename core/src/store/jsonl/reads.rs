@@ -25,6 +25,7 @@ use super::JsonlStore;
 
 use super::backward::{BLOCK, Backward, ReadAt, Window};
 use super::chain;
+use super::checkpoint;
 use super::lines::Lines;
 use super::recovery::{self, Damage, Read, incomplete_header, read_error};
 use crate::error::Result;
@@ -125,21 +126,31 @@ impl JsonlStore {
             .metadata()
             .map_err(|e| read_error(&path, e))
             .map(|m| m.len());
-        len.and_then(|len| read(&file, len, (&path, id, self.limit), want, BLOCK))
-            .map_err(|e| e.with_session(id).with_path(&path))
+        len.and_then(|len| {
+            // What `inspect` owes the checkpoint, so is this: its binding, and the offset
+            // it says was durable, which proves a broken line before it corruption.
+            let proof = checkpoint::bound(&file, &path, len, self.limit)?
+                .map(|b| (b.synced, checkpoint::path(&path).display().to_string()));
+            let proof = proof
+                .as_ref()
+                .map(|(synced, name)| (*synced, name.as_str()));
+            read(&file, len, (&path, id, self.limit), want, (BLOCK, proof))
+        })
+        .map_err(|e| e.with_session(id).with_path(&path))
     }
 }
 
 /// Reads `want` of the log in `file` (`len` bytes, file `path`, session `id`, record
 /// limit `limit`), scanning back `block` bytes at a time. The header is read and
 /// checked as `inspect` checks it; what follows is the slice of `inspect`'s events
-/// that `want` names.
+/// that `want` names. `proof` is the offset the log's checkpoint says was durable and
+/// the checkpoint's name, when it has one: a broken line before it is `corrupt`.
 pub(crate) fn read<R: ReadAt + ?Sized>(
     file: &R,
     len: u64,
     (path, id, limit): (&Path, &str, usize),
     want: Want<'_>,
-    block: usize,
+    (block, proof): (usize, Option<(u64, &str)>),
 ) -> Result<(Header, Vec<Event>)> {
     let line_limit = chain::line_limit(limit);
     let (header, header_chain, start) = {
@@ -164,7 +175,11 @@ pub(crate) fn read<R: ReadAt + ?Sized>(
     let end = back.end();
     // Bytes before `floor` were durable before a line that continues its predecessor
     // was written (version 1: every complete line is read as an event).
-    let mut floor = if v2 { 0 } else { u64::MAX };
+    let mut floor = if v2 {
+        proof.map_or(0, |(synced, _)| synced)
+    } else {
+        u64::MAX
+    };
     let mut later: Option<Later> = None;
     let mut scanned = 0usize;
     let mut want_lines = match want {
@@ -209,7 +224,12 @@ pub(crate) fn read<R: ReadAt + ?Sized>(
                 };
             }
         };
-        let events = forward(file, (path, limit), &anchor, end, v2)?;
+        let (events, broken) = forward(file, (path, limit), &anchor, end, v2)?;
+        if let (Some((offset, error)), Some((synced, name))) = (broken, proof)
+            && offset < synced
+        {
+            return Err(checkpoint::refused(error, synced, name));
+        }
         match want {
             Want::Since(since) => {
                 let mut events = events;
@@ -231,14 +251,16 @@ pub(crate) fn read<R: ReadAt + ?Sized>(
 }
 
 /// The events after `anchor` up to `end`, read and checked as `inspect` reads them:
-/// the events before the first broken line, or `corrupt` when a later line proves it.
+/// the events before the first broken line (with where it starts and the refusal
+/// naming it, for a checkpoint that may prove it), or `corrupt` when a later line
+/// proves it.
 fn forward<R: ReadAt + ?Sized>(
     file: &R,
     (path, limit): (&Path, usize),
     anchor: &Anchor,
     end: u64,
     v2: bool,
-) -> Result<Vec<Event>> {
+) -> Result<(Vec<Event>, Option<(u64, crate::error::Error)>)> {
     let reader = BufReader::with_capacity(FORWARD_BUF, Window::new(file, anchor.end, end));
     let mut lines = Lines::resume(reader, chain::line_limit(limit), anchor.end, anchor.number);
     let mut chain = v2.then_some(anchor.chain);
@@ -265,7 +287,7 @@ fn forward<R: ReadAt + ?Sized>(
             Read::Broken(broken) => damage = Some(Damage::new(line.offset, seq, broken)),
         }
     }
-    Ok(events)
+    Ok((events, damage.map(Damage::into_parts)))
 }
 
 #[cfg(test)]
@@ -329,7 +351,7 @@ mod tests {
             read: Cell::new(0),
         };
         let len = file.file.metadata().unwrap().len();
-        let (_, events) = read(&file, len, (&path, "s", store.limit), want, BLOCK).unwrap();
+        let (_, events) = read(&file, len, (&path, "s", store.limit), want, (BLOCK, None)).unwrap();
         (events, file.read.get())
     }
 

@@ -396,6 +396,11 @@ pub(crate) struct Damage {
 }
 
 impl Damage {
+    /// Where the first broken line starts, and the refusal naming it.
+    pub(crate) fn into_parts(self) -> (u64, Error) {
+        (self.offset, self.error)
+    }
+
     /// Damage starting at the broken line at `offset`, which should hold `seq`.
     pub(crate) fn new(offset: u64, seq: u64, broken: Broken) -> Damage {
         Damage {
