@@ -250,6 +250,10 @@ pub(crate) fn read<R: ReadAt + ?Sized>(
     }
 }
 
+/// The first broken line nothing after it proved: where it starts, and the refusal
+/// naming it.
+type Unproven = (u64, crate::error::Error);
+
 /// The events after `anchor` up to `end`, read and checked as `inspect` reads them:
 /// the events before the first broken line (with where it starts and the refusal
 /// naming it, for a checkpoint that may prove it), or `corrupt` when a later line
@@ -260,7 +264,7 @@ fn forward<R: ReadAt + ?Sized>(
     anchor: &Anchor,
     end: u64,
     v2: bool,
-) -> Result<(Vec<Event>, Option<(u64, crate::error::Error)>)> {
+) -> Result<(Vec<Event>, Option<Unproven>)> {
     let reader = BufReader::with_capacity(FORWARD_BUF, Window::new(file, anchor.end, end));
     let mut lines = Lines::resume(reader, chain::line_limit(limit), anchor.end, anchor.number);
     let mut chain = v2.then_some(anchor.chain);
