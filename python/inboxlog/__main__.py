@@ -233,6 +233,9 @@ def _verify(store: Store, args: argparse.Namespace) -> int:
 
 
 def _repair(store: Store, args: argparse.Namespace) -> int:
+    # Opening trusts the log's checkpoint for what lies before it; an operator's repair
+    # checks every record first, as verify does, and changes nothing on a refusal.
+    store.verify(args.id)
     with store.open(args.id) as session:
         report = session.open_report
     torn, turn = report["tornBytes"], report["repairedTurn"]
