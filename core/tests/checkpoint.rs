@@ -586,3 +586,46 @@ fn a_fork_gets_its_own_checkpoint_when_it_closes() {
     assert!(root.join("child.checkpoint").exists());
     Session::verify(&store, "child").unwrap();
 }
+
+#[test]
+fn a_follower_from_the_checkpoint_on_starts_there_and_reads_nothing_before() {
+    let (_d, store) = jsonl_common::store(Durability::Sync);
+    closed_session(&store);
+    let (_, all) = Session::inspect(&store, "s").unwrap();
+    let end = all.len() as u64;
+    let no_wait = std::time::Duration::ZERO;
+    // From the checkpoint (the end) on: the same events as a reader from seq 0 gets.
+    let s = Session::open(&store, "s").unwrap();
+    for i in 0..3 {
+        s.append("host/late", &format!("{{\"i\":{i}}}"), Envelope::default())
+            .unwrap();
+    }
+    let (_, now) = Session::inspect(&store, "s").unwrap();
+    let late: Vec<String> = now[end as usize..].iter().map(Event::to_json).collect();
+    let mut feed = store.follow("s").unwrap();
+    let got: Vec<String> = feed
+        .poll(end, no_wait)
+        .unwrap()
+        .iter()
+        .map(Event::to_json)
+        .collect();
+    assert_eq!(got, late);
+    drop(s);
+    // A line before the checkpoint changed: a follower from seq 0 reads it and refuses
+    // it; one from the checkpoint on never reads it, as an open does not.
+    let path = store.path("s").unwrap();
+    let mut b = fs::read(&path).unwrap();
+    let third = b
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c == b'\n')
+        .nth(2)
+        .unwrap()
+        .0;
+    b[third + 10] ^= 0x01;
+    fs::write(&path, &b).unwrap();
+    let err = store.follow("s").unwrap().poll(0, no_wait).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    let got = store.follow("s").unwrap().poll(end, no_wait).unwrap();
+    assert_eq!(got.iter().map(Event::to_json).collect::<Vec<_>>(), late);
+}

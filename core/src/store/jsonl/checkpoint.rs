@@ -274,7 +274,14 @@ fn rewind(mut file: &File, path: &Path) -> Result<()> {
 
 /// Reads line 1 of `file`: the header, and the mark of seq 0 (where line 1 ends, the
 /// chain value after it).
-fn read_first_line(file: &File, path: &Path, id: &str, limit: usize) -> Result<(Header, Mark)> {
+/// The header line of the log in `file`, checked, and where the line after it starts
+/// with the chain value after it.
+pub(crate) fn read_first_line(
+    file: &File,
+    path: &Path,
+    id: &str,
+    limit: usize,
+) -> Result<(Header, Mark)> {
     rewind(file, path)?;
     let mut lines = Lines::new(
         BufReader::with_capacity(64 << 10, file),

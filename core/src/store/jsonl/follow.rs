@@ -21,6 +21,7 @@ use std::io::{BufReader, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::checkpoint;
 use super::lines::Lines;
 use super::os::unlinked;
 use super::recovery::{Chain, Damage, Read, event, header, read_error};
@@ -51,6 +52,32 @@ pub(super) struct JsonlFeed {
 }
 
 impl JsonlFeed {
+    /// Starts a follower that wants the events from `from` on at the log's checkpoint,
+    /// when the log has one at or before `from` (bound to the log's bytes, as every
+    /// reader checks it): the lines before it are not read, as `open` does not read
+    /// them. Without one the follower reads from the header.
+    fn start_at_checkpoint(&mut self, from: u64) -> Result<()> {
+        let Some((cp, binding)) = checkpoint::read(&self.path, self.limit)? else {
+            return Ok(());
+        };
+        if cp.seq() > from {
+            return Ok(());
+        }
+        let len = self
+            .file
+            .metadata()
+            .map_err(|e| read_error(&self.path, e))?
+            .len();
+        checkpoint::check_binding(&self.file, &self.path, len, (cp.seq(), &binding))?;
+        let (header, _) =
+            checkpoint::read_first_line(&self.file, &self.path, &self.id, self.limit)?;
+        self.chain = (header.version >= 2).then_some(binding.chain);
+        (self.started, self.offset) = (true, binding.offset);
+        // The header, then one line per event before the checkpoint's seq.
+        (self.lines, self.next) = (cp.seq() + 1, cp.seq());
+        Ok(())
+    }
+
     pub(super) fn new(id: &str, path: PathBuf, file: File, limit: usize) -> JsonlFeed {
         JsonlFeed {
             id: id.to_owned(),
@@ -143,6 +170,10 @@ impl Feed for JsonlFeed {
             // Asked for events already passed: read again from the start.
             (self.started, self.offset, self.lines, self.next) = (false, 0, 0, 0);
             self.chain = None;
+        }
+        if !self.started && from > 0 {
+            self.start_at_checkpoint(from)
+                .map_err(|e| e.with_session(&self.id).with_path(&self.path))?;
         }
         let mut backoff = Backoff::new(timeout);
         let mut out = Vec::new();
