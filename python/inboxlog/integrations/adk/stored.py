@@ -236,13 +236,27 @@ def scope_state(store: inboxlog.Store, log_id: str) -> dict[str, Any]:
     return fold_scope(store.inspect(log_id)[1])
 
 
+def _last_events(store: inboxlog.Store, log_id: str, want: int) -> list[LogEvent]:
+    """The last ``want`` ``adk/event`` records of log ``log_id`` (fewer when it holds
+    fewer), oldest first: its last records of any type, four times as many while too
+    few of them are events. (``store.tail`` with ``types`` answers the same, but on
+    PostgreSQL its typed query grows with the session's length.)"""
+    limit = want + 4
+    while True:
+        records = store.tail(log_id, limit)
+        events = [e for e in records if e["type"] == EVENT]
+        if len(events) >= want or len(records) < limit:
+            return events[-want:]
+        limit *= 4
+
+
 def read_recent(store: inboxlog.Store, log_id: str, recent: int) -> Stored | None:
     """Session ``log_id`` with its last ``recent`` events, read from the end of its log
     without owning it: the last events (``store.tail``) and, when the latest head is
     older than them, the records from it on (``store.read``). A log without the counts
     (written before them) or without events is read whole. ``None``: not an ADK
     session's log. Raises ``NotFoundError`` when there is no log ``log_id``."""
-    tail = store.tail(log_id, max(recent, 1), [EVENT])
+    tail = _last_events(store, log_id, max(recent, 1))
     last = tail[-1] if tail else None
     if last is None or "n" not in last["data"]:
         return fold(store.inspect(log_id)[1])
