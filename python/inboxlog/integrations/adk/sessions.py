@@ -9,15 +9,27 @@ Where things are kept (ids: :mod:`inboxlog.integrations.adk.ids`):
   exists without it; a log made by other means, e.g. to post to it before the session
   was created, gets it appended by ``create_session``): the ids as ADK gave them, the
   session-scoped initial state and the creation time in seconds. Each stored event is
-  one ``adk/event {"event": ...}`` record, the ADK event as
-  ``Event.model_dump(mode="json", exclude_none=True)`` with its ``temp:`` keys trimmed.
-  Session state is the initial state with every event's session-scoped delta applied in
-  log order; ``last_update_time`` is the last event's timestamp. The log is only ever
-  appended: a read filtered by ``GetSessionConfig`` leaves every record where it is, and
-  an append after it continues the whole history.
+  one ``adk/event {"event", "n", "head" | "from"}`` record, the ADK event as
+  ``Event.model_dump(mode="json", exclude_none=True)`` with its ``temp:`` keys trimmed,
+  the event count and the session's head (ids, time and state after it) or the seq of
+  the latest record with one (:mod:`inboxlog.integrations.adk.stored`). Session state
+  is the initial state with every event's session-scoped delta applied in log order;
+  ``last_update_time`` is the last event's timestamp. The log is only ever appended: a
+  read filtered by ``GetSessionConfig`` leaves every record where it is, and an append
+  after it continues the whole history.
+- **Reads from the end.** A session this service does not hold is read from the store
+  without owning it. ``get_session`` with ``num_recent_events`` (alone or with
+  ``after_timestamp``) and ``list_sessions`` read its last events (``store.tail``) and
+  the records from the latest head on (``store.read``): at most about
+  ``stored.HEAD_AFTER + 1`` heads' weight, whatever the history's length. A full
+  ``get_session``, or one with ``after_timestamp`` alone, reads the whole log; so does
+  any read of a log written before the counts (until a writer appends to it: its first
+  event after taking the session carries a head).
 - App and user state, shared by many sessions, are logs of their own (``adka.<app>``,
-  ``adku.<app>.<user>``) of ``adk/state {"delta", "from", "seq"}`` records; the state is
-  the deltas folded in log order. **No update is lost**: a writer records only its delta
+  ``adku.<app>.<user>``) of ``adk/state {"delta", "from", "seq", "state" | "base"}``
+  records; the state is the deltas folded in log order, which a record's ``state``
+  holds whole (then a reader stops there) or ``base`` names the latest record that
+  does, written as a session's head is. **No update is lost**: a writer records only its delta
   (it never rewrites the whole state from a copy it read), and it appends while holding
   the scope log as its one writer (SPEC §7.3, §10.3), so two workers' deltas are
   serialized by the store, each kept whole; the same key written by both ends as the
@@ -51,11 +63,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +86,18 @@ from typing_extensions import override
 import inboxlog
 from inboxlog.integrations._common import call
 from inboxlog.integrations.adk import ids
+from inboxlog.integrations.adk.stored import (
+    CREATED,
+    EVENT,
+    MARKER,
+    SCOPE,
+    STATE,
+    read_recent,
+    scope_record,
+    scope_state,
+)
+from inboxlog.integrations.adk.stored import Stored as _Stored
+from inboxlog.integrations.adk.stored import fold as _fold
 from inboxlog.types import Event as LogEvent
 
 try:
@@ -82,91 +105,9 @@ try:
 except ModuleNotFoundError:  # pragma: no cover - ADK before the error had a module
     StaleSessionError = ValueError  # type: ignore[assignment,misc]
 
-CREATED = "adk/session"
-"""The first record of an ADK session's log: ``{"app", "user", "session", "state",
-"time"}``."""
-EVENT = "adk/event"
-"""One stored ADK event: ``{"event": <Event as JSON>}``."""
-SCOPE = "adk/scope"
-"""The first record of a shared state log: ``{"app"[, "user"]}``."""
-STATE = "adk/state"
-"""One delta of shared state: ``{"delta": {...}, "from": <session log id>, "seq": N}``."""
-
 _SCOPE_TRIES = 2000
 """How often a shared-state write tries a scope log another writer holds (each holder
 appends one record and lets go) before it gives up with ``LockedError``."""
-_MARKER = "inboxlog:"
-
-
-@dataclass
-class _Stored:
-    """One ADK session as its log holds it: ids, session-scoped state, and each event's
-    timestamp, id and JSON, in order."""
-
-    app: str
-    user: str
-    session: str
-    created: float
-    state: dict[str, Any]
-    events: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
-    last_state_seq: int = 0
-    """The seq of the last record with app or user deltas (0: the created record)."""
-    last_state_delta: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def last_update(self) -> float:
-        """``last_update_time``: the last event's timestamp, else the creation time."""
-        return self.events[-1][0] if self.events else self.created
-
-    @property
-    def marker(self) -> str:
-        """The storage revision a session object read from this state carries."""
-        return f"{_MARKER}{len(self.events)}"
-
-    def snapshot(self) -> _Stored:
-        """A copy that later appends leave as it is."""
-        return dataclasses.replace(self, state=dict(self.state), events=list(self.events))
-
-    def apply(self, seq: int, data: dict[str, Any]) -> None:
-        """Folds one ``adk/event`` record in."""
-        event = data["event"]
-        self.events.append((float(event.get("timestamp", 0.0)), str(event.get("id", "")), event))
-        delta = (event.get("actions") or {}).get("state_delta")
-        if delta:
-            scoped = _session_util.extract_state_delta(delta)
-            self.state.update(scoped["session"])
-            if scoped["app"] or scoped["user"]:
-                self.last_state_seq = seq
-                self.last_state_delta = delta
-
-
-def _fold(events: Sequence[LogEvent]) -> _Stored | None:
-    """The ADK session a log's events hold (``None``: not an ADK session's log)."""
-    start = next((i for i, e in enumerate(events) if e["type"] == CREATED), None)
-    if start is None:
-        return None
-    head = events[start]["data"]
-    stored = _Stored(
-        app=head["app"],
-        user=head["user"],
-        session=head["session"],
-        created=float(head["time"]),
-        state=dict(head["state"]),
-        last_state_delta=dict(head.get("scoped") or {}),
-    )
-    for event in events[start + 1 :]:
-        if event["type"] == EVENT:
-            stored.apply(event["seq"], event["data"])
-    return stored
-
-
-def _fold_scope(events: Sequence[LogEvent]) -> dict[str, Any]:
-    """A shared state log's state: its deltas in log order."""
-    state: dict[str, Any] = {}
-    for event in events:
-        if event["type"] == STATE:
-            state.update(event["data"]["delta"])
-    return state
 
 
 @dataclass
@@ -274,22 +215,28 @@ class InboxlogSessionService(BaseSessionService):
     def _get(
         self, app: str, user: str, session: str, config: GetSessionConfig | None
     ) -> Session | None:
-        stored = self._read(self._log_id(app, user, session), (app, user, session))
+        recent = None if config is None else config.num_recent_events
+        stored = self._read(self._log_id(app, user, session), (app, user, session), recent)
         return None if stored is None else self._session(stored, config)
 
-    def _read(self, log_id: str, names: tuple[str, str, str] | None) -> _Stored | None:
+    def _read(
+        self, log_id: str, names: tuple[str, str, str] | None, recent: int | None = None
+    ) -> _Stored | None:
         """What session ``log_id`` holds: from memory when this service holds it, else
-        read from the store without locking. ``names`` checks the ids a hashed id
+        read from the store without locking, whole or, given ``recent``, with its last
+        ``recent`` events only, read from the end. ``names`` checks the ids a hashed id
         stands for."""
         held = self._held.get(log_id)
         if held is not None:
             with held.lock:
                 return held.stored.snapshot()
         try:
-            _, events = self.store.inspect(log_id)
+            if recent is not None:
+                stored = read_recent(self.store, log_id, recent)
+            else:
+                stored = _fold(self.store.inspect(log_id)[1])
         except inboxlog.NotFoundError:
             return None
-        stored = _fold(events)
         if stored is None or (
             names is not None and (stored.app, stored.user, stored.session) != names
         ):
@@ -331,10 +278,9 @@ class InboxlogSessionService(BaseSessionService):
 
     def _scope(self, log_id: str) -> dict[str, Any]:
         try:
-            _, events = self.store.inspect(log_id)
+            return scope_state(self.store, log_id)
         except inboxlog.NotFoundError:
             return {}
-        return _fold_scope(events)
 
     def _app_state(self, app: str) -> dict[str, Any]:
         return self._scope(ids.app_scope(app))
@@ -353,7 +299,7 @@ class InboxlogSessionService(BaseSessionService):
         found: list[_Stored] = []
         for header in self.store.list():
             if header["id"].startswith(prefix):
-                stored = self._read(header["id"], None)
+                stored = self._read(header["id"], None, 0)
                 if stored is not None and stored.app == app and user in (None, stored.user):
                     found.append(stored)
         app_state = self._app_state(app)
@@ -455,7 +401,7 @@ class InboxlogSessionService(BaseSessionService):
     @staticmethod
     def _check_fresh(session: Session, stored: _Stored) -> None:
         marker = session._storage_update_marker
-        if marker is not None and marker.startswith(_MARKER):
+        if marker is not None and marker.startswith(MARKER):
             fresh = marker == stored.marker
         else:  # a session object this service did not make: compare the last event
             last = stored.events[-1][1] if stored.events else None
@@ -493,8 +439,9 @@ class InboxlogSessionService(BaseSessionService):
     def _write(self, held: _Held, data: dict[str, Any]) -> None:
         """Appends one event to the held log, then its shared deltas to their scopes."""
         with held.lock:
-            seq = held.log.append(EVENT, {"event": data})["seq"]
-            held.stored.apply(seq, {"event": data})
+            record, size = held.stored.record(data)
+            seq = held.log.append(EVENT, record)["seq"]
+            held.stored.apply(seq, record, size)
             stored = held.stored
             delta = dict(stored.last_state_delta) if stored.last_state_seq == seq else {}
         if delta:
@@ -547,7 +494,7 @@ class InboxlogSessionService(BaseSessionService):
                 time.sleep(0.001 * min(attempt + 1, 20))
                 continue
             with log:
-                log.append(STATE, record)
+                log.append(STATE, scope_record(log, record))
             return
 
     # -- what the plugin asks ------------------------------------------------------------
