@@ -1,8 +1,10 @@
 //! Reading without owning (ARCHITECTURE.md#checkpoints-and-reading-without-owning):
-//! `Store::read` and `Store::tail` of a PostgreSQL session, each one keyed statement
-//! (one snapshot) that returns the session row and the rows asked for, read through the
-//! primary key `(session, seq)`, each row checked as `inspect` checks it (its `crc`, its
-//! event, its seq and type columns) and the seqs checked against the session row.
+//! `Store::read` and `Store::tail` of a PostgreSQL session, keyed statements that return
+//! the session row and the rows asked for, read through the primary key `(session,
+//! seq)`, each row checked as `inspect` checks it (its `crc`, its event, its seq and type
+//! columns) and the seqs checked against the session row. A read is one statement; a
+//! tail of some types reads the last rows backward in chunks twice as long each time
+//! (rows never change once stored), keeping those of its types.
 
 use super::PgStore;
 use super::conn::Stmt;
@@ -32,24 +34,49 @@ impl PgStore {
         inner.settle(id);
         let (header, next_seq, mut rows) = inner.with_client(id, |client, inner| {
             let fail = |e: postgres::Error| inner.connector.fail(reading(id), &e, Stmt::Read);
-            let found = match end {
-                End::Since(since) => {
-                    let since = i64::try_from(since).unwrap_or(i64::MAX);
-                    client.query(inner.sql.read_since.as_str(), &[&id, &since])
-                }
-                End::Last(limit, types) => {
-                    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-                    let types: Option<Vec<&str>> = types.map(<[&str]>::to_vec);
-                    client.query(inner.sql.tail.as_str(), &[&id, &limit, &types])
-                }
-            }
-            .map_err(fail)?;
             let mut header = None;
-            let mut rows: Vec<Row> = Vec::with_capacity(found.len());
-            for row in found {
-                match row.get::<_, Option<i64>>(0) {
-                    None => header = Some((row.get::<_, String>(2), row.get::<_, i64>(4))),
-                    Some(seq) => rows.push((seq, row.get(1), row.get(2), row.get(3))),
+            let mut rows: Vec<Row> = Vec::new();
+            // The tail's rows before this seq, this many at a time.
+            let (mut before, mut chunk) = (i64::MAX, 0i64);
+            loop {
+                let found = match end {
+                    End::Since(since) => {
+                        let since = i64::try_from(since).unwrap_or(i64::MAX);
+                        client.query(inner.sql.read_since.as_str(), &[&id, &since])
+                    }
+                    End::Last(limit, types) => {
+                        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                        chunk = match types {
+                            None => limit,
+                            Some(_) => chunk.saturating_mul(2).max(limit.saturating_mul(2).max(64)),
+                        };
+                        client.query(inner.sql.tail.as_str(), &[&id, &chunk, &before])
+                    }
+                }
+                .map_err(fail)?;
+                let mut scanned = 0i64;
+                for row in found {
+                    match row.get::<_, Option<i64>>(0) {
+                        None => header = Some((row.get::<_, String>(2), row.get::<_, i64>(4))),
+                        Some(seq) => {
+                            scanned += 1;
+                            before = before.min(seq);
+                            rows.push((seq, row.get(1), row.get(2), row.get(3)));
+                        }
+                    }
+                }
+                if header.is_none() {
+                    return Err(inner.not_found(id));
+                }
+                let End::Last(limit, Some(types)) = end else {
+                    break;
+                };
+                let kept = rows
+                    .iter()
+                    .filter(|r| types.contains(&r.1.as_str()))
+                    .count();
+                if kept >= limit || scanned < chunk {
+                    break;
                 }
             }
             let (header, next_seq) = header.ok_or_else(|| inner.not_found(id))?;
@@ -71,7 +98,16 @@ impl PgStore {
         let next_seq = u64::try_from(next_seq)
             .map_err(|_| at.corrupt(None, format_args!("its next seq {next_seq} is negative")))?;
         rows.sort_unstable_by_key(|r| r.0);
-        check_extent(&at, &rows, next_seq, end)?;
+        // Every row scanned is one of the last ones, without a gap.
+        let scanned = match end {
+            End::Last(_, Some(_)) => End::Last(rows.len(), None),
+            end => end,
+        };
+        check_extent(&at, &rows, next_seq, scanned)?;
+        if let End::Last(limit, Some(types)) = end {
+            rows.retain(|r| types.contains(&r.1.as_str()));
+            rows.drain(..rows.len().saturating_sub(limit));
+        }
         let events = rows
             .iter()
             .map(|(seq, ty, line, crc)| event(&at, *seq, ty, line, *crc))
