@@ -55,6 +55,7 @@ collect_ignore = [
         ("test_pydantic_ai.py", "pydantic_ai", "pydantic-ai"),
         ("test_adk_sessions.py", "google.adk", "adk"),
         ("test_adk_plugin.py", "google.adk", "adk"),
+        ("test_adk_reads.py", "google.adk", "adk"),
     ]
     if (Path(__file__).parent / name).exists() and missing_extra(module, extra)
 ]
