@@ -280,9 +280,21 @@ proptest! {
         for e in [inspected.as_ref().err(), verified.as_ref().err()].into_iter().flatten() {
             prop_assert!(matches!(e.kind(), ErrorKind::Corrupt | ErrorKind::FormatUnsupported | ErrorKind::TooLarge), "{e}");
             prop_assert_eq!(e.session(), Some("s"));
-            prop_assert_eq!(e.seq(), Some(seq as u64), "{}", e);
+            // The row's checksum was cleared, so a change that still reads as a valid
+            // event is found where the replay first disagrees with the checkpoint.
+            let at_checkpoint = e.to_string().starts_with("corrupt checkpoint")
+                && e.seq().is_some_and(|at| at > seq as u64);
+            prop_assert!(e.seq() == Some(seq as u64) || at_checkpoint, "{}", e);
         }
-        prop_assert_eq!(inspected.is_ok(), verified.is_ok());
+        // Inspect reads the rows as stored; only verify compares them with the checkpoint.
+        let checkpoint_only = verified
+            .as_ref()
+            .err()
+            .is_some_and(|e| e.to_string().starts_with("corrupt checkpoint"));
+        prop_assert!(
+            inspected.is_ok() == verified.is_ok() || (inspected.is_ok() && checkpoint_only),
+            "inspect {:?}, verify {:?}", inspected.as_ref().err(), verified.as_ref().err()
+        );
         match Session::open(&store, "s") {
             Ok(s) => {
                 if let Err(v) = &verified {
