@@ -585,3 +585,47 @@ fn a_doctored_checkpoint_row_is_refused_named() {
     assert_ne!(read(&mut c), good);
     Session::verify(&store, "s").unwrap();
 }
+
+/// Complexity: a tail reads the rows it returns, whatever the planner believes. A table
+/// written a moment ago has no statistics yet, and a tail without a lower bound was then
+/// planned as a bitmap scan that read and sorted every row of the session. Counted from
+/// the server's own plan (`EXPLAIN ANALYZE`), at 2,000 rows.
+#[test]
+fn a_tail_reads_only_its_rows_on_a_table_without_statistics() {
+    let Some(schema) = Schema::new() else { return };
+    let store = schema.store(Durability::None);
+    let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
+    for i in 0..2000 {
+        s.append("host/x", &format!(r#"{{"i":{i}}}"#), Envelope::default())
+            .unwrap();
+    }
+    s.close().unwrap();
+    let text = inboxlog::store::postgres::tail_statement(&schema.name);
+    let mut c = pg_common::client().unwrap();
+    for (limit, before) in [(1i64, i64::MAX), (16, i64::MAX), (64, 1000)] {
+        let plan: Vec<String> = c
+            .query(&format!("EXPLAIN ANALYZE {text}"), &[&"s", &limit, &before])
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let scanned = plan
+            .iter()
+            .filter(|line| line.contains(" on events") || line.contains("using events_pkey"))
+            .map(|line| actual_rows(line))
+            .max()
+            .expect("a node reads the events table");
+        assert!(
+            scanned <= limit as u64,
+            "a tail of {limit} read {scanned} rows of events:\n{}",
+            plan.join("\n")
+        );
+    }
+}
+
+/// The `rows=` of a plan line's `(actual time=... rows=N loops=L)`.
+fn actual_rows(line: &str) -> u64 {
+    let actual = &line[line.find("actual").expect("EXPLAIN ANALYZE")..];
+    let rows = &actual[actual.find("rows=").unwrap() + 5..];
+    rows[..rows.find(' ').unwrap()].parse().unwrap()
+}

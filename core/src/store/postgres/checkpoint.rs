@@ -5,6 +5,7 @@
 //! written by the writer, fenced by its epoch.
 
 use postgres::GenericClient;
+use postgres::types::Type;
 
 use super::conn::{Connector, Stmt};
 use super::read::{At, reading};
@@ -31,7 +32,7 @@ pub(super) fn read(
     connector: &Connector,
 ) -> Result<Option<Checkpoint>> {
     let row = client
-        .query_opt(sql.checkpoint.as_str(), &[&at.id])
+        .query_typed_opt(&sql.checkpoint, &[(&at.id, Type::TEXT)])
         .map_err(|e| connector.fail(reading(at.id), &e, Stmt::Read))?;
     let Some(row) = row else {
         return Ok(None);

@@ -9,7 +9,6 @@
 //! group the server refuses (a foreign row, say) is written again one request at a
 //! time, so one session's trouble never fails another's append.
 
-use postgres::Statement;
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 
@@ -153,10 +152,10 @@ fn one(conn: &mut Conn, sql: &Sql, connector: &Connector, request: &Request) -> 
             &request.lines[0],
             &crcs[0],
         ];
-        prepared(&mut conn.client, &mut conn.row, &sql.append_row)
+        conn.prepared(&sql.append_row)
             .and_then(|statement| conn.client.execute(&statement, &row))
     } else {
-        prepared(&mut conn.client, &mut conn.single, &sql.append)
+        conn.prepared(&sql.append)
             .and_then(|statement| conn.client.execute(&statement, &params[..8]))
     };
     match result {
@@ -205,7 +204,7 @@ fn many(
             crcs.push(crc(&request.lines[i]));
         }
     }
-    let statement = prepared(&mut conn.client, &mut conn.group, &sql.append_group)?;
+    let statement = conn.prepared(&sql.append_group)?;
     let rows = conn.client.query(
         &statement,
         &[
@@ -234,21 +233,6 @@ fn many(
         };
     }
     Ok(outcomes)
-}
-
-/// The statement `text` as prepared on this connection: the one in `slot`, or prepared
-/// now and kept there.
-fn prepared(
-    client: &mut postgres::Client,
-    slot: &mut Option<Statement>,
-    text: &str,
-) -> Result<Statement, postgres::Error> {
-    if let Some(statement) = slot {
-        return Ok(statement.clone());
-    }
-    let statement = client.prepare(text)?;
-    *slot = Some(statement.clone());
-    Ok(statement)
 }
 
 /// The outcome of a statement that failed for `request`.

@@ -54,7 +54,7 @@ use self::batch::Flusher;
 use self::conn::{Connector, Stmt};
 use self::home::{Home, Signals};
 use self::notify::Notifier;
-use self::pool::Pool;
+use self::pool::{Conn, Pool};
 use self::read::{At, SessionRow, read_all, read_for_open, reading, seed_gap, session_row};
 use self::schema::Sql;
 use self::writer::{PgWriter, Rows, Shared};
@@ -70,6 +70,13 @@ use crate::json;
 
 pub use self::schema::{DEFAULT_SCHEMA, SCHEMA_VERSION, validate_schema};
 pub use self::url::{ChannelBinding, Host, PgUrl, SslMode, TargetSessionAttrs, redact_url};
+
+/// The text of the statement `Store::tail` runs on schema `schema` (`$1` the session,
+/// `$2` the rows, `$3` the seq they end before), for tests that count what it reads.
+#[cfg(feature = "testing")]
+pub fn tail_statement(schema: &str) -> String {
+    schema::Sql::new(schema).tail
+}
 
 /// How a [`PgStore`] stores: the schema holding its tables, when appends are durable,
 /// and the largest event line it writes.
@@ -185,8 +192,13 @@ impl Inner {
         id: &str,
         f: impl FnOnce(&mut Client, &Inner) -> Result<R>,
     ) -> Result<R> {
+        self.with_conn(id, |conn, inner| f(&mut conn.client, inner))
+    }
+
+    /// [`Inner::with_client`], with the connection's prepared statements.
+    fn with_conn<R>(&self, id: &str, f: impl FnOnce(&mut Conn, &Inner) -> Result<R>) -> Result<R> {
         let mut conn = self.pool.get().map_err(|e| e.with_session(id))?;
-        let result = f(&mut conn.client, self);
+        let result = f(&mut conn, self);
         match &result {
             Err(e) if e.kind() == ErrorKind::Unavailable => {
                 drop(conn);

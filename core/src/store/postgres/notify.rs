@@ -156,12 +156,7 @@ impl Shared {
         let Ok(mut conn) = self.pool.get() else {
             return;
         };
-        let statement = match &conn.notify {
-            Some(statement) => Ok(statement.clone()),
-            None => conn.client.prepare(&self.sql.notify),
-        };
-        if let Ok(statement) = statement {
-            conn.notify = Some(statement.clone());
+        if let Ok(statement) = conn.prepared(&self.sql.notify) {
             let _ = conn.client.execute(&statement, &[&ids]);
         }
         // A connection that lost the server is discarded there, not given back.

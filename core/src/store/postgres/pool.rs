@@ -16,7 +16,7 @@
 //! next group gathers, so N writers on a handful of connections commit about as often as
 //! N writers on N connections, each commit carrying several sessions.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -45,14 +45,9 @@ pub(super) struct Conn {
     /// Set when another connection of the pool failed: this one is checked before use
     /// (a restarted server or a terminated handle loses them all at once).
     suspect: bool,
-    /// The one-session append, prepared on first use.
-    pub single: Option<Statement>,
-    /// The one-row append, prepared on first use.
-    pub row: Option<Statement>,
-    /// The many-session append, prepared on first use.
-    pub group: Option<Statement>,
-    /// The notifier's wake-ups (`notify.rs`), prepared on first use.
-    pub notify: Option<Statement>,
+    /// The statements prepared on it, by text: each of the store's few statements is
+    /// parsed and planned once per connection, then sent in one round trip.
+    prepared: HashMap<String, Statement>,
 }
 
 /// What a waiter in the queue is handed.
@@ -338,10 +333,18 @@ impl Conn {
             client,
             since: Instant::now(),
             suspect: false,
-            single: None,
-            row: None,
-            group: None,
-            notify: None,
+            prepared: HashMap::new(),
         }
+    }
+
+    /// The statement `text` as prepared on this connection: prepared on first use and
+    /// kept (the texts are the store's own, so there are a few of them).
+    pub fn prepared(&mut self, text: &str) -> Result<Statement, postgres::Error> {
+        if let Some(statement) = self.prepared.get(text) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(text)?;
+        self.prepared.insert(text.to_owned(), statement.clone());
+        Ok(statement)
     }
 }

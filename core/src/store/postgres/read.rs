@@ -6,6 +6,7 @@
 use std::fmt;
 
 use postgres::GenericClient;
+use postgres::types::Type;
 
 use super::conn::{Connector, Stmt};
 use super::schema::{self, Sql};
@@ -73,7 +74,7 @@ pub(super) fn session_row(
     connector: &Connector,
 ) -> Result<Option<SessionRow>> {
     let row = client
-        .query_opt(sql.session.as_str(), &[&at.id])
+        .query_typed_opt(&sql.session, &[(&at.id, Type::TEXT)])
         .map_err(|e| connector.fail(reading(at.id), &e, Stmt::Read))?;
     let Some(row) = row else { return Ok(None) };
     let text: String = row.get(0);
@@ -216,8 +217,12 @@ pub(super) fn read_for_open(
 ) -> Result<()> {
     let fail = |e: postgres::Error| connector.fail(reading(at.id), &e, Stmt::Read);
     let extent_from = |client: &mut _, from: u64| -> Result<(i64, i64, i64)> {
-        let row = GenericClient::query_one(client, sql.extent.as_str(), &[&at.id, &(from as i64)])
-            .map_err(fail)?;
+        let row = GenericClient::query_typed_one(
+            client,
+            &sql.extent,
+            &[(&at.id, Type::TEXT), (&(from as i64), Type::INT8)],
+        )
+        .map_err(fail)?;
         Ok((row.get(0), row.get(1), row.get(2)))
     };
     let (count, min, max) = extent_from(client, since)?;
@@ -234,7 +239,10 @@ pub(super) fn read_for_open(
     };
     let stop = broken.as_ref().map_or(u64::MAX, |(seq, _)| *seq);
     let rows = client
-        .query(sql.replayed.as_str(), &[&at.id, &(since as i64)])
+        .query_typed(
+            &sql.replayed,
+            &[(&at.id, Type::TEXT), (&(since as i64), Type::INT8)],
+        )
         .map_err(fail)?;
     let mut seen = None;
     for row in rows {
@@ -250,7 +258,10 @@ pub(super) fn read_for_open(
         return Err(e);
     }
     if let Some(last) = client
-        .query_opt(sql.last.as_str(), &[&at.id])
+        .query_typed_opt(
+            &sql.last,
+            &[(&at.id, Type::TEXT), (&(since as i64), Type::INT8)],
+        )
         .map_err(fail)?
     {
         let seq: i64 = last.get(0);

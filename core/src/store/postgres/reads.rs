@@ -32,7 +32,7 @@ impl PgStore {
         let inner = &*self.inner;
         // This handle's own staged appends are visible to its reads.
         inner.settle(id);
-        let (header, next_seq, mut rows) = inner.with_client(id, |client, inner| {
+        let (header, next_seq, mut rows) = inner.with_conn(id, |conn, inner| {
             let fail = |e: postgres::Error| inner.connector.fail(reading(id), &e, Stmt::Read);
             let mut header = None;
             let mut rows: Vec<Row> = Vec::new();
@@ -42,15 +42,21 @@ impl PgStore {
                 let found = match end {
                     End::Since(since) => {
                         let since = i64::try_from(since).unwrap_or(i64::MAX);
-                        client.query(inner.sql.read_since.as_str(), &[&id, &since])
+                        conn.prepared(&inner.sql.read_since)
+                            .and_then(|st| conn.client.query(&st, &[&id, &since]))
                     }
                     End::Last(limit, types) => {
-                        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                        // Half the range: the statement's lower bound never overflows.
+                        let limit = i64::try_from(limit).unwrap_or(i64::MAX).min(i64::MAX / 2);
                         chunk = match types {
                             None => limit,
-                            Some(_) => chunk.saturating_mul(2).max(limit.saturating_mul(2).max(64)),
+                            Some(_) => chunk
+                                .saturating_mul(2)
+                                .max(limit.saturating_mul(2).max(64))
+                                .min(i64::MAX / 2),
                         };
-                        client.query(inner.sql.tail.as_str(), &[&id, &chunk, &before])
+                        conn.prepared(&inner.sql.tail)
+                            .and_then(|st| conn.client.query(&st, &[&id, &chunk, &before]))
                     }
                 }
                 .map_err(fail)?;
@@ -75,7 +81,7 @@ impl PgStore {
                     .iter()
                     .filter(|r| types.contains(&r.1.as_str()))
                     .count();
-                if kept >= limit || scanned < chunk {
+                if kept >= limit || scanned < chunk || before <= 0 {
                     break;
                 }
             }

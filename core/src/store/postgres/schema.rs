@@ -383,8 +383,10 @@ impl Sql {
                  ON CONFLICT (session) DO UPDATE SET seq = EXCLUDED.seq, body = EXCLUDED.body"
             ),
             delete_checkpoint: format!("DELETE FROM {s}.checkpoints WHERE session = $1"),
+            // From seq $2 on (as `extent`), so that no plan reads rows before it.
             last: format!(
-                "SELECT {events_cols} FROM {s}.events WHERE session = $1 ORDER BY seq DESC LIMIT 1"
+                "SELECT {events_cols} FROM {s}.events WHERE session = $1 AND seq >= $2
+                 ORDER BY seq DESC LIMIT 1"
             ),
             first_gap: format!(
                 "SELECT e.seq FROM {s}.events e WHERE e.session = $1 AND e.seq <> 0
@@ -404,16 +406,21 @@ impl Sql {
                  (SELECT {events_cols}, NULL::bigint FROM {s}.events
                   WHERE session = $1 AND seq >= $2::bigint ORDER BY seq)"
             ),
-            // `Store::tail`: the session row and the last $2 rows before seq $3, read
-            // backward through the primary key. Types are filtered by the caller: a
-            // filter here lets a planner with stale statistics sort every row of the
-            // session instead (a bitmap scan; seen at 10,000 rows).
+            // `Store::tail`: the session row and the last $2 rows before seq $3 (or before
+            // the next seq), read backward through the primary key. The lower bound keeps
+            // every plan to those rows: a planner with stale statistics otherwise reads and
+            // sorts every row of the session (a bitmap scan; seen at 1,000 rows). Types
+            // are filtered by the caller, for the same reason. Rows at or after the next
+            // seq (a damaged log) are still read, and refused.
             tail: format!(
                 "SELECT NULL::bigint, NULL::text, header, NULL::integer, next_seq
                  FROM {s}.sessions WHERE id = $1
                  UNION ALL
                  (SELECT {events_cols}, NULL::bigint FROM {s}.events
                   WHERE session = $1 AND seq < $3::bigint
+                    AND seq >= LEAST($3::bigint,
+                                     (SELECT next_seq FROM {s}.sessions WHERE id = $1))
+                               - $2::bigint
                   ORDER BY seq DESC LIMIT $2::bigint)"
             ),
             list: format!("SELECT id, header FROM {s}.sessions ORDER BY id COLLATE \"C\""),
