@@ -18,7 +18,9 @@ Cases, each at every size (the history's items, checkpoints or messages):
   the peer's stored bytes grow linearly too (sizes above ``--langgraph-max`` are skipped:
   writing them takes minutes).
 - ``pydantic``: a new store handle, ``store.open`` and the Pydantic AI history
-  (``fold_messages(session.events())``) of a session of that many messages.
+  (``fold_messages(session.events())``) of a session of that many messages, against
+  Pydantic AI's own way of keeping one: the bytes of ``result.all_messages_json()`` in a
+  file, read and loaded with ``ModelMessagesTypeAdapter.validate_json``.
 - ``open``: a bare ``store.open`` and ``close`` of the ``openai`` case's log (JSONL, a new
   store handle each time), and of a PostgreSQL session of that many events (through the
   worker's store).
@@ -173,7 +175,7 @@ def langgraph_case(url: str, n: int, repeat: int) -> tuple[float, float]:
 # --- Pydantic AI and bare opens ----------------------------------------------------------
 
 
-def pydantic_case(root: Path, n: int, repeat: int) -> float:
+def pydantic_case(root: Path, n: int, repeat: int) -> tuple[float, float]:
     from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, UserPromptPart
 
     from inboxlog.integrations.pydantic_ai import MESSAGES, fold_messages
@@ -186,13 +188,23 @@ def pydantic_case(root: Path, n: int, repeat: int) -> float:
         for _ in range(n):
             session.append(MESSAGES, {"messages": one})
 
+    file = root / f"pydantic-{n}.json"
+    file.write_bytes(
+        ModelMessagesTypeAdapter.dump_json(ModelMessagesTypeAdapter.validate_python(one * n))
+    )
+
     def ours() -> object:
         with inboxlog.Store(directory).open(SESSION) as session:
             got = fold_messages(session.events())
         assert len(got) == n
         return got
 
-    return median_ms(ours, repeat)
+    def peer() -> object:
+        got = ModelMessagesTypeAdapter.validate_json(file.read_bytes())
+        assert len(got) == n
+        return got
+
+    return median_ms(ours, repeat), median_ms(peer, repeat)
 
 
 def open_case(store: Callable[[], inboxlog.Store], repeat: int) -> float:
@@ -239,7 +251,8 @@ def main() -> None:
         for n in sizes:
             ours, peer = openai_case(root, n, args.repeat)
             rows.append(("openai get_items(20) | SQLiteSession", n, ours, peer))
-            rows.append(("pydantic open + history", n, pydantic_case(root, n, args.repeat), None))
+            ours, peer = pydantic_case(root, n, args.repeat)
+            rows.append(("pydantic open + history | validate_json", n, ours, peer))
             directory = root / f"openai-{n}"
             jsonl = open_case(lambda d=directory: inboxlog.Store(d), args.repeat)
             rows.append(("store.open, JSONL", n, jsonl, None))

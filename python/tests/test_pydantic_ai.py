@@ -633,4 +633,42 @@ async def test_a_history_rewritten_by_a_processor_is_recorded_whole(store: inbox
     assert fold_messages(events) == round_trip(result.all_messages())
 
 
+async def test_a_new_worker_reads_the_history_from_its_last_rewrite_not_the_log_start(
+    store: inboxlog.Store,
+) -> None:
+    """Every record carries ``from``, the seq of the last ``pydantic-ai/history``: a run
+    on a new capability (a new worker) reads the log from there. What came before is
+    made unreadable here, so a read of it would fail the run."""
+
+    def keep_last(messages: list[ModelMessage]) -> list[ModelMessage]:
+        return messages[-1:]
+
+    with store.create("chat") as log:
+        for i in range(50):  # what a compaction dropped, unreadable as a record
+            log.append(pa.MESSAGES, {"dropped": i})
+    script = Script(say("one"), say("two"))
+    compacting: Agent[None, str] = Agent(
+        script.model, capabilities=[InboxlogCapability(store), ProcessHistory(keep_last)]
+    )
+    with pytest.raises(KeyError):  # it reads the whole log: no record says where to start
+        await compacting.run("first", conversation_id="chat")
+    with store.open("chat") as log:  # a rewrite, as a compacting worker records it
+        seq = (log.last_seq or 0) + 1
+        log.append(pa.HISTORY, {"messages": [], "from": seq})
+    await compacting.run("first", conversation_id="chat")
+    records = [e for e in log_of(store) if e["type"] in (pa.MESSAGES, pa.HISTORY)][50:]
+    rewrites = [e["seq"] for e in records if e["type"] == pa.HISTORY]
+    assert rewrites and all(e["data"]["from"] <= e["seq"] for e in records)
+    assert records[-1]["data"]["from"] == rewrites[-1]
+
+    later = Script(say("three"))
+    result = await agent_with(later.model, store).run("second", conversation_id="chat")
+    assert [prompts_of(m) for m in later.seen[0] if isinstance(m, ModelRequest)] == [
+        ["first"],
+        ["second"],
+    ]
+    assert pa.history_start(store, "chat") == rewrites[-1]
+    assert fold_messages(log_of(store)[rewrites[-1] :]) == round_trip(result.all_messages())
+
+
 # -- packaging: optional, typed, documented, demonstrated ------------------------------------

@@ -30,8 +30,11 @@ session already open. Every way of running the agent (``run``, ``run_sync``, ``i
   event holding the whole new history. :func:`fold_messages` reads the history back;
   the capability puts it in front of the run, so a run needs no ``message_history=``,
   and a run resumed on another worker after a crash sees exactly what was committed.
-  Between the runs of one capability the history stays in memory: a run reads only the
-  events appended since its last run (by another worker, say), not the whole log.
+  Each record's ``from`` is the seq of the last ``pydantic-ai/history`` (0 before
+  any), so a run on a new worker reads the log from there, not from its start: what it
+  reads is the current history (which Pydantic AI sends whole to the model), not what a
+  compaction dropped. Between the runs of one capability the history stays in memory: a
+  run reads only the events appended since its last run (by another worker, say).
 The turn runs on the turn driver every integration shares
 (``inboxlog/integrations/_driver.py``); this module maps Pydantic AI's hooks onto it:
 
@@ -128,9 +131,11 @@ from inboxlog.integrations._driver import Turn, input_id
 from inboxlog.types import Message, StepOutcome
 
 MESSAGES = "pydantic-ai/messages"
-"""The event type of messages added to the history: ``{"messages": [...]}``."""
+"""The event type of messages added to the history: ``{"messages": [...], "from": seq}``
+(``from``: the seq of the last ``pydantic-ai/history`` before it, or 0)."""
 HISTORY = "pydantic-ai/history"
-"""The event type of a rewritten history, replacing all before it: ``{"messages": [...]}``."""
+"""The event type of a rewritten history, replacing all before it: ``{"messages": [...],
+"from": seq}`` (``from``: its own seq, or an earlier one)."""
 
 _USER_PROMPT: TypeAdapter[UserPromptPart] = TypeAdapter(UserPromptPart)
 
@@ -309,6 +314,7 @@ class _Run:
         self.histories = histories
         self.owned = False
         self.loaded: list[ModelMessage] = []
+        self.start = 0  # the ``from`` of this run's records
         self.pending = False
         self.prompt_id = input_id()
         self.recorded: list[ModelMessage] = []
@@ -332,7 +338,8 @@ class _Run:
         log = self.log
         self.turn = Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel)
         try:
-            self.loaded = self.histories.load(log)
+            store = None if isinstance(target, inboxlog.Session) else target
+            self.loaded, self.start = self.histories.load(log, store)
             if self.loaded and given:
                 raise ValueError(
                     f'session "{log.id}" holds a history: run the agent without message_history='
@@ -426,7 +433,7 @@ class _Run:
             self.settle(messages)
             if error is None:
                 self.turn.finish(outcome or "completed")
-                self.histories.keep(self.log, self.recorded)
+                self.histories.keep(self.log, self.recorded, self.start)
             else:
                 self.turn.end(error, outcome)
         finally:
@@ -439,7 +446,12 @@ class _Run:
 
     def record(self, messages: Sequence[ModelMessage], kind: str = MESSAGES) -> None:
         data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
-        self.log.append(kind, {"messages": data})
+        if kind == HISTORY:
+            # Its own seq, or an earlier one if another event comes first: reading from
+            # an earlier seq only reads more.
+            last = self.log.last_seq
+            self.start = 0 if last is None else last + 1
+        self.log.append(kind, {"messages": data, "from": self.start})
 
     def has_new(self, messages: list[ModelMessage]) -> bool:
         """Whether the history differs from what the log holds (checked on the loop)."""
@@ -479,33 +491,49 @@ class _Histories:
     so that a run reads only what other writers appended since, not the whole log.
 
     A run takes its session's entry (so a failed run leaves none) and a run that
-    completed puts back what it wrote, with the seq of the log's last event then and the
-    header's ``createdAt`` (a session deleted and created again is read afresh).
+    completed puts back what it wrote, with the seq of the log's last event then, the
+    header's ``createdAt`` (a session deleted and created again is read afresh) and its
+    records' ``from``. Without an entry, a run reads the log from the last record's
+    ``from`` (from its start when it has only the session, not its store).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_id: dict[str, tuple[int | None, int, list[ModelMessage]]] = {}
+        self._by_id: dict[str, tuple[int | None, int, list[ModelMessage], int]] = {}
 
-    def load(self, log: inboxlog.Session) -> list[ModelMessage]:
+    def load(
+        self, log: inboxlog.Session, store: inboxlog.Store | None
+    ) -> tuple[list[ModelMessage], int]:
+        """The session's history and the ``from`` of its next records."""
         with self._lock:
             kept = self._by_id.pop(log.id, None)
-        if kept is None:
-            return fold_messages(log.events())
-        seq, created, messages = kept
-        last = log.last_seq
-        if seq is None or created != log.header["createdAt"] or last is None or last < seq:
-            return fold_messages(log.events())
-        if last == seq:
-            return list(messages)
-        tail = log.events(seq + 1)
-        if any(e["type"] == HISTORY for e in tail):
-            return fold_messages(log.events())
-        return [*messages, *fold_messages(tail)]
+        if kept is not None:
+            seq, created, messages, start = kept
+            last = log.last_seq
+            if seq is not None and created == log.header["createdAt"] and last is not None:
+                if last == seq:
+                    return list(messages), start
+                tail = log.events(seq + 1) if last > seq else []
+                if tail and not any(e["type"] == HISTORY for e in tail):
+                    return [*messages, *fold_messages(tail)], start
+        start = 0 if store is None else history_start(store, log.id)
+        events = log.events(start)
+        history = [e for e in events if e["type"] == HISTORY]
+        if history:  # written by a worker whose records carry no ``from``
+            start = history[-1]["seq"]
+        return fold_messages(events), start
 
-    def keep(self, log: inboxlog.Session, messages: list[ModelMessage]) -> None:
+    def keep(self, log: inboxlog.Session, messages: list[ModelMessage], start: int) -> None:
         with self._lock:
-            self._by_id[log.id] = (log.last_seq, log.header["createdAt"], list(messages))
+            self._by_id[log.id] = (log.last_seq, log.header["createdAt"], list(messages), start)
+
+
+def history_start(store: inboxlog.Store, id: str) -> int:
+    """Where the history of session ``id`` starts: the ``from`` of its last
+    ``pydantic-ai/messages`` or ``pydantic-ai/history`` record (0 for a log without
+    one, or written before records carried it)."""
+    last = store.tail(id, 1, [MESSAGES, HISTORY])
+    return int(last[0]["data"].get("from", 0)) if last else 0
 
 
 def message_parts(message: Message) -> list[ModelRequestPart]:

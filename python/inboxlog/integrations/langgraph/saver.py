@@ -436,8 +436,7 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         ``whole``) the events from the last put's ``from`` on. ``None`` when it holds no
         checkpoint."""
         try:
-            start = 0 if whole else self._start(thread_id)
-            events = self.store.read(thread_id, start)
+            start, events = (0, self.store.read(thread_id)) if whole else self._recent(thread_id)
         except inboxlog.NotFoundError:
             return None
         if not any(e["type"] == CHECKPOINT for e in events):
@@ -446,6 +445,20 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         thread.start = start
         thread.fold_events(events)
         return thread
+
+    def _recent(self, thread_id: str) -> tuple[int, list[dict[str, Any]]]:
+        """The last put's ``from`` and the events from it on: one read of the last
+        ``RECENT`` events when they reach back that far (the common case), else a
+        second read from ``from``."""
+        events = self.store.tail(thread_id, RECENT)
+        last = next((e for e in reversed(events) if e["type"] == CHECKPOINT), None)
+        if last is None and len(events) == RECENT:  # the last put is further back
+            start = self._start(thread_id)
+        else:
+            start = 0 if last is None else int(last["data"].get("from", 0))
+        if not events or events[0]["seq"] <= start:
+            return start, [e for e in events if e["seq"] >= start]
+        return start, self.store.read(thread_id, start)
 
     def _dump(self, value: Any) -> _Blob:
         kind, raw = self.serde.dumps_typed(value)
@@ -510,6 +523,10 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
 
 
 _MISSING = object()
+
+#: A read that picks a thread up first reads this many of its last events, which
+#: usually reach back to where its latest checkpoints start.
+RECENT = 16
 
 #: A full put is due once the bytes stored since the last one exceed this many times
 #: the checkpoint's state.
