@@ -629,3 +629,57 @@ fn a_follower_from_the_checkpoint_on_starts_there_and_reads_nothing_before() {
     let got = store.follow("s").unwrap().poll(end, no_wait).unwrap();
     assert_eq!(got.iter().map(Event::to_json).collect::<Vec<_>>(), late);
 }
+
+#[test]
+fn an_imported_log_gets_its_checkpoint_and_opens_from_it_as_from_seq_0() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference");
+    // A fork with its seed, a turn left open (closed as interrupted), tool calls.
+    for (seed, name) in ["fork.jsonl", "interrupted.jsonl", "tool-call-named.jsonl"]
+        .into_iter()
+        .enumerate()
+    {
+        let (dir, store) = jsonl_common::store(Durability::None);
+        let root = dir.path().join("logs");
+        let s = inboxlog::import_reference(&fixtures.join(name), &store, Some("s")).unwrap();
+        s.close().unwrap();
+        assert!(root.join("s.checkpoint").exists(), "{name}");
+        assert_same_as_full_replay(&root, &store, "s", seed as u64);
+    }
+}
+
+#[test]
+fn a_failed_checkpoint_step_fails_the_close_by_name_and_the_log_still_opens() {
+    use inboxlog::store::fault::{Action, Errno, FaultPlan, Point};
+    let steps = [
+        "cannot write",
+        "cannot fsync",
+        "cannot rename the checkpoint to",
+        "cannot fsync directory",
+    ];
+    for (nth, named) in (1u64..).zip(steps) {
+        let (dir, plain) = jsonl_common::store(Durability::None);
+        let root = dir.path().join("logs");
+        closed_session(&plain);
+        let before = fs::read(root.join("s.checkpoint")).unwrap();
+        let plan = FaultPlan::new().on(Point::Checkpoint, nth, Action::Fail(Errno::Eio));
+        let store = JsonlStore::open(&root, Durability::None)
+            .unwrap()
+            .with_faults(plan);
+        let s = Session::open(&store, "s").unwrap();
+        s.append("host/x", r#"{"late":1}"#, Envelope::default())
+            .unwrap();
+        let err = s.close().unwrap_err();
+        assert!(err.to_string().contains(named), "step {nth}: {err}");
+        if nth < 3 {
+            // Not renamed: the old checkpoint stands, and the line after it is read.
+            assert_eq!(fs::read(root.join("s.checkpoint")).unwrap(), before);
+        }
+        let again = Session::open(&plain, "s").unwrap();
+        assert_eq!(
+            again.events(0).unwrap().last().unwrap().data(),
+            r#"{"late":1}"#
+        );
+        again.close().unwrap();
+        Session::verify(&plain, "s").unwrap();
+    }
+}

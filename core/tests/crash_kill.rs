@@ -53,6 +53,7 @@ fn parse_fault(spec: &str) -> FaultPlan {
         "write" => Point::Write,
         "sync" => Point::Sync,
         "truncate" => Point::Truncate,
+        "checkpoint" => Point::Checkpoint,
         other => panic!("bad point {other}"),
     };
     let nth = parts[1].parse().unwrap();
@@ -210,6 +211,10 @@ enum Death {
     /// Abort before, or after, dropping the torn tail on open (before its fsync).
     BeforeTailRepair,
     AfterTailRepair,
+    /// Abort before or after one step of writing a checkpoint (its temporary file's
+    /// write, its fdatasync, the rename, the directory's fsync: the n-th step of the
+    /// child's first two), or a power cut that leaves the temporary file torn.
+    InCheckpoint,
 }
 
 impl Death {
@@ -223,6 +228,14 @@ impl Death {
             Death::DuringTurnRepair => "write:1:crash-after".into(),
             Death::BeforeTailRepair => "truncate:1:crash-before".into(),
             Death::AfterTailRepair => "truncate:1:crash-after".into(),
+            Death::InCheckpoint => {
+                let step = 1 + rng.below(8);
+                match rng.below(3) {
+                    0 => format!("checkpoint:{step}:crash-before"),
+                    1 => format!("checkpoint:{step}:crash-after"),
+                    _ => format!("checkpoint:1:power-cut:{}", rng.below(200)),
+                }
+            }
         }
     }
 }
@@ -400,16 +413,20 @@ fn crash_every_acknowledged_event_survives_kills_and_failpoints() {
     let faults = [
         PowerCut,
         BeforeTailRepair,
+        InCheckpoint,
         AfterWrite,
         DuringTurnRepair,
+        InCheckpoint,
         PowerCut,
         AfterTailRepair,
+        InCheckpoint,
         AfterSync,
         PowerCut,
+        InCheckpoint,
     ];
-    // 24 SIGKILL rounds with a failpoint round after every third.
+    // 36 SIGKILL rounds with a failpoint round after every third.
     let mut rounds = Vec::new();
-    for i in 0..24 {
+    for i in 0..36 {
         rounds.push(Kill);
         if i % 3 == 2 {
             rounds.push(faults[i / 3]);
@@ -425,6 +442,8 @@ fn crash_every_acknowledged_event_survives_kills_and_failpoints() {
         let (mut child, rx) = spawn("writer", root, rng.next_u64() >> 11, &fault);
         let limit = match death {
             Kill => Duration::from_millis(10 + rng.below(150)),
+            // Ends as soon as the fault fires: a generous bound for a loaded machine.
+            InCheckpoint => Duration::from_secs(30),
             _ => Duration::from_secs(3),
         };
         let deadline = Instant::now() + limit;
@@ -439,6 +458,14 @@ fn crash_every_acknowledged_event_survives_kills_and_failpoints() {
             Some(9) => kills += 1,
             Some(6) => {}
             _ => panic!("{what}: child ended with {status}:\n{stderr}"),
+        }
+        if matches!(death, InCheckpoint) {
+            // The child writes checkpoints within its time: the fault fired.
+            assert_eq!(
+                status.signal(),
+                Some(6),
+                "{what}: no checkpoint step was reached"
+            );
         }
         for line in &rx {
             if let Some(json) = line.strip_prefix("ack ") {

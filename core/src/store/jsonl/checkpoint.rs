@@ -9,6 +9,7 @@ use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::chain;
+use super::file::LogFile;
 use super::index::Mark;
 use super::lines::Lines;
 use super::os::sync_dir;
@@ -100,27 +101,33 @@ pub(crate) fn check_binding(
     Ok(())
 }
 
-/// Writes `text` as the checkpoint of the log at `log`: to the temporary file,
-/// fdatasynced, renamed over the old checkpoint, the directory fsynced.
-pub(crate) fn write(log: &Path, text: &str) -> Result<()> {
+/// Writes `text` as the checkpoint of the log at `log` (whose open file is `file`): to
+/// the temporary file, fdatasynced, renamed over the old checkpoint, the directory
+/// fsynced, each step through `file` (where tests inject faults).
+pub(crate) fn write(log: &Path, file: &dyn LogFile, text: &str) -> Result<()> {
     let temp = temp(log);
     let to = path(log);
     let io = |what: &str, at: &Path, e: io::Error| {
         Error::io(format_args!("cannot {what} {}", at.display()), e)
     };
-    let mut file = OpenOptions::new()
+    let mut out = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .open(&temp)
         .map_err(|e| io("create", &temp, e))?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.write_all(b"\n"))
-        .map_err(|e| io("write", &temp, e))?;
-    file.sync_data().map_err(|e| io("fsync", &temp, e))?;
-    drop(file);
-    fs::rename(&temp, &to).map_err(|e| io("rename the checkpoint to", &to, e))?;
-    sync_dir(dir(log))
+    file.checkpoint_step(Some(&temp), &mut || {
+        Write::write_all(&mut out, text.as_bytes()).and_then(|()| Write::write_all(&mut out, b"\n"))
+    })
+    .map_err(|e| io("write", &temp, e))?;
+    file.checkpoint_step(None, &mut || out.sync_data())
+        .map_err(|e| io("fsync", &temp, e))?;
+    drop(out);
+    file.checkpoint_step(None, &mut || fs::rename(&temp, &to))
+        .map_err(|e| io("rename the checkpoint to", &to, e))?;
+    let dir = dir(log);
+    file.checkpoint_step(None, &mut || File::open(dir).and_then(|d| d.sync_all()))
+        .map_err(|e| io("fsync directory", dir, e))
 }
 
 /// The directory holding the log at `log`.

@@ -31,6 +31,10 @@ pub enum Point {
     Unlink,
     /// Removing a post from a session's spool once the log holds it (ARCHITECTURE.md#posting).
     Settle,
+    /// A step of writing a checkpoint (core/FORMAT.md#checkpoints), each one hit: its
+    /// temporary file's write, that file's fdatasync, the rename over the old
+    /// checkpoint, the directory's fsync.
+    Checkpoint,
 }
 
 impl Point {
@@ -48,6 +52,7 @@ impl fmt::Display for Point {
             Point::Length => "length",
             Point::Unlink => "unlink",
             Point::Settle => "settle",
+            Point::Checkpoint => "checkpoint",
         })
     }
 }
@@ -90,8 +95,9 @@ pub enum Action {
     /// The process aborts right after the operation succeeded.
     CrashAfter,
     /// Power loss after a write: the write lands, then the file keeps only the bytes
-    /// fdatasynced so far plus the next `n` (a torn tail), and the process aborts.
-    /// Other points treat it as [`Action::CrashAfter`].
+    /// fdatasynced so far plus the next `n` (a torn tail), and the process aborts; a
+    /// checkpoint's temporary file keeps its first `n`. Other points treat it as
+    /// [`Action::CrashAfter`].
     PowerCut(usize),
 }
 
@@ -112,7 +118,7 @@ type Hook = Arc<dyn Fn(&Path) + Send + Sync>;
 struct Inner {
     rules: Vec<Rule>,
     /// Hits so far per [`Point`], across every file of the store.
-    hits: [u64; 6],
+    hits: [u64; 7],
     before_lock: Option<Hook>,
 }
 
@@ -257,6 +263,34 @@ fn crash() -> ! {
 }
 
 impl LogFile for FaultyFile {
+    fn checkpoint_step(
+        &self,
+        torn: Option<&Path>,
+        step: &mut dyn FnMut() -> io::Result<()>,
+    ) -> io::Result<()> {
+        match self.plan.hit(Point::Checkpoint) {
+            None => step(),
+            Some(Action::Fail(errno) | Action::FailAfter(_, errno)) => Err(errno.to_io()),
+            Some(Action::CrashBefore) => crash(),
+            Some(Action::CrashAfter) => {
+                let _ = step();
+                crash()
+            }
+            Some(Action::PowerCut(n)) => {
+                let _ = step();
+                // Nothing of the step's file was synced: it keeps what the disk got.
+                if let Some(file) =
+                    torn.and_then(|t| fs::OpenOptions::new().write(true).open(t).ok())
+                {
+                    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+                    let _ = file.set_len(len.min(n as u64));
+                    let _ = file.sync_all();
+                }
+                crash()
+            }
+        }
+    }
+
     fn write_all(&self, buf: &[u8]) -> io::Result<()> {
         match self.plan.hit(Point::Write) {
             None => self.file.write_all(buf),

@@ -19,6 +19,17 @@ pub(crate) trait LogFile: Send + Sync {
     /// fine-grained mtime, i.e. an inode update per append (the handle is in append
     /// mode, so moving its position changes nothing).
     fn len(&self) -> io::Result<u64>;
+    /// Runs one step of writing this log's checkpoint beside it (`checkpoint.rs`):
+    /// `torn`, when given, is the file whose unsynced bytes the step wrote. A plain file
+    /// just runs it; the fault plan's can fail it or crash around it.
+    fn checkpoint_step(
+        &self,
+        torn: Option<&std::path::Path>,
+        step: &mut dyn FnMut() -> io::Result<()>,
+    ) -> io::Result<()> {
+        let _ = torn;
+        step()
+    }
 }
 
 impl LogFile for File {

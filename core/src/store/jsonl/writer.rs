@@ -333,7 +333,7 @@ impl LogWriter for JsonlWriter {
             chain,
             synced: self.cell.durable(),
         };
-        super::checkpoint::write(&self.path, &checkpoint.to_json(&binding))?;
+        super::checkpoint::write(&self.path, &*self.file, &checkpoint.to_json(&binding))?;
         self.checkpoint = Some((self.next_seq, self.len));
         Ok(())
     }
