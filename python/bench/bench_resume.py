@@ -20,7 +20,8 @@ Cases, each at every size (the history's items, checkpoints or messages):
 - ``pydantic``: a new store handle, ``store.open`` and the Pydantic AI history
   (``fold_messages(session.events())``) of a session of that many messages, against
   Pydantic AI's own way of keeping one: the bytes of ``result.all_messages_json()`` in a
-  file, read and loaded with ``ModelMessagesTypeAdapter.validate_json``.
+  file, read and loaded with ``ModelMessagesTypeAdapter.validate_json``; both also with
+  Python's cyclic garbage collector off, to show what its passes cost.
 - ``open``: a bare ``store.open`` and ``close`` of the ``openai`` case's log (JSONL, a new
   store handle each time), and of a PostgreSQL session of that many events (through the
   worker's store).
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import statistics
 import tempfile
@@ -175,7 +177,7 @@ def langgraph_case(url: str, n: int, repeat: int) -> tuple[float, float]:
 # --- Pydantic AI and bare opens ----------------------------------------------------------
 
 
-def pydantic_case(root: Path, n: int, repeat: int) -> tuple[float, float]:
+def pydantic_case(root: Path, n: int, repeat: int) -> tuple[float, float, float, float]:
     from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, UserPromptPart
 
     from inboxlog.integrations.pydantic_ai import MESSAGES, fold_messages
@@ -204,7 +206,22 @@ def pydantic_case(root: Path, n: int, repeat: int) -> tuple[float, float]:
         assert len(got) == n
         return got
 
-    return median_ms(ours, repeat), median_ms(peer, repeat)
+    def without_collector(pickup: Callable[[], object]) -> Callable[[], object]:
+        def run() -> object:
+            gc.disable()
+            try:
+                return pickup()
+            finally:
+                gc.enable()
+
+        return run
+
+    return (
+        median_ms(ours, repeat),
+        median_ms(peer, repeat),
+        median_ms(without_collector(ours), repeat),
+        median_ms(without_collector(peer), repeat),
+    )
 
 
 def open_case(store: Callable[[], inboxlog.Store], repeat: int) -> float:
@@ -251,8 +268,9 @@ def main() -> None:
         for n in sizes:
             ours, peer = openai_case(root, n, args.repeat)
             rows.append(("openai get_items(20) | SQLiteSession", n, ours, peer))
-            ours, peer = pydantic_case(root, n, args.repeat)
+            ours, peer, ours_no_gc, peer_no_gc = pydantic_case(root, n, args.repeat)
             rows.append(("pydantic open + history | validate_json", n, ours, peer))
+            rows.append(("pydantic, cyclic GC off | validate_json", n, ours_no_gc, peer_no_gc))
             directory = root / f"openai-{n}"
             jsonl = open_case(lambda d=directory: inboxlog.Store(d), args.repeat)
             rows.append(("store.open, JSONL", n, jsonl, None))
