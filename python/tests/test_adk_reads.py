@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from conftest import pg_store
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.sessions.base_session_service import GetSessionConfig
@@ -22,16 +20,6 @@ from google.genai import types
 import inboxlog
 from inboxlog.integrations.adk import InboxlogSessionService, ids, stored
 from inboxlog.types import Event as LogEvent
-
-
-@pytest.fixture(params=["memory", "jsonl", "postgres"])
-def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[inboxlog.Store]:
-    if request.param == "memory":
-        yield inboxlog.Store.memory()
-    elif request.param == "jsonl":
-        yield inboxlog.Store(tmp_path / "logs", durability="none")
-    else:
-        yield from pg_store()
 
 
 class Counting:
@@ -108,16 +96,16 @@ async def grow(store: inboxlog.Store, session: Session, service: Any, upto: int)
         await service.append_event(session, event(n, **delta(n)))
 
 
-def test_a_read_of_the_last_events_costs_them_not_the_history(any_store: inboxlog.Store) -> None:
+def test_a_read_of_the_last_events_costs_them_not_the_history(store: inboxlog.Store) -> None:
     async def run() -> list[int]:
-        writer = InboxlogSessionService(any_store)
+        writer = InboxlogSessionService(store)
         session = await writer.create_session(
             app_name="a", user_id="u", session_id="s", state={"k": -1, "init": "x" * 50}
         )
         counted = []
         for size in (40, 400, 1200):
-            await grow(any_store, session, writer, size)
-            counting = Counting(any_store)
+            await grow(store, session, writer, size)
+            counting = Counting(store)
             cold = InboxlogSessionService(counting)  # type: ignore[arg-type]
             for recent in (0, 1, 5, 30):
                 counting.events = 0
@@ -154,20 +142,20 @@ def test_a_read_of_the_last_events_costs_them_not_the_history(any_store: inboxlo
 
 
 def test_a_rare_head_is_read_from_its_record_on(
-    any_store: inboxlog.Store, monkeypatch: pytest.MonkeyPatch
+    store: inboxlog.Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(stored, "HEAD_AFTER", 30)
 
     async def run() -> None:
-        writer = InboxlogSessionService(any_store)
+        writer = InboxlogSessionService(store)
         session = await writer.create_session(app_name="a", user_id="u", session_id="s")
-        await grow(any_store, session, writer, 500)
-        counting = Counting(any_store)
+        await grow(store, session, writer, 500)
+        counting = Counting(store)
         cold = InboxlogSessionService(counting)  # type: ignore[arg-type]
         got = await cold.get_session(
             app_name="a", user_id="u", session_id="s", config=GetSessionConfig(num_recent_events=3)
         )
-        whole = await InboxlogSessionService(any_store).get_session(
+        whole = await InboxlogSessionService(store).get_session(
             app_name="a", user_id="u", session_id="s"
         )
         assert got is not None and whole is not None
@@ -182,17 +170,17 @@ def test_a_rare_head_is_read_from_its_record_on(
 
 
 def test_a_log_written_before_the_counts_is_read_whole_until_a_writer_adds_them(
-    any_store: inboxlog.Store,
+    store: inboxlog.Store,
 ) -> None:
     async def run() -> None:
         log_id = ids.session_id("a", "u", "s")
         head = {"app": "a", "user": "u", "session": "s", "state": {"k": 0}, "time": 5.0}
         seed: LogEvent = {"type": stored.CREATED, "seq": 0, "time": 5000, "data": head}
-        with any_store.create(log_id, seed=[seed]) as log:
+        with store.create(log_id, seed=[seed]) as log:
             for n in range(1, 60):  # the older records: the event alone
                 data = event(n, k=n).model_dump(mode="json", exclude_none=True)
                 log.append(stored.EVENT, {"event": data})
-        counting = Counting(any_store)
+        counting = Counting(store)
         cold = InboxlogSessionService(counting)  # type: ignore[arg-type]
         config = GetSessionConfig(num_recent_events=2)
         got = await cold.get_session(app_name="a", user_id="u", session_id="s", config=config)
@@ -200,7 +188,7 @@ def test_a_log_written_before_the_counts_is_read_whole_until_a_writer_adds_them(
         assert [e.timestamp for e in got.events] == [1058.0, 1059.0]
         assert got._storage_update_marker == "inboxlog:59"
         assert counting.events > 59  # folded whole
-        writer = InboxlogSessionService(any_store)
+        writer = InboxlogSessionService(store)
         session = await writer.get_session(app_name="a", user_id="u", session_id="s")
         assert session is not None
         await writer.append_event(session, event(60, k=60))
@@ -219,12 +207,12 @@ def test_a_log_written_before_the_counts_is_read_whole_until_a_writer_adds_them(
     asyncio.run(run())
 
 
-def test_shared_state_is_read_from_the_end_of_its_log(any_store: inboxlog.Store) -> None:
+def test_shared_state_is_read_from_the_end_of_its_log(store: inboxlog.Store) -> None:
     """The records read cost at most about HEAD_AFTER + 1 times the state: one with the
     state, then deltas that weigh less than HEAD_AFTER times it."""
 
     async def run() -> list[tuple[int, int]]:
-        writer = InboxlogSessionService(any_store)
+        writer = InboxlogSessionService(store)
         one = await writer.create_session(app_name="a", user_id="u", session_id="one")
         two = await writer.create_session(app_name="a", user_id="u", session_id="two")
         counted = []
@@ -233,11 +221,11 @@ def test_shared_state_is_read_from_the_end_of_its_log(any_store: inboxlog.Store)
                 big = {"user:big": "b" * 300} if n % 50 == 0 else {}
                 delta = {"user:u": n, "app:a": n % 5, **big}
                 await writer.append_event((one, two)[n % 2], event(n, **delta))
-            counting = Counting(any_store)
+            counting = Counting(store)
             cold = InboxlogSessionService(counting)  # type: ignore[arg-type]
             got = await cold.get_user_state(app_name="a", user_id="u")
             assert got == {"u": size - 1, "big": "b" * 300}
-            assert got == stored.fold_scope(any_store.inspect(ids.user_scope("a", "u"))[1])
+            assert got == stored.fold_scope(store.inspect(ids.user_scope("a", "u"))[1])
             counted.append((counting.scope_events, counting.scope_bytes))
             read = await cold.get_session(app_name="a", user_id="u", session_id="one")
             assert read is not None and read.state == {
@@ -257,7 +245,7 @@ def test_shared_state_is_read_from_the_end_of_its_log(any_store: inboxlog.Store)
 
 
 def test_a_shared_state_log_written_before_the_bases_is_read_whole_until_written(
-    any_store: inboxlog.Store,
+    store: inboxlog.Store,
 ) -> None:
     async def run() -> None:
         scope = ids.user_scope("a", "u")
@@ -267,14 +255,14 @@ def test_a_shared_state_log_written_before_the_bases_is_read_whole_until_written
             "time": 1,
             "data": {"app": "a", "user": "u"},
         }
-        with any_store.create(scope, seed=[seed]) as log:
+        with store.create(scope, seed=[seed]) as log:
             for n in range(40):
                 log.append(stored.STATE, {"delta": {"u": n}, "from": "x", "seq": n})
-        counting = Counting(any_store)
+        counting = Counting(store)
         cold = InboxlogSessionService(counting)  # type: ignore[arg-type]
         assert await cold.get_user_state(app_name="a", user_id="u") == {"u": 39}
         assert counting.scope_events > 40  # read whole
-        writer = InboxlogSessionService(any_store)
+        writer = InboxlogSessionService(store)
         session = await writer.create_session(app_name="a", user_id="u", session_id="s")
         await writer.append_event(session, event(1, **{"user:v": 1}))
         counting.scope_events = 0
@@ -286,10 +274,10 @@ def test_a_shared_state_log_written_before_the_bases_is_read_whole_until_written
 
 
 def test_records_of_other_types_between_the_events_are_read_past(
-    any_store: inboxlog.Store,
+    store: inboxlog.Store,
 ) -> None:
     async def run() -> None:
-        writer = InboxlogSessionService(any_store)
+        writer = InboxlogSessionService(store)
         session = await writer.create_session(app_name="a", user_id="u", session_id="s")
         for n in range(30):
             await writer.append_event(session, event(n, **delta(n)))
@@ -297,7 +285,7 @@ def test_records_of_other_types_between_the_events_are_read_past(
             assert log is not None
             for _ in range(n % 4 * 5):  # what a turn's records or posts put between
                 log.append("other/record", {"n": n})
-        cold = InboxlogSessionService(any_store)
+        cold = InboxlogSessionService(store)
         for recent in (0, 1, 2, 7, 40):
             config = GetSessionConfig(num_recent_events=recent)
             same(

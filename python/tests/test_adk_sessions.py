@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PG_URL, pg_store, sql
+from conftest import PG_URL, sql
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -84,16 +84,6 @@ def test_any_ids_adk_accepts_round_trip_through_the_store(
 
 
 # -- the differential --------------------------------------------------------------------
-
-
-@pytest.fixture(params=["memory", "jsonl", "postgres"])
-def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[inboxlog.Store]:
-    if request.param == "memory":
-        yield inboxlog.Store.memory()
-    elif request.param == "jsonl":
-        yield inboxlog.Store(tmp_path / "logs", durability="none")
-    else:
-        yield from pg_store()
 
 
 Key = tuple[str, str, str]
@@ -323,22 +313,22 @@ async def differential(store: inboxlog.Store, tmp_path: Path, seed: int, ops: in
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_answers_agree_with_adks_own_services(
-    any_store: inboxlog.Store, tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+    store: inboxlog.Store, tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A head in almost every event, one in every few, and one rarely: the reads from the
     # end then start at the last event, within the last events, or before them.
     monkeypatch.setattr(stored, "HEAD_AFTER", {1: 1, 2: 4, 3: 60}[seed])
-    assert asyncio.run(differential(any_store, tmp_path, seed, 150)) == 150
+    assert asyncio.run(differential(store, tmp_path, seed, 150)) == 150
 
 
 # -- history and ownership ---------------------------------------------------------------
 
 
 def test_temp_keys_reach_the_session_object_and_are_never_stored(
-    any_store: inboxlog.Store,
+    store: inboxlog.Store,
 ) -> None:
     async def run() -> None:
-        service = InboxlogSessionService(any_store)
+        service = InboxlogSessionService(store)
         s = await service.create_session(app_name="a", user_id="u", state={"temp:c": 0})
         assert s.state == {}
         await service.append_event(s, event(1, **{"temp:t": 1, "k": 2}))
@@ -366,9 +356,9 @@ def event(n: int, **delta: Any) -> Event:
     )
 
 
-def test_sessions_list_oldest_updated_first(any_store: inboxlog.Store) -> None:
+def test_sessions_list_oldest_updated_first(store: inboxlog.Store) -> None:
     async def run() -> None:
-        service = InboxlogSessionService(any_store)
+        service = InboxlogSessionService(store)
         made = {}
         for name in ("b", "a", "c"):
             made[name] = await service.create_session(app_name="a", user_id="u", session_id=name)
@@ -384,9 +374,9 @@ def test_sessions_list_oldest_updated_first(any_store: inboxlog.Store) -> None:
     asyncio.run(run())
 
 
-def test_a_filtered_read_loses_no_history(any_store: inboxlog.Store) -> None:
+def test_a_filtered_read_loses_no_history(store: inboxlog.Store) -> None:
     async def run() -> None:
-        service = InboxlogSessionService(any_store)
+        service = InboxlogSessionService(store)
         s = await service.create_session(app_name="a", user_id="u", session_id="s")
         for n in range(5):
             await service.append_event(s, event(n))
@@ -406,9 +396,9 @@ def test_a_filtered_read_loses_no_history(any_store: inboxlog.Store) -> None:
     asyncio.run(run())
 
 
-def test_a_stale_session_object_is_refused_before_writing(any_store: inboxlog.Store) -> None:
+def test_a_stale_session_object_is_refused_before_writing(store: inboxlog.Store) -> None:
     async def run() -> None:
-        one, two = InboxlogSessionService(any_store), InboxlogSessionService(any_store)
+        one, two = InboxlogSessionService(store), InboxlogSessionService(store)
         s = await one.create_session(app_name="a", user_id="u", session_id="s")
         old = await two.get_session(app_name="a", user_id="u", session_id="s")
         assert old is not None
@@ -418,7 +408,7 @@ def test_a_stale_session_object_is_refused_before_writing(any_store: inboxlog.St
         await one.release(app_name="a", user_id="u", session_id="s")
         with pytest.raises(StaleSessionError):  # two's copy misses event 1
             await two.append_event(old, event(2))
-        _, events = any_store.inspect(ids.session_id("a", "u", "s"))
+        _, events = store.inspect(ids.session_id("a", "u", "s"))
         assert [e["data"]["event"]["timestamp"] for e in events if e["type"] == "adk/event"] == [
             1001.0
         ]
@@ -444,14 +434,14 @@ def test_a_stale_session_object_is_refused_before_writing(any_store: inboxlog.St
 
 
 def test_shared_state_lost_between_the_event_and_its_scope_is_repaired(
-    any_store: inboxlog.Store,
+    store: inboxlog.Store,
 ) -> None:
     async def run() -> None:
-        service = InboxlogSessionService(any_store)
+        service = InboxlogSessionService(store)
         s = await service.create_session(app_name="a", user_id="u", session_id="s")
         # What a writer killed after the event's record and before its scope's leaves.
         log_id = ids.session_id("a", "u", "s")
-        with any_store.open(log_id) as log:
+        with store.open(log_id) as log:
             lost = event(1, **{"user:x": 1, "app:y": 2}).model_dump(mode="json", exclude_none=True)
             log.append("adk/event", {"event": lost})
         assert await service.get_user_state(app_name="a", user_id="u") == {}
@@ -462,7 +452,7 @@ def test_shared_state_lost_between_the_event_and_its_scope_is_repaired(
         s = await service.get_session(app_name="a", user_id="u", session_id="s")
         await service.append_event(s, event(3))  # again: nothing applied twice
         assert await service.get_user_state(app_name="a", user_id="u") == {"x": 1}
-        _, scope = any_store.inspect(ids.user_scope("a", "u"))
+        _, scope = store.inspect(ids.user_scope("a", "u"))
         assert sum(e["type"] == "adk/state" for e in scope) == 1
         got = await service.get_session(app_name="a", user_id="u", session_id="s")
         assert got is not None and got.state == {"user:x": 1, "app:y": 2}
@@ -588,11 +578,11 @@ def test_two_sessions_of_one_user_in_two_processes_keep_both_user_updates(
     assert state == {f"{key}{n}": n for key in "AB" for n in range(count)}
 
 
-def test_a_log_named_by_the_application_is_adopted_once(any_store: inboxlog.Store) -> None:
+def test_a_log_named_by_the_application_is_adopted_once(store: inboxlog.Store) -> None:
     async def run() -> None:
-        service = InboxlogSessionService(any_store, log_id=lambda app, user, session: session)
-        any_store.create("chat-1").close()  # made to post to before the ADK session existed
-        any_store.post("chat-1", "next-turn", {"id": "p1", "content": "hi"})
+        service = InboxlogSessionService(store, log_id=lambda app, user, session: session)
+        store.create("chat-1").close()  # made to post to before the ADK session existed
+        store.post("chat-1", "next-turn", {"id": "p1", "content": "hi"})
         made = await service.create_session(app_name="a", user_id="u", session_id="chat-1")
         assert made.id == "chat-1"
         with pytest.raises(AlreadyExistsError):
