@@ -593,5 +593,6 @@ __all__ = [
     "StepRejectedError",
     "TurnEndedError",
     "fold_messages",
+    "history_start",
     "message_parts",
 ]
