@@ -201,8 +201,8 @@ fn data_and_messages_at_the_depth_limit_stay_readable() {
     let s = Session::create(&store, "s", SessionMeta::default()).unwrap();
     let deep = format!(
         "{}{}",
-        "[".repeat(crate::MAX_DEPTH),
-        "]".repeat(crate::MAX_DEPTH)
+        "[".repeat(crate::json::MAX_DEPTH),
+        "]".repeat(crate::json::MAX_DEPTH)
     );
     let event = s.append("x/deep", &deep, Envelope::default()).unwrap();
     let nested = format!(r#"{{"id":"m","x":{}}}"#, &deep[2..deep.len() - 2]);
