@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 import inboxlog
+from inboxlog.types import Event
 
 CHECKPOINT = "langgraph/checkpoint"
 """The event type of one ``put``: ``{"ns", "id", "parent", "checkpoint", "metadata",
@@ -36,6 +37,9 @@ WRITES = "langgraph/writes"
 "writes": [[idx, channel, blob], ...]}``, only the writes that were stored."""
 
 _T = TypeVar("_T")
+_Events = list[Event]
+"""Events as the store returns them (named here: the saver's ``list`` method shadows
+the builtin inside its class)."""
 _Blob = list[str]  # [serde type, base64 of the serde bytes]
 
 
@@ -446,7 +450,7 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         thread.fold_events(events)
         return thread
 
-    def _recent(self, thread_id: str) -> tuple[int, list[dict[str, Any]]]:
+    def _recent(self, thread_id: str) -> tuple[int, _Events]:
         """The last put's ``from`` and the events from it on: one read of the last
         ``RECENT`` events when they reach back that far (the common case), else a
         second read from ``from``."""
