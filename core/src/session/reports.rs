@@ -17,6 +17,9 @@ pub struct OpenReport {
 /// What a read-only check of a stored log found ([`Session::verify`]): the log passes
 /// every check [`Session::open`] runs, and these are the repairs opening it for writing
 /// would make (none is an error).
+///
+/// [`Session::verify`]: super::Session::verify
+/// [`Session::open`]: super::Session::open
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct VerifyReport {
@@ -46,6 +49,8 @@ impl VerifyReport {
 
 /// What a stored log holds now, read without owning it ([`Session::peek`]): where it
 /// ends, the turn and step it left open, and its inbox.
+///
+/// [`Session::peek`]: super::Session::peek
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Peek {
