@@ -31,6 +31,7 @@
  *                      inboxlog_projection_new, inboxlog_projection_replay,
  *                      inboxlog_projection_free, inboxlog_projection_apply,
  *                      inboxlog_projection_apply_all, inboxlog_projection_baseline
+ *   Conversation       inboxlog_session_surface, inboxlog_store_surface
  *   Notifications      inboxlog_session_watch, inboxlog_session_poll,
  *                      inboxlog_session_take_observer_failures
  *   Fleet              inboxlog_store_post, inboxlog_store_remove_pending,
@@ -973,6 +974,34 @@ int inboxlog_projection_apply_all(struct inboxlog_projection *projection,
 int inboxlog_projection_baseline(const struct inboxlog_projection *projection,
                                  char **out_json,
                                  char **error);
+
+/**
+ * The model-visible surface: {"nodes":[seq…],"messages":[message…]}, the seqs of the
+ * surface's events in the order the model sees them and the messages projected from
+ * them (a user/message's data, an assistant/message's or a tool/result's
+ * data.message; an assistant/message with empty content is skipped).
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_session_surface(const struct inboxlog_session *session, char **out_json, char **error);
+
+/**
+ * The model-visible surface of stored session id, as inboxlog_session_surface gives
+ * it, read without owning the session (no lock, no repair, no write: a writer may be
+ * appending meanwhile), from the session's checkpoint, so that it costs what the
+ * surface holds and what follows the checkpoint. NOT_FOUND when there is no such
+ * session; CORRUPT as inboxlog_session_open would refuse it.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_store_surface(const struct inboxlog_store *store,
+                           const char *id,
+                           char **out_json,
+                           char **error);
 
 /**
  * Starts collecting notifications for inboxlog_session_poll: every event committed

@@ -336,6 +336,8 @@ public:
     std::string events(std::uint64_t since = 0) const {
         return detail::str(inboxlog_session_events, h_.get(), since);
     }
+    /// What the model sees: {"nodes":[seq...],"messages":[message...]}.
+    std::string surface() const { return detail::str(inboxlog_session_surface, h_.get()); }
     /// Appends a host event; returns it as JSON. An empty envelope means none.
     std::string append(const std::string &type, const std::string &data, const std::string &envelope = {}) {
         return detail::str(inboxlog_session_append, h_.get(), type.c_str(), data.c_str(),
@@ -591,6 +593,11 @@ public:
     /// and seq) otherwise.
     std::string verify(const std::string &id) const {
         return detail::str(inboxlog_store_verify, h_.get(), id.c_str());
+    }
+    /// What the model sees in session `id`, read without owning it:
+    /// {"nodes":[seq...],"messages":[message...]}.
+    std::string surface(const std::string &id) const {
+        return detail::str(inboxlog_store_surface, h_.get(), id.c_str());
     }
     /// Posts `message` (JSON) to the `target` list of session `id`, open or not,
     /// wherever its writer runs; returns the post id once the post is durable.

@@ -73,7 +73,7 @@ fn main() {
                 data.key("index");
                 data.int(i);
                 data.end();
-                s.append_json("assistant/message", data.finish(), Envelope::default())
+                s.append_json("assistant/chunk", data.finish(), Envelope::default())
                     .unwrap();
             }
         }

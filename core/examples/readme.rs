@@ -13,13 +13,18 @@ fn main() -> inboxlog::Result<()> {
     let proposal = session.propose_step()?; // claims m1: a durable pure deletion
     let entered = session.decide(Decision::Enter(proposal.messages))?;
     assert_eq!(entered, Decided::Step { turn, step: 1 });
-    let reply = r#"{"text":"hi!"}"#;
-    session.append("assistant/message", reply, Envelope::default())?;
+    let reply = r#"{"turn":1,"step":1,"message":{"id":"a1","role":"assistant",
+        "content":[{"type":"text","text":"hi!"}],
+        "source":{"kind":"model","provider":"scripted","model":"echo"}}}"#;
+    session.append("assistant/message", reply, Envelope::default())?; // shape checked
     if !session.end_step(StepOutcome::Completed)? {
         session.close_turn()?;
     }
     for event in session.events(0)? {
         println!("{}", event.to_json());
+    }
+    for message in session.messages()? {
+        println!("the model sees {message}"); // the user's m1, then the reply
     }
     session.close()?;
     std::fs::remove_dir_all(&root).ok();

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::conversation::{Calls, Conversation, Pending, Surface};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::header::Header;
@@ -25,6 +26,11 @@ pub const EVERY_BYTES: u64 = 4 << 20;
 /// A checkpoint is due at the end of a transaction once this many events were written
 /// since the last one.
 pub const EVERY_EVENTS: u64 = 10_000;
+
+/// The version of the checkpoints written now: 2 holds the conversation (the surface and
+/// the pending tool calls). A checkpoint of version 1 is of an earlier release: it is
+/// not used (the log is replayed from seq 0) and the next close replaces it.
+const VERSION: u64 = 2;
 
 /// What the checksum of a checkpoint follows.
 const CRC_KEY: &str = ",\"crc32c\":\"";
@@ -52,6 +58,8 @@ pub struct Checkpoint {
     pub(crate) inbox: Inbox,
     /// The ids of the posts the log holds (ARCHITECTURE.md#posting).
     pub(crate) posts: HashSet<String>,
+    /// The surface and the pending tool calls (ARCHITECTURE.md#the-conversation).
+    pub(crate) conversation: Conversation,
     /// Where it was read from, for errors (a file, a table row); empty when built.
     name: String,
 }
@@ -60,6 +68,7 @@ pub struct Checkpoint {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Stored<'a> {
+    #[allow(dead_code)]
     checkpoint: u64,
     seq: u64,
     offset: u64,
@@ -75,16 +84,42 @@ struct Stored<'a> {
     #[serde(borrow)]
     next_step: Vec<&'a RawValue>,
     posts: Vec<String>,
+    #[serde(borrow)]
+    surface: Vec<&'a RawValue>,
+    calls: Vec<StoredCall>,
+    dispatched: Vec<(String, u64)>,
     crc32c: &'a str,
+}
+
+/// Only the version of a checkpoint, read before the rest.
+#[derive(Deserialize)]
+struct Version {
+    checkpoint: u64,
+}
+
+/// A pending tool call as a checkpoint stores it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredCall {
+    id: String,
+    turn: u64,
+    step: u64,
+    dispatched: Option<u64>,
 }
 
 impl Checkpoint {
     /// The state as a writer holds it after its last committed event.
-    pub(crate) fn of(log: &LogState, inbox: &Inbox, posts: &HashSet<String>) -> Checkpoint {
+    pub(crate) fn of(
+        log: &LogState,
+        inbox: &Inbox,
+        posts: &HashSet<String>,
+        conversation: &Conversation,
+    ) -> Checkpoint {
         Checkpoint {
             log: log.clone(),
             inbox: inbox.clone(),
             posts: posts.clone(),
+            conversation: conversation.clone(),
             name: String::new(),
         }
     }
@@ -100,14 +135,15 @@ impl Checkpoint {
     }
 
     /// The checkpoint as one compact JSON object bound by `binding`, without a line
-    /// end: `{"checkpoint":1,"seq":…,"offset":…,"chain":"hhhhhhhh","synced":…,"time":…,
+    /// end: `{"checkpoint":2,"seq":…,"offset":…,"chain":"hhhhhhhh","synced":…,"time":…,
     /// "lastTurn":…,"openTurn":…,"steps":…,"openStep":…,"nextTurn":[…],"nextStep":[…],
-    /// "posts":[…],"crc32c":"hhhhhhhh"}` (core/FORMAT.md#checkpoints).
+    /// "posts":[…],"surface":[event…],"calls":[{"id","turn","step","dispatched"}…],
+    /// "dispatched":[[id,seq]…],"crc32c":"hhhhhhhh"}` (core/FORMAT.md#checkpoints).
     pub fn to_json(&self, binding: &Binding) -> String {
         let log = &self.log;
         let opt = |v: Option<u64>| v.map_or("null".to_owned(), |v| v.to_string());
         let mut out = format!(
-            "{{\"checkpoint\":1,\"seq\":{},\"offset\":{},\"chain\":\"{:08x}\",\"synced\":{},\"time\":{},\"lastTurn\":{},\"openTurn\":{},\"steps\":{},\"openStep\":{}",
+            "{{\"checkpoint\":{VERSION},\"seq\":{},\"offset\":{},\"chain\":\"{:08x}\",\"synced\":{},\"time\":{},\"lastTurn\":{},\"openTurn\":{},\"steps\":{},\"openStep\":{}",
             log.next_seq,
             binding.offset,
             binding.chain,
@@ -138,6 +174,36 @@ impl Checkpoint {
             }
             json::write_string(&mut out, post);
         }
+        out.push_str("],\"surface\":[");
+        for (i, event) in self.conversation.surface.events().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&event.to_json());
+        }
+        out.push_str("],\"calls\":[");
+        for (i, call) in self.conversation.calls.pending().iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str("{\"id\":");
+            json::write_string(&mut out, &call.id);
+            out.push_str(&format!(
+                ",\"turn\":{},\"step\":{},\"dispatched\":{}}}",
+                call.turn,
+                call.step,
+                opt(call.dispatched)
+            ));
+        }
+        out.push_str("],\"dispatched\":[");
+        for (i, (id, seq)) in self.conversation.calls.dispatched().iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            json::write_string(&mut out, id);
+            out.push_str(&format!(",{seq}]"));
+        }
         out.push(']');
         let crc = crc32c::crc32c(out.as_bytes());
         out.push_str(&format!("{CRC_KEY}{crc:08x}\"}}"));
@@ -147,8 +213,9 @@ impl Checkpoint {
     /// Reads back what [`Checkpoint::to_json`] wrote; `name` says where `text` came from
     /// (it names the checkpoint in every error). A checksum that does not match, a
     /// missing or unknown key, an inbox that is not two lists of valid messages with
-    /// unique ids: `corrupt`, naming it.
-    pub fn parse(text: &str, name: &str) -> Result<(Checkpoint, Binding)> {
+    /// unique ids, a surface that is not events: `corrupt`, naming it. `None` for a
+    /// checkpoint of version 1, which holds no conversation: the log is read from seq 0.
+    pub fn parse(text: &str, name: &str) -> Result<Option<(Checkpoint, Binding)>> {
         let bad = |why: String| corrupt(name, why);
         let covered = text
             .rfind(CRC_KEY)
@@ -162,10 +229,14 @@ impl Checkpoint {
                 "checksum {stored:08x} does not match its bytes (expected {computed:08x}): a changed checkpoint"
             )));
         }
-        let s: Stored<'_> = json::from_str(text).map_err(|e| bad(format!("{e}")))?;
-        if s.checkpoint != 1 {
-            return Err(bad(format!("unknown checkpoint version {}", s.checkpoint)));
+        let version = json::from_str::<Version>(text).map(|v| v.checkpoint);
+        match version {
+            Ok(1) => return Ok(None),
+            Ok(VERSION) => {}
+            Ok(v) => return Err(bad(format!("unknown checkpoint version {v}"))),
+            Err(e) => return Err(bad(format!("{e}"))),
         }
+        let s: Stored<'_> = json::from_str(text).map_err(|e| bad(format!("{e}")))?;
         let chain = u32::from_str_radix(s.chain, 16)
             .ok()
             .filter(|_| s.chain.len() == 8)
@@ -189,10 +260,31 @@ impl Checkpoint {
             .and_then(|(turn, step)| Inbox::from_lists(turn, step))
             .map_err(|e| bad(format!("its inbox: {}", e.message())))?;
         let posts = s.posts.into_iter().collect();
+        let surface = s
+            .surface
+            .into_iter()
+            .map(|raw| Event::from_json(raw.get()))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| bad(format!("its surface: {}", e.message())))?;
+        let pending = s
+            .calls
+            .into_iter()
+            .map(|c| Pending {
+                id: c.id,
+                turn: c.turn,
+                step: c.step,
+                dispatched: c.dispatched,
+            })
+            .collect();
+        let conversation = Conversation {
+            surface: Surface::from_events(surface),
+            calls: Calls::from_parts(pending, s.dispatched),
+        };
         let checkpoint = Checkpoint {
             log,
             inbox,
             posts,
+            conversation,
             name: name.to_owned(),
         };
         let binding = Binding {
@@ -200,7 +292,7 @@ impl Checkpoint {
             chain,
             synced: s.synced,
         };
-        Ok((checkpoint, binding))
+        Ok(Some((checkpoint, binding)))
     }
 
     /// Checks that `replayed` (the replay of the log from seq 0 up to this checkpoint's
@@ -216,6 +308,8 @@ impl Checkpoint {
             Some("its inbox is not the replay's".to_owned())
         } else if self.posts != replayed.posts {
             Some("its post ids are not the replay's".to_owned())
+        } else if !self.conversation.same(&replayed.conversation) {
+            Some("its surface or pending tool calls are not the replay's".to_owned())
         } else {
             None
         };

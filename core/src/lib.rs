@@ -11,6 +11,7 @@
 #![deny(unnameable_types)]
 
 pub mod checkpoint;
+mod conversation;
 mod edit;
 mod error;
 mod error_fields;
@@ -36,11 +37,12 @@ pub mod store;
 mod txn;
 pub mod wire;
 
+pub use conversation::SurfaceView;
 pub use edit::Edit;
 pub use error::{Error, ErrorKind, Result};
 pub use event::{
-    END_SEED, Envelope, Event, INBOX_REJECTED, INBOX_SPLICED, REPLAYED, STEP_END, STEP_START,
-    TURN_END, TURN_START, USER_MESSAGE, is_reserved,
+    ASSISTANT_MESSAGE, END_SEED, Envelope, Event, INBOX_REJECTED, INBOX_SPLICED, REPLAYED,
+    STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, USER_MESSAGE, is_reserved,
 };
 pub use extra::{Extra, LIBRARY_KEYS};
 pub use fleet::Follower;

@@ -10,6 +10,7 @@
 
 use serde_json::value::RawValue;
 
+use crate::conversation::{self, Conversation, Journal, TOOL_RESULT};
 use crate::error::Result;
 use crate::event::{
     Body, Envelope, Event, INBOX_REJECTED, INBOX_SPLICED, STEP_END, STEP_START, TURN_END,
@@ -41,6 +42,8 @@ pub(crate) struct Ledger {
     pub log: LogState,
     /// The inbox after the last committed splice.
     pub inbox: Inbox,
+    /// The surface and the pending tool calls after the last committed event.
+    pub conversation: Conversation,
     /// The protocol state.
     phase: Phase,
     /// Buffers reused by every transaction (cleared, capacity kept).
@@ -50,10 +53,11 @@ pub(crate) struct Ledger {
 
 impl Ledger {
     /// The state of a log read back (or just created): idle, as no call is under way.
-    pub fn new(log: LogState, inbox: Inbox) -> Ledger {
+    pub fn new(log: LogState, inbox: Inbox, conversation: Conversation) -> Ledger {
         Ledger {
             log,
             inbox,
+            conversation,
             phase: Phase::Idle,
             staged: Vec::new(),
             effects: Vec::new(),
@@ -72,6 +76,8 @@ impl Ledger {
     ) -> Result<R> {
         let mut txn = Txn {
             inbox: &self.inbox,
+            conversation: &mut self.conversation,
+            journal: Journal::default(),
             log: self.log.clone(),
             phase: self.phase.clone(),
             events: std::mem::take(&mut self.staged),
@@ -79,17 +85,35 @@ impl Ledger {
             time,
             touched: [false; 2],
         };
-        let result = stage(&mut txn)?;
+        let staged = stage(&mut txn);
         let Txn {
             log,
             phase,
             mut events,
             mut effects,
+            journal,
             ..
         } = txn;
-        if !events.is_empty() {
-            writer.append(&events)?;
-        }
+        // The conversation changed as events were staged: a refused call or a failed
+        // write takes that back.
+        let written = staged.and_then(|result| {
+            if !events.is_empty() {
+                writer.append(&events)?;
+            }
+            Ok(result)
+        });
+        let result = match written {
+            Ok(result) => result,
+            Err(e) => {
+                if !journal.is_empty() {
+                    self.conversation.rollback(journal);
+                }
+                events.clear();
+                effects.clear();
+                (self.staged, self.effects) = (events, effects);
+                return Err(e);
+            }
+        };
         // Durable: now the state may change.
         self.log = log;
         self.phase = phase;
@@ -140,6 +164,9 @@ impl Ledger {
 /// Events staged by one public call, validated against copies of the state.
 pub(crate) struct Txn<'a> {
     inbox: &'a Inbox,
+    /// The conversation, changed as events are staged (taken back by the journal).
+    conversation: &'a mut Conversation,
+    journal: Journal,
     log: LogState,
     /// The protocol state after the call.
     phase: Phase,
@@ -157,8 +184,20 @@ impl<'a> Txn<'a> {
         self.inbox
     }
 
-    /// Stages a host event whose `data` is compact JSON text known to be valid.
-    pub fn append(&mut self, ty: &str, data: String, envelope: Envelope) -> Result<Event> {
+    /// Stages a host event whose `data` is compact JSON text known to be valid: the
+    /// conversation's events are checked for their shape first
+    /// (ARCHITECTURE.md#the-conversation), and a surface type without a `surfaceOp`
+    /// gets `"append"`.
+    pub fn append(&mut self, ty: &str, data: String, mut envelope: Envelope) -> Result<Event> {
+        conversation::check_shape(ty, &data)?;
+        if envelope.surface_op.is_none()
+            && matches!(
+                ty,
+                USER_MESSAGE | conversation::ASSISTANT_MESSAGE | TOOL_RESULT
+            )
+        {
+            envelope.surface_op = Some(raw_append());
+        }
         let event = Event::build(ty, self.log.next_seq, self.time, data, envelope)?;
         self.push(event.clone())?;
         Ok(event)
@@ -178,6 +217,7 @@ impl<'a> Txn<'a> {
 
     fn push(&mut self, event: Event) -> Result<()> {
         self.log.advance(&event)?;
+        self.conversation.append(&event, &mut self.journal)?;
         self.events.push(event);
         Ok(())
     }
@@ -331,8 +371,23 @@ impl<'a> Txn<'a> {
         self.run(t, extra).map(drop)
     }
 
-    /// Closes `turn`, which the previous writer left open (ARCHITECTURE.md#opening-a-stored-log), and its open step.
+    /// Closes `turn`, which the previous writer left open
+    /// (ARCHITECTURE.md#opening-a-stored-log): answers each tool call it left without a
+    /// result (ARCHITECTURE.md#tool-calls-across-a-crash), then ends its open step and
+    /// the turn.
     pub fn interrupt(&mut self, turn: u64) -> Result<()> {
+        let pending = self.conversation.calls.pending().to_vec();
+        for call in &pending {
+            let seq = self.log.next_seq;
+            let (data, sources) = conversation::interrupted_result(call, seq);
+            let envelope = Envelope {
+                surface_op: Some(raw_append()),
+                source_event_seqs: sources,
+                ..Envelope::default()
+            };
+            let event = Event::build(TOOL_RESULT, seq, self.time, data, envelope)?;
+            self.push(event)?;
+        }
         let t = protocol::interrupt(turn, self.log.open_step);
         self.run(t, &Extra::none()).map(drop)
     }
@@ -452,7 +507,7 @@ mod tests {
 
     #[test]
     fn a_failed_append_changes_nothing() {
-        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new(), Conversation::default());
         let mut writer = Writer {
             fail: true,
             ..Writer::default()
@@ -477,7 +532,7 @@ mod tests {
 
     #[test]
     fn a_refused_call_writes_nothing() {
-        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new(), Conversation::default());
         let mut writer = Writer::default();
         let err = ledger
             .transact(&mut writer, 1, None, |txn| {
@@ -491,7 +546,7 @@ mod tests {
 
     #[test]
     fn commit_applies_splices_and_queues_notices_in_order() {
-        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new(), Conversation::default());
         let mut writer = Writer::default();
         let mut outbox = Vec::new();
         ledger
@@ -526,7 +581,7 @@ mod tests {
 
     #[test]
     fn the_host_extras_go_only_on_the_event_the_transition_names() {
-        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut ledger = Ledger::new(LogState::default(), Inbox::new(), Conversation::default());
         let mut writer = Writer::default();
         let extra = Extra::from_json(r#"{"host":1}"#).unwrap();
         ledger

@@ -129,7 +129,7 @@ fn writer() {
             }
             Phase::InStep => match rng.below(6) {
                 0..=2 => {
-                    s.append("assistant/message", &chunk(&mut rng), Envelope::default())
+                    s.append("assistant/chunk", &chunk(&mut rng), Envelope::default())
                         .unwrap();
                     Phase::InStep
                 }

@@ -35,7 +35,7 @@ fn twenty_turns(store: &JsonlStore) {
         let p = s.propose_step().unwrap();
         s.decide(Decision::Enter(p.messages)).unwrap();
         s.append(
-            "assistant/message",
+            "assistant/chunk",
             &format!(r#"{{"text":"amount is {} dollars"}}"#, 10_000 + t),
             Envelope::default(),
         )

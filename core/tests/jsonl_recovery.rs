@@ -30,7 +30,7 @@ fn a_torn_tail_cut_at_every_offset_of_the_last_record_goes_alone() {
     s.append("host/a", r#"{"n":1}"#, Envelope::default())
         .unwrap();
     let tricky = r#"{"text":"q\"uote\\back\nslash é ✓ 𝄞 \u0001","n":[1,2.5e3,{"k":null}]}"#;
-    s.append("tool/result", tricky, Envelope::default())
+    s.append("host/result", tricky, Envelope::default())
         .unwrap();
     drop(s);
     let path = store.path("s").unwrap();

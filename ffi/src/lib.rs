@@ -57,6 +57,9 @@ mod protocol;
 // Projections: the consumed-work fold, baselines, the queue projection.
 mod projection;
 
+// The conversation: the model-visible surface.
+mod conversation;
+
 // Notifications.
 mod notifications;
 
@@ -69,6 +72,7 @@ pub mod fuzzing;
 
 #[cfg(feature = "testing")]
 pub use boundary::inboxlog_test_panic;
+pub use conversation::*;
 pub use fleet::*;
 pub use inbox::*;
 pub use notifications::*;

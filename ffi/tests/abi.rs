@@ -749,7 +749,7 @@ fn jsonl_store_sessions_fork_inspect_and_list() {
     let event = call_str!(inboxlog_session_append(
         s,
         c("assistant/message").as_ptr(),
-        c(r#"{"text": "hello",  "big": 123456789012345678901234567890}"#).as_ptr(),
+        c(r#"{"turn": 1, "step": 1, "message": {"id": "a", "role": "assistant", "content": [{"type": "text", "text": "hello"}], "source": {"kind": "model", "provider": "p", "model": "m"}},  "big": 123456789012345678901234567890}"#).as_ptr(),
         c(r#"{"surfaceOp":"append","sourceEventSeqs":[0]}"#).as_ptr()
     ))
     .unwrap();
@@ -758,7 +758,7 @@ fn jsonl_store_sessions_fork_inspect_and_list() {
         r#"{"type":"assistant/message","seq":1"#
     );
     assert!(event.ends_with(
-        r#""data":{"text":"hello","big":123456789012345678901234567890},"surfaceOp":"append","sourceEventSeqs":[0]}"#
+        r#""data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"hello"}],"source":{"kind":"model","provider":"p","model":"m"}},"big":123456789012345678901234567890},"surfaceOp":"append","sourceEventSeqs":[0]}"#
     ), "{event}");
     call!(inboxlog_session_flush(s)).unwrap();
     let mut child = null_mut();

@@ -21,6 +21,11 @@
                                                  the events from seq N, one per line; with
                                                  -f, follow them as they are committed
     python -m inboxlog fold    ROOT ID [--json]  the consumed-work fold of the log
+    python -m inboxlog transcript ROOT ID [--json]
+                                                 what the model sees next (the surface's
+                                                 messages): role, text, tool calls with
+                                                 their arguments, results; --json the
+                                                 {"nodes","messages"} object
     python -m inboxlog post    ROOT ID MESSAGE [--target T]
                                                  post a message (JSON, or - for stdin) to
                                                  a session, open or not; prints the post id
@@ -81,7 +86,7 @@ from typing import NoReturn
 
 from . import FORMAT_VERSION, InboxlogError, Store, fold_consumed_work, import_reference
 from ._native import _json_text
-from .types import Event
+from .types import Event, Message
 
 _EXAMPLES = {
     "list": "example:\n  inboxlog list sessions/",
@@ -95,6 +100,9 @@ _EXAMPLES = {
         "  inboxlog tail -f --json sessions/ s1"
     ),
     "fold": "example:\n  inboxlog fold sessions/ s1 --json",
+    "transcript": (
+        "examples:\n  inboxlog transcript sessions/ s1\n  inboxlog transcript sessions/ s1 --json"
+    ),
     "serve": (
         "examples:\n  inboxlog serve sessions/\n"
         "  INBOXLOG_TOKEN=s3cret inboxlog serve sessions/ --host 0.0.0.0 --allow-host box.lan"
@@ -294,6 +302,55 @@ def _tail(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _text(content: object) -> str:
+    """The text of a message's content: a string as it is, else its text blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") in ("text", "reasoning")
+        )
+    return ""
+
+
+def _transcript_lines(message: Message) -> list[str]:
+    """One message of the surface as a person reads it."""
+    content = message.get("content")
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    results = [b for b in blocks if b.get("type") == "tool-result"]
+    if results:
+        lines = []
+        for r in results:
+            mark = " ERROR" if r.get("isError") else ""
+            lines.append(f"tool {r.get('toolCallId')}{mark}: {_text(r.get('content'))}")
+        return lines
+    role = str(message.get("role", "user"))
+    lines = []
+    for b in blocks:
+        if b.get("type") == "reasoning":
+            lines.append(f"{role} (reasoning): {b.get('text', '')}")
+        elif b.get("type") == "text":
+            lines.append(f"{role}: {b.get('text', '')}")
+        elif b.get("type") == "tool-call":
+            lines.append(f"{role} calls {b.get('name')}({b.get('arguments')}) [{b.get('id')}]")
+    if not blocks:
+        lines.append(f"{role}: {_text(content)}")
+    return lines
+
+
+def _transcript(store: Store, args: argparse.Namespace) -> int:
+    surface = store.surface(args.id)
+    if args.json:
+        print(_json_text(surface))
+        return 0
+    for message in surface["messages"]:
+        for line in _transcript_lines(message):
+            print(line)
+    return 0
+
+
 def _fold(store: Store, args: argparse.Namespace) -> int:
     if args.json:
         print(store._fold_line(args.id))
@@ -443,6 +500,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("import", _import, "import a reference harness log as a new session"),
         ("tail", _tail, "print a log's events; -f follows them as they are committed"),
         ("fold", _fold, "the consumed-work fold of a log"),
+        ("transcript", _transcript, "what the model sees next: the surface's messages"),
         ("post", _post, "post a message to a session, or edit its pending input"),
         ("serve", _serve, "serve the web console and its API over the store"),
     ]:
@@ -460,7 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             help="the PostgreSQL schema of the tables (with a URL ROOT; default inboxlog)",
         )
         sub.set_defaults(run=fn)
-        if name in ("inspect", "repair", "delete", "tail", "fold", "post"):
+        if name in ("inspect", "repair", "delete", "tail", "fold", "post", "transcript"):
             sub.add_argument("id", help="session id")
         if name == "tail":
             sub.add_argument("-f", "--follow", action="store_true", help="wait for new events")
@@ -468,6 +526,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_argument("--since", type=int, default=0, help="first seq (default 0)")
         if name == "fold":
             sub.add_argument("--json", action="store_true", help="the fold as JSON")
+        if name == "transcript":
+            sub.add_argument(
+                "--json", action="store_true", help='the {"nodes","messages"} object as JSON'
+            )
         if name == "repair":
             sub.add_argument(
                 "--upgrade",

@@ -18,6 +18,7 @@ from inboxlog.types import (
     Proposal,
     StepBoundary,
     StepOutcome,
+    Surface,
     Target,
     TurnEnded,
     UpgradeReport,
@@ -230,6 +231,14 @@ class Store:
         closed) and the inbox as a ``baseline`` for a :class:`QueueProjection`. Raises
         what ``open`` would raise for a log that does not read."""
 
+    def surface(self, id: str) -> Surface:
+        """What the model sees in log ``id``, read without owning it (as ``peek``
+        reads, from its checkpoint): ``nodes``, the surface's seqs in model-visible
+        order, and ``messages``, the messages projected from them (SPEC §15.3)."""
+
+    def messages(self, id: str) -> list[Message]:
+        """The messages the model sees in log ``id``: ``surface(id)["messages"]``."""
+
     def upgrade(self, id: str) -> UpgradeReport:
         """Rewrites log ``id`` in the newest on-disk format, atomically: a JSONL log of
         format version 1 becomes version 2 (every line sealed with a chained CRC-32C);
@@ -366,6 +375,15 @@ class Session:
 
     def events(self, since: int = 0) -> list[Event]:
         """The events with ``seq >= since``."""
+
+    def surface(self) -> list[int]:
+        """The model-visible surface: the seqs of its events, in the order the model
+        sees them (SPEC §15.3)."""
+
+    def messages(self) -> list[Message]:
+        """The messages the model sees, in order: a ``user/message``'s data, an
+        ``assistant/message``'s or a ``tool/result``'s ``data["message"]`` (an
+        ``assistant/message`` with empty content is skipped)."""
 
     def append(
         self,

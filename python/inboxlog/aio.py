@@ -42,6 +42,7 @@ from .types import (
     Proposal,
     StepBoundary,
     StepOutcome,
+    Surface,
     Target,
     TurnEnded,
     UpgradeReport,
@@ -223,6 +224,14 @@ class Store:
     async def verify(self, id: str) -> VerifyReport:
         """Checks log ``id`` as opening would, changing nothing."""
         return await self._run.run(self._store.verify, id)
+
+    async def surface(self, id: str) -> Surface:
+        """``Store.surface``: what the model sees in log ``id``, read without owning it."""
+        return await self._run.run(self._store.surface, id)
+
+    async def messages(self, id: str) -> list[Message]:
+        """``Store.messages``: the messages the model sees in log ``id``."""
+        return await self._run.run(self._store.messages, id)
 
     async def peek(self, id: str) -> Peek:
         """What log ``id`` holds now, read without owning it, from its checkpoint."""
@@ -430,6 +439,14 @@ class Session:
     async def events(self, since: int = 0) -> list[Event]:
         """The events with ``seq >= since``."""
         return await self._run.run(self._session.events, since)
+
+    async def surface(self) -> list[int]:
+        """``Session.surface``: the surface's seqs in model-visible order."""
+        return await self._run.run(self._session.surface)
+
+    async def messages(self) -> list[Message]:
+        """``Session.messages``: the messages the model sees, in order."""
+        return await self._run.run(self._session.messages)
 
     async def append(self, type: str, data: Any, **envelope: Any) -> Event:
         """Appends a host event; envelope keywords as :meth:`inboxlog.Session.append`."""

@@ -146,6 +146,25 @@ class VerifyReport(TypedDict):
     needsRepair: bool
     nextTurn: int
     nextStep: int
+    pendingToolCalls: int
+    offSurface: list[Finding]
+    olderShapes: list[Finding]
+
+
+class Finding(TypedDict):
+    """An event ``Store.verify`` names: its ``seq`` and ``why`` (a surface rule it
+    breaks, or how its shape differs from what an append accepts now)."""
+
+    seq: int
+    why: str
+
+
+class Surface(TypedDict):
+    """What the model sees (SPEC §15.3): the surface's seqs in model-visible order
+    (``nodes``) and the messages projected from them."""
+
+    nodes: list[int]
+    messages: list[Message]
 
 
 class Peek(TypedDict):
@@ -174,6 +193,7 @@ __all__ = [
     "Durability",
     "EnterDecision",
     "Event",
+    "Finding",
     "Header",
     "InboxNotice",
     "Message",
@@ -184,6 +204,7 @@ __all__ = [
     "StepBoundary",
     "StepEntered",
     "StepOutcome",
+    "Surface",
     "Target",
     "TurnEnded",
     "UpgradeReport",

@@ -194,6 +194,25 @@ impl PySession {
         self.inner.take_observer_failures().lines()
     }
 
+    /// The model-visible surface: the seqs of its events, in the order the model sees
+    /// them (SPEC §15.3).
+    fn surface(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        let s = &self.inner;
+        py.detach(|| s.surface()).py()
+    }
+
+    /// The messages the model sees, as dicts, in order: a `user/message`'s data, an
+    /// `assistant/message`'s or a `tool/result`'s `data["message"]` (SPEC §15.3).
+    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let s = &self.inner;
+        let messages = py.detach(|| s.messages()).py()?;
+        let list = PyList::empty(py);
+        for m in &messages {
+            list.append(to_py(py, m)?)?;
+        }
+        Ok(list)
+    }
+
     /// The events with `seq >= since`, as dicts.
     #[pyo3(signature = (since = 0))]
     fn events<'py>(&self, py: Python<'py>, since: u64) -> PyResult<Bound<'py, PyList>> {

@@ -386,6 +386,22 @@ impl PyStore {
         to_py(py, &peek.to_json())
     }
 
+    /// The model-visible surface of log `id`, read without owning it (as `peek` reads):
+    /// `{"nodes": [seq, ...], "messages": [message, ...]}` (SPEC §15.3).
+    fn surface<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
+        let store = &*self.inner;
+        let view = py.detach(|| Session::read_surface(store, id)).py()?;
+        to_py(py, &view.to_json())
+    }
+
+    /// The messages the model sees in log `id`, read without owning it: the
+    /// `messages` of `surface(id)`.
+    fn messages<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
+        let store = &*self.inner;
+        let view = py.detach(|| Session::read_surface(store, id)).py()?;
+        to_py(py, &format!("[{}]", view.messages.join(",")))
+    }
+
     /// Rewrites log `id` in the newest on-disk format, atomically (a JSONL log of format
     /// version 1 becomes version 2, with checksums); a log already in it is checked and
     /// left as it is. Raises `LockedError` while a writer holds it and what `open` would

@@ -61,8 +61,13 @@ pub(crate) fn event_dict<'py>(
     if envelope.ignorable {
         dict.set_item(intern!(py, event_key::IGNORABLE), true)?;
     }
-    if let Some(op) = surface_op {
-        dict.set_item(intern!(py, event_key::SURFACE_OP), op)?;
+    match (surface_op, &envelope.surface_op) {
+        (Some(op), _) => dict.set_item(intern!(py, event_key::SURFACE_OP), op)?,
+        // The library gave it one (a surface type appended without: "append").
+        (None, Some(op)) => {
+            dict.set_item(intern!(py, event_key::SURFACE_OP), to_py(py, op.get())?)?
+        }
+        (None, None) => {}
     }
     if let Some(seqs) = &envelope.source_event_seqs {
         dict.set_item(

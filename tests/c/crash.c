@@ -27,7 +27,7 @@ static int child(const char *root, int ready_fd) {
     inboxlog_string_free(json);
     OK(inboxlog_session_decide(s, "{\"kind\":\"enter\",\"messages\":[{\"id\":\"m1\"}]}", NULL, &json, &err));
     inboxlog_string_free(json);
-    OK(inboxlog_session_append(s, "assistant/message", "{\"text\":\"half\"}", NULL, NULL, &err));
+    OK(inboxlog_session_append(s, "assistant/chunk", "{\"text\":\"half\"}", NULL, NULL, &err));
     /* Every call above returned in sync mode: acknowledged, so it must survive. */
     if (write(ready_fd, "r", 1) != 1) return 2;
     for (;;) pause();

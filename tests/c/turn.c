@@ -41,7 +41,10 @@ int main(void) {
         NULL, &json, &err));
     EXPECT_STR(json, "{\"kind\":\"step\",\"turn\":1,\"step\":1}");
     free_str(json);
-    OK(inboxlog_session_append(s, "assistant/message", "{\"text\":\"working\"}",
+    OK(inboxlog_session_append(s, "assistant/message",
+                               "{\"turn\":1,\"step\":1,\"message\":{\"id\":\"a1\",\"role\":\"assistant\","
+                               "\"content\":[{\"type\":\"text\",\"text\":\"working\"}],"
+                               "\"source\":{\"kind\":\"model\",\"provider\":\"c\",\"model\":\"host\"}}}",
                                "{\"surfaceOp\":\"append\"}", NULL, &err));
 
     /* Steering: a next-step message arrives mid-step and forces another step. */

@@ -25,8 +25,8 @@ mod text;
 pub(crate) use canonical::{Shape, shape, shape_open};
 pub(crate) use reserved::Body;
 pub use reserved::{
-    END_SEED, INBOX_REJECTED, INBOX_SPLICED, REPLAYED, STEP_END, STEP_START, TURN_END, TURN_START,
-    USER_MESSAGE, is_reserved,
+    ASSISTANT_MESSAGE, END_SEED, INBOX_REJECTED, INBOX_SPLICED, REPLAYED, STEP_END, STEP_START,
+    TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, USER_MESSAGE, is_reserved,
 };
 
 use reserved::{known_type, safe};
@@ -89,7 +89,7 @@ pub mod key {
 }
 
 /// The event types that may carry `surfaceOp` and `sourceEventSeqs`.
-const SURFACE_TYPES: [&str; 3] = [USER_MESSAGE, "assistant/message", "tool/result"];
+const SURFACE_TYPES: [&str; 3] = [USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT];
 
 /// Optional envelope keys a host may set on an appended event.
 #[derive(Clone, Debug, Default)]

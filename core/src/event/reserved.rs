@@ -29,16 +29,28 @@ pub const END_SEED: &str = "session/end-seed";
 /// `agent/inbox/rejected`: a posted message that could not be taken in (ARCHITECTURE.md#posting).
 pub const INBOX_REJECTED: &str = "agent/inbox/rejected";
 
-/// The reserved types opening a session reads (those that change the log state or
-/// the inbox): a store that can read events by type hands the session these and the
-/// last event, and nothing else is needed to replay.
-pub const REPLAYED: [&str; 6] = [
+/// `assistant/message`: one model response (ARCHITECTURE.md#the-conversation).
+pub const ASSISTANT_MESSAGE: &str = "assistant/message";
+/// `tool/call`: a tool call dispatched, log-only (ARCHITECTURE.md#the-conversation).
+pub const TOOL_CALL: &str = "tool/call";
+/// `tool/result`: a tool call's result (ARCHITECTURE.md#the-conversation).
+pub const TOOL_RESULT: &str = "tool/result";
+
+/// The types opening a session reads (those that change the log state, the inbox or
+/// the conversation's surface and pending tool calls): a store that can read events by
+/// type hands the session these and the last event, and nothing else is needed to
+/// replay.
+pub const REPLAYED: [&str; 10] = [
     TURN_START,
     TURN_END,
     STEP_START,
     STEP_END,
     INBOX_SPLICED,
     END_SEED,
+    USER_MESSAGE,
+    ASSISTANT_MESSAGE,
+    TOOL_CALL,
+    TOOL_RESULT,
 ];
 
 /// What the library knows about an event's data, parsed once when the event is built.
@@ -138,7 +150,7 @@ struct RejectedReason<'a> {
 
 /// `ty`, shared rather than copied when it is a type the library knows.
 pub(super) fn known_type(ty: &str) -> Cow<'static, str> {
-    const KNOWN: [&str; 9] = [
+    const KNOWN: [&str; 11] = [
         TURN_START,
         TURN_END,
         STEP_START,
@@ -147,7 +159,9 @@ pub(super) fn known_type(ty: &str) -> Cow<'static, str> {
         INBOX_SPLICED,
         END_SEED,
         INBOX_REJECTED,
-        "assistant/message",
+        ASSISTANT_MESSAGE,
+        TOOL_CALL,
+        TOOL_RESULT,
     ];
     match KNOWN.iter().find(|&&k| k == ty) {
         Some(&k) => Cow::Borrowed(k),

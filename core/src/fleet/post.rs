@@ -330,7 +330,11 @@ mod tests {
         let mut known = PostIds::default();
         known.insert("p0");
         let mut intake = Intake::new(Box::new(mailbox), known);
-        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut ledger = Ledger::new(
+            LogState::default(),
+            Inbox::new(),
+            crate::conversation::Conversation::default(),
+        );
         let mut writer = Writer::default();
         let n = intake
             .take_in(&mut writer, &mut ledger, None, || 5)
@@ -389,7 +393,11 @@ mod tests {
             Vec::new(),
         );
         let mut intake = Intake::new(Box::new(mailbox), PostIds::default());
-        let mut ledger = Ledger::new(LogState::default(), Inbox::new());
+        let mut ledger = Ledger::new(
+            LogState::default(),
+            Inbox::new(),
+            crate::conversation::Conversation::default(),
+        );
         let mut writer = Writer(Vec::new(), Vec::new(), 400);
         let mut notices = Vec::new();
         let n = intake

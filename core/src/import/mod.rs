@@ -32,6 +32,7 @@ use serde::Deserialize;
 
 pub use header::reference_session_id;
 
+use crate::conversation::Conversation;
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::fleet::post::PostIds;
@@ -111,7 +112,7 @@ pub fn import_reference_with(
     let open = || Source::open(source, path);
     let checked = read(open().map_err(at)?, id, limits, &mut |_, _| Ok(())).map_err(at)?;
     let header = checked.header;
-    drop(checked.inbox);
+    drop((checked.inbox, checked.conversation));
     #[cfg(feature = "testing")]
     BETWEEN_PASSES.with(|hook| hook.take().map(|mut f| f(path)));
     let fill = &mut |writer: &mut dyn LogWriter| {
@@ -132,6 +133,7 @@ pub fn import_reference_with(
             log: again.log,
             inbox: again.inbox,
             posts: again.posts,
+            conversation: again.conversation,
         })
     };
     Session::create_filled(store, header.clone(), fill).map_err(at)
@@ -356,6 +358,7 @@ struct Read {
     log: LogState,
     inbox: Inbox,
     posts: PostIds,
+    conversation: Conversation,
 }
 
 /// Reads, expands and checks a whole source log, handing each checked event to `sink`
@@ -374,6 +377,7 @@ fn read(
     let mut log = LogState::default();
     let mut inbox = Inbox::new();
     let mut posts = PostIds::default();
+    let mut conversation = Conversation::default();
     loop {
         let read = next_line(source.text.as_mut(), &mut buf, limit).map_err(|e| {
             // A damaged compressed stream is bad input; a failed read is the OS's.
@@ -410,6 +414,7 @@ fn read(
                     log.advance(&event)?;
                     inbox.replay(&event, from)?;
                     posts.note(&event);
+                    conversation.replay(&event);
                     sink(event, place)
                 })
             }
@@ -436,6 +441,7 @@ fn read(
         log,
         inbox,
         posts,
+        conversation,
     })
 }
 

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::checkpoint::Checkpoint;
+use crate::conversation::SurfaceView;
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::{Envelope, Event, is_reserved};
 use crate::extra::Extra;
@@ -77,7 +78,13 @@ impl State {
     fn write_checkpoint(&mut self) -> Result<()> {
         let none = PostIds::default();
         let posts = self.intake.as_ref().map_or(&none, Intake::known);
-        let cp = Checkpoint::of(&self.ledger.log, &self.ledger.inbox, posts.set());
+        let ledger = &self.ledger;
+        let cp = Checkpoint::of(
+            &ledger.log,
+            &ledger.inbox,
+            posts.set(),
+            &ledger.conversation,
+        );
         self.writer.as_mut().expect("open").checkpoint(&cp)
     }
 
@@ -405,6 +412,22 @@ impl Session {
     /// `fail` (ARCHITECTURE.md#protocol) with host extras on the `turn/end` of the failed turn.
     pub fn fail_with(&self, error: TurnError, extra: &Extra) -> Result<()> {
         self.transact(|txn| txn.fail(error, extra))
+    }
+
+    /// The model-visible surface's seqs, in the order the model sees them
+    /// (ARCHITECTURE.md#the-surface).
+    pub fn surface(&self) -> Result<Vec<u64>> {
+        Ok(self.state()?.ledger.conversation.surface.seqs())
+    }
+
+    /// The messages the model sees, as JSON text (ARCHITECTURE.md#the-surface).
+    pub fn messages(&self) -> Result<Vec<String>> {
+        Ok(self.state()?.ledger.conversation.surface.messages())
+    }
+
+    /// [`Session::surface`] and [`Session::messages`] together, read under one lock.
+    pub fn surface_view(&self) -> Result<SurfaceView> {
+        Ok(SurfaceView::of(&self.state()?.ledger.conversation.surface))
     }
 
     /// Whether a turn is open.

@@ -2,6 +2,7 @@
 //! [`Session`] comes to be, and the read-only looks at a log that need none.
 
 use crate::checkpoint::{self, Checkpoint, Replay};
+use crate::conversation::{self, Conversation, SurfaceView};
 use crate::error::{ErrorKind, Result, invalid};
 use crate::event::{Body, END_SEED, Envelope, Event};
 use crate::fleet::post::PostIds;
@@ -29,6 +30,11 @@ struct Rebuilt {
     inbox: Inbox,
     /// The posts the log holds (ARCHITECTURE.md#posting).
     posts: PostIds,
+    /// The surface and the pending tool calls (ARCHITECTURE.md#the-conversation).
+    conversation: Conversation,
+    /// What a verifying replay found of the conversation: events whose surface ops
+    /// break the rules (kept off the surface) and events of an older shape.
+    findings: Findings,
     /// Whether this replay starts from a checkpoint (opening) or compares with it
     /// (verifying).
     resumes: bool,
@@ -66,7 +72,30 @@ impl Rebuilt {
                 ),
             ));
         }
-        cp.check_equals(&Checkpoint::of(&self.log, &self.inbox, self.posts.set()))
+        cp.check_equals(&Checkpoint::of(
+            &self.log,
+            &self.inbox,
+            self.posts.set(),
+            &self.conversation,
+        ))
+    }
+}
+
+/// What a verifying replay found of the conversation (see [`VerifyReport`]), the first
+/// [`Findings::KEPT`] of each kind.
+#[derive(Default)]
+struct Findings {
+    off_surface: Vec<(u64, String)>,
+    older_shapes: Vec<(u64, String)>,
+}
+
+impl Findings {
+    const KEPT: usize = 100;
+
+    fn keep(list: &mut Vec<(u64, String)>, seq: u64, why: String) {
+        if list.len() < Findings::KEPT {
+            list.push((seq, why));
+        }
     }
 }
 
@@ -78,9 +107,13 @@ impl Replay for Rebuilt {
     fn checkpoint(&mut self, checkpoint: Checkpoint) -> Result<()> {
         if self.resumes {
             let Checkpoint {
-                log, inbox, posts, ..
+                log,
+                inbox,
+                posts,
+                conversation,
+                ..
             } = checkpoint;
-            (self.log, self.inbox) = (log, inbox);
+            (self.log, self.inbox, self.conversation) = (log, inbox, conversation);
             self.posts = PostIds::from_set(posts);
         } else {
             self.pending = Some(checkpoint);
@@ -97,7 +130,18 @@ impl Replay for Rebuilt {
         // events it need not read); the turn/step rules are checked here.
         self.log.advance_after(event)?;
         self.posts.note(event);
-        self.inbox.replay(event, header.replay_from())
+        self.inbox.replay(event, header.replay_from())?;
+        let broken = self.conversation.replay(event);
+        if !self.resumes {
+            let seq = event.seq();
+            if let Some(why) = broken {
+                Findings::keep(&mut self.findings.off_surface, seq, why);
+            }
+            if let Err(e) = conversation::check_shape(event.ty(), event.data()) {
+                Findings::keep(&mut self.findings.older_shapes, seq, e.message().to_owned());
+            }
+        }
+        Ok(())
     }
 }
 
@@ -107,6 +151,7 @@ pub(crate) struct Filled {
     pub log: LogState,
     pub inbox: Inbox,
     pub posts: PostIds,
+    pub conversation: Conversation,
 }
 
 impl Session {
@@ -139,11 +184,13 @@ impl Session {
         let mut log = LogState::default();
         let mut inbox = Inbox::new();
         let mut posts = PostIds::default();
+        let mut conversation = Conversation::default();
         for event in &seed {
             log.advance(event)
                 .map_err(|e| e.context(format_args!("seed event at seq {}", event.seq())))?;
             posts.note(event);
             inbox.replay(event, header.replay_from())?;
+            conversation.replay(event);
         }
         if let Some(open) = log.open_turn {
             return Err(invalid(format!(
@@ -176,7 +223,7 @@ impl Session {
             header,
             OpenReport::default(),
             writer,
-            Ledger::new(log, inbox),
+            Ledger::new(log, inbox, conversation),
         )
         .with_mailbox(store, &id, posts)
     }
@@ -195,8 +242,14 @@ impl Session {
         let id = header.id.clone();
         let mut writer = store.create(&header, &[])?;
         let mut report = OpenReport::default();
-        let filled = fill(writer.as_mut()).and_then(|Filled { log, inbox, posts }| {
-            let mut ledger = Ledger::new(log, inbox);
+        let filled = fill(writer.as_mut()).and_then(|filled| {
+            let Filled {
+                log,
+                inbox,
+                posts,
+                conversation,
+            } = filled;
+            let mut ledger = Ledger::new(log, inbox, conversation);
             if let Some(turn) = ledger.log.open_turn {
                 // Closing it reuses the last event's time: nothing happened since.
                 let time = ledger.log.last_time;
@@ -235,13 +288,17 @@ impl Session {
         let mut rebuilt = Rebuilt::resuming();
         let opened = store.open(id, options, &mut rebuilt)?;
         let Rebuilt {
-            log, inbox, posts, ..
+            log,
+            inbox,
+            posts,
+            conversation,
+            ..
         } = rebuilt;
         let mut report = OpenReport {
             torn_bytes: opened.torn_bytes,
             repaired_turn: None,
         };
-        let mut ledger = Ledger::new(log, inbox);
+        let mut ledger = Ledger::new(log, inbox, conversation);
         let mut writer = opened.writer;
         if let Some(turn) = ledger.log.open_turn {
             // Closing it reuses the last event's time: nothing happened since.
@@ -327,6 +384,9 @@ impl Session {
             open_step: rebuilt.log.open_step,
             next_turn: rebuilt.inbox.len(Target::NextTurn),
             next_step: rebuilt.inbox.len(Target::NextStep),
+            pending_tool_calls: rebuilt.conversation.calls.pending().len(),
+            off_surface: rebuilt.findings.off_surface,
+            older_shapes: rebuilt.findings.older_shapes,
         })
     }
 
@@ -352,6 +412,17 @@ impl Session {
                 next_step: inbox.list(Target::NextStep),
             },
         })
+    }
+
+    /// The model-visible surface of stored log `id` and its messages
+    /// (ARCHITECTURE.md#the-surface), read as [`Session::peek`] reads: without owning
+    /// the session, from its checkpoint, so that it costs what the surface holds and
+    /// what follows the checkpoint, not the history the surface no longer holds.
+    pub fn read_surface(store: &dyn Store, id: &str) -> Result<SurfaceView> {
+        validate_session_id(id)?;
+        let mut rebuilt = Rebuilt::resuming();
+        store.peek(id, &mut rebuilt)?;
+        Ok(SurfaceView::of(&rebuilt.conversation.surface))
     }
 
     /// Reads a stored log as it is, without locking or repairing.

@@ -37,6 +37,15 @@ pub struct VerifyReport {
     pub next_turn: usize,
     /// Messages pending in `next-step` after replay.
     pub next_step: usize,
+    /// Tool calls of the open turn left without a result, which opening would answer
+    /// (ARCHITECTURE.md#tool-calls-across-a-crash).
+    pub pending_tool_calls: usize,
+    /// Events whose surface ops break the surface rules, kept off the surface: their
+    /// seq and the rule (the first 100).
+    pub off_surface: Vec<(u64, String)>,
+    /// Conversation events of an older shape than an append accepts now: their seq and
+    /// what differs (the first 100). They keep their place on the surface.
+    pub older_shapes: Vec<(u64, String)>,
 }
 
 impl VerifyReport {

@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{FromJson, Object, ToJson, messages};
+use crate::conversation::SurfaceView;
 use crate::error::{Result, invalid};
 use crate::event::Event;
 use crate::fold::ConsumedWork;
@@ -25,7 +26,8 @@ impl ToJson for OpenReport {
 
 impl ToJson for VerifyReport {
     /// `{"header":{…},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
-    /// "needsRepair":bool,"nextTurn":N,"nextStep":N}`.
+    /// "needsRepair":bool,"nextTurn":N,"nextStep":N,"pendingToolCalls":N,
+    /// "offSurface":[{"seq","why"}…],"olderShapes":[{"seq","why"}…]}`.
     fn to_json(&self) -> String {
         Object::new()
             .raw("header", &self.header.to_json())
@@ -36,6 +38,29 @@ impl ToJson for VerifyReport {
             .num("needsRepair", self.needs_repair())
             .num("nextTurn", self.next_turn)
             .num("nextStep", self.next_step)
+            .num("pendingToolCalls", self.pending_tool_calls)
+            .raw("offSurface", &findings(&self.off_surface))
+            .raw("olderShapes", &findings(&self.older_shapes))
+            .end()
+    }
+}
+
+/// `[{"seq":N,"why":S}…]`.
+fn findings(list: &[(u64, String)]) -> String {
+    let items: Vec<String> = list
+        .iter()
+        .map(|(seq, why)| Object::new().num("seq", seq).str("why", why).end())
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
+impl ToJson for SurfaceView {
+    /// `{"nodes":[seq…],"messages":[message…]}` (ARCHITECTURE.md#the-surface).
+    fn to_json(&self) -> String {
+        let nodes: Vec<String> = self.nodes.iter().map(u64::to_string).collect();
+        Object::new()
+            .raw("nodes", &format!("[{}]", nodes.join(",")))
+            .raw("messages", &format!("[{}]", self.messages.join(",")))
             .end()
     }
 }

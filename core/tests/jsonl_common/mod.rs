@@ -67,12 +67,8 @@ pub fn populated(store: &JsonlStore) -> Session {
     s.open_turn().unwrap();
     let p = s.propose_step().unwrap();
     s.decide(inboxlog::Decision::Enter(p.messages)).unwrap();
-    s.append(
-        "assistant/message",
-        r#"{"text":"done"}"#,
-        Envelope::default(),
-    )
-    .unwrap();
+    s.append("assistant/chunk", r#"{"text":"done"}"#, Envelope::default())
+        .unwrap();
     s.end_step(inboxlog::StepOutcome::Completed).unwrap();
     s.close_turn().unwrap();
     s

@@ -17,6 +17,7 @@ mod pg_common;
 
 mod checkpoint;
 mod child;
+mod conversation;
 mod durability;
 mod edit;
 #[cfg(unix)]

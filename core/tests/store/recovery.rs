@@ -28,7 +28,7 @@ fn an_interrupted_step_is_closed_once_when_the_session_opens() {
         s.decide(Decision::Enter(p.messages)).unwrap();
         let last = s
             .append(
-                "assistant/message",
+                "assistant/chunk",
                 r#"{"text":"partial"}"#,
                 Envelope::default(),
             )

@@ -139,6 +139,9 @@ def _routes(console: _Console) -> list[Route | Mount]:
 
         return await _answer(call)
 
+    async def surface(request: Request) -> Response:
+        return await _answer(lambda: run(store.surface, request.path_params["id"]))
+
     def mutation(fn: Callable[[inboxlog.Store, str, dict[str, Any]], dict[str, str]]) -> Any:
         async def endpoint(request: Request) -> Response:
             try:
@@ -156,6 +159,7 @@ def _routes(console: _Console) -> list[Route | Mount]:
         Route("/api/sessions/{id}", session),
         Route("/api/sessions/{id}/events", events),
         Route("/api/sessions/{id}/baseline", baseline),
+        Route("/api/sessions/{id}/surface", surface),
         Route("/api/sessions/{id}/follow", _Follow(console), methods=["GET"]),
         Route("/api/follow", _FollowList(console), methods=["GET"]),
         Route("/api/sessions/{id}/inbox", mutation(api.post), methods=["POST"]),

@@ -55,9 +55,7 @@ pub(crate) fn read(log: &Path, limit: usize) -> Result<Option<(Checkpoint, Bindi
     let Some(line) = text.strip_suffix('\n') else {
         return Err(corrupt(&name, "it does not end with a line end").with_path(&path));
     };
-    Checkpoint::parse(line, &name)
-        .map(Some)
-        .map_err(|e| e.with_path(&path))
+    Checkpoint::parse(line, &name).map_err(|e| e.with_path(&path))
 }
 
 /// Checks that the log in `file` (at `log`, `complete` bytes of complete lines) holds

@@ -2,7 +2,7 @@
 //! every statement the store runs, with the schema's name put in once.
 //!
 //! ```sql
-//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 6
+//! CREATE TABLE <schema>.schema_version (version integer NOT NULL);   -- one row: 7
 //! CREATE SEQUENCE <schema>.epochs;             -- ownership epochs and owner ids, never reused
 //! CREATE TABLE <schema>.sessions (
 //!     id text PRIMARY KEY, header text NOT NULL,   -- the ARCHITECTURE.md#header header, compact JSON
@@ -15,9 +15,10 @@
 //!     line text NOT NULL,                          -- the ARCHITECTURE.md#events event, compact JSON text
 //!     crc integer,                                 -- CRC-32C of `line`'s bytes (version 5; NULL before)
 //!     PRIMARY KEY (session, seq));
-//! CREATE INDEX events_reserved ON <schema>.events (session, seq)
+//! CREATE INDEX events_replayed ON <schema>.events (session, seq)  -- version 7
 //!     WHERE type IN ('turn/start', 'turn/end', 'step/start', 'step/end',
-//!                    'agent/inbox/spliced', 'session/end-seed');
+//!                    'agent/inbox/spliced', 'session/end-seed', 'user/message',
+//!                    'assistant/message', 'tool/call', 'tool/result');
 //! CREATE SEQUENCE <schema>.post_numbers;       -- the global post order (version 2)
 //! CREATE TABLE <schema>.posts (                -- the mailboxes (ARCHITECTURE.md#posting)
 //!     session text NOT NULL REFERENCES <schema>.sessions (id) ON DELETE CASCADE,
@@ -57,6 +58,12 @@
 //! version 5) gets none. Upgrading a version 5 schema creates the table; workers of
 //! version 5 would not delete a session's checkpoint with it, so stop them first.
 //!
+//! Version 7 reads the conversation on open (ARCHITECTURE.md#the-conversation): the
+//! partial index `events_replayed` names the conversation's types beside the reserved
+//! ones and replaces version 6's `events_reserved`. Upgrading builds the new index
+//! (one pass over `events`, under the set-up lock) and drops the old one; workers of
+//! version 6 would write checkpoints without the conversation, so stop them first.
+//!
 //! `events` has no foreign key: the key cost every inserted row a row-locking lookup of
 //! its session (about three times the insert's own cost in a bulk insert), and proved
 //! nothing an append does not prove already, since every append moves its session's row
@@ -83,12 +90,12 @@ use crate::event::REPLAYED;
 use crate::json;
 
 /// The version of the tables this library reads and writes.
-pub const SCHEMA_VERSION: i32 = 6;
+pub const SCHEMA_VERSION: i32 = 7;
 
 /// The versions upgraded in place to [`SCHEMA_VERSION`]: 1 (no mailbox), 2 (no `owner`
-/// column), 3 (a foreign key on `events.session`), 4 (no `events.crc`) and 5 (no
-/// `checkpoints`).
-const UPGRADED: [i32; 5] = [1, 2, 3, 4, 5];
+/// column), 3 (a foreign key on `events.session`), 4 (no `events.crc`), 5 (no
+/// `checkpoints`) and 6 (the replayed index without the conversation's types).
+const UPGRADED: [i32; 6] = [1, 2, 3, 4, 5, 6];
 
 /// The checksum stored beside an event's line: the CRC-32C of its bytes, as the signed
 /// 32-bit integer PostgreSQL's `integer` holds (the same bits).
@@ -210,8 +217,9 @@ impl Sql {
                      PRIMARY KEY (session, seq));
                  ALTER TABLE {s}.events DROP CONSTRAINT IF EXISTS events_session_fkey;
                  ALTER TABLE {s}.events ADD COLUMN IF NOT EXISTS crc integer;
-                 CREATE INDEX IF NOT EXISTS events_reserved ON {s}.events (session, seq)
+                 CREATE INDEX IF NOT EXISTS events_replayed ON {s}.events (session, seq)
                      WHERE type IN ({});
+                 DROP INDEX IF EXISTS {s}.events_reserved;
                  CREATE SEQUENCE IF NOT EXISTS {s}.post_numbers;
                  CREATE TABLE IF NOT EXISTS {s}.posts (
                      session text NOT NULL REFERENCES {s}.sessions (id) ON DELETE CASCADE,
@@ -551,9 +559,9 @@ fn create(client: &mut Client, sql: &Sql, connector: &Connector) -> Result<i32> 
             SCHEMA_VERSION
         }
         Some(_) => {
-            // Version 1 to 5: the mailbox, the owner column, the events' checksum
-            // column and the checkpoints were added and the events' foreign key
-            // dropped just above.
+            // Version 1 to 6: the mailbox, the owner column, the events' checksum
+            // column, the checkpoints and the replayed index were added and the
+            // events' foreign key and the older index dropped just above.
             tx.execute(
                 &format!("UPDATE \"{}\".schema_version SET version = $1", sql.schema),
                 &[&SCHEMA_VERSION],
@@ -618,12 +626,12 @@ mod tests {
     #[test]
     fn versions_other_than_ours_are_refused_naming_both() {
         check_version(SCHEMA_VERSION, "s").unwrap();
-        let newer = check_version(7, "s").unwrap_err();
+        let newer = check_version(8, "s").unwrap_err();
         assert_eq!(newer.kind(), ErrorKind::FormatUnsupported);
         assert_eq!(
             newer.to_string(),
-            "PostgreSQL schema \"s\" holds inboxlog tables of version 7 (written by a newer \
-             inboxlog); this inboxlog reads version 6"
+            "PostgreSQL schema \"s\" holds inboxlog tables of version 8 (written by a newer \
+             inboxlog); this inboxlog reads version 7"
         );
         let older = check_version(0, "s").unwrap_err();
         assert!(
@@ -709,7 +717,8 @@ mod tests {
         assert_eq!(
             list,
             "'turn/start', 'turn/end', 'step/start', 'step/end', 'agent/inbox/spliced', \
-             'session/end-seed'"
+             'session/end-seed', 'user/message', 'assistant/message', 'tool/call', \
+             'tool/result'"
         );
     }
 }

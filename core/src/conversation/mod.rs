@@ -1,0 +1,133 @@
+//! The conversation (ARCHITECTURE.md#the-conversation): what the user, the model and
+//! the tools said, as the reference harness's own events, and what is folded from it
+//! as part of the replay state: the model-visible surface (`surface`) and the tool
+//! calls still waiting for their result (`calls`). Shapes are checked when a host
+//! appends (`shape`); the surface rules on every append and, leniently, on load.
+//! Pure: no I/O.
+
+mod calls;
+mod shape;
+mod surface;
+
+pub(crate) use calls::{Calls, Pending, interrupted_result};
+pub(crate) use shape::check as check_shape;
+pub(crate) use surface::Surface;
+
+use crate::error::{Result, invalid};
+use crate::event::Event;
+pub(crate) use crate::event::{ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE};
+use surface::Undo;
+
+/// The model-visible surface as a reader gets it (ARCHITECTURE.md#the-surface): the
+/// seqs of its nodes in model-visible order and the messages projected from them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SurfaceView {
+    /// The surface's seqs, in the order the model sees them.
+    pub nodes: Vec<u64>,
+    /// The messages the model sees, as JSON text, in order.
+    pub messages: Vec<String>,
+}
+
+impl SurfaceView {
+    pub(crate) fn of(surface: &Surface) -> SurfaceView {
+        SurfaceView {
+            nodes: surface.seqs(),
+            messages: surface.messages(),
+        }
+    }
+}
+
+/// The conversation's replay state: the surface and the pending tool calls.
+#[derive(Clone, Default)]
+pub(crate) struct Conversation {
+    pub surface: Surface,
+    pub calls: Calls,
+}
+
+impl std::fmt::Debug for Conversation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conversation")
+            .field("surface", &self.surface.seqs())
+            .field("calls", &self.calls)
+            .finish()
+    }
+}
+
+/// What a transaction changed in a [`Conversation`], to take back when its write fails.
+#[derive(Default)]
+pub(crate) struct Journal {
+    surface: Vec<Undo>,
+    calls: Option<Calls>,
+}
+
+impl Journal {
+    /// Whether nothing was changed.
+    pub fn is_empty(&self) -> bool {
+        self.surface.is_empty() && self.calls.is_none()
+    }
+}
+
+impl Conversation {
+    /// Records `event`, being appended, under the surface rules (SPEC §15.2): refused
+    /// as `invalid_input`, naming the rule and the seqs, with nothing changed. What it
+    /// changes goes in `journal`.
+    pub fn append(&mut self, event: &Event, journal: &mut Journal) -> Result<()> {
+        let plan = self
+            .surface
+            .plan(event)
+            .map_err(|why| invalid(format!("surface rule: {why}")).with_seq(event.seq()))?;
+        if let Some(plan) = plan {
+            journal.surface.push(self.surface.apply(event, plan));
+        }
+        self.note_calls(event, journal);
+        Ok(())
+    }
+
+    /// Records a stored event (SPEC §15.2 on load): an event whose surface op breaks
+    /// the rules stays off the surface, and the rule it breaks is returned.
+    pub fn replay(&mut self, event: &Event) -> Option<String> {
+        let broken = match self.surface.plan(event) {
+            Ok(Some(plan)) => {
+                self.surface.apply(event, plan);
+                None
+            }
+            Ok(None) => None,
+            Err(why) => Some(why),
+        };
+        self.calls.note(event);
+        broken
+    }
+
+    fn note_calls(&mut self, event: &Event, journal: &mut Journal) {
+        if !Calls::touched_by(event) {
+            return;
+        }
+        let before = self.calls.clone();
+        self.calls.note(event);
+        if journal.calls.is_none() && self.calls != before {
+            journal.calls = Some(before);
+        }
+    }
+
+    /// Takes back what `journal` recorded, newest first.
+    pub fn rollback(&mut self, journal: Journal) {
+        for undo in journal.surface.into_iter().rev() {
+            self.surface.undo(undo);
+        }
+        if let Some(calls) = journal.calls {
+            self.calls = calls;
+        }
+    }
+
+    /// Whether two states are the same (a checkpoint against a replay).
+    pub fn same(&self, other: &Conversation) -> bool {
+        self.calls == other.calls
+            && self.surface.len() == other.surface.len()
+            && self
+                .surface
+                .events()
+                .zip(other.surface.events())
+                .all(|(a, b)| a == b)
+    }
+}
