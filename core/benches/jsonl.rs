@@ -272,7 +272,7 @@ fn batched(c: &mut Criterion) {
     group.bench_function("append_1000_then_flush", |b| {
         b.iter(|| {
             for _ in 0..BATCH {
-                s.append("assistant/message", DATA, Envelope::default())
+                s.append("assistant/chunk", DATA, Envelope::default())
                     .unwrap();
             }
             s.flush().unwrap();
@@ -304,7 +304,7 @@ fn sync_acks(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("inboxlog_sync_append", |b| {
         b.iter(|| {
-            s.append("assistant/message", DATA, Envelope::default())
+            s.append("assistant/chunk", DATA, Envelope::default())
                 .unwrap()
         });
     });
@@ -328,7 +328,7 @@ fn append_none(c: &mut Criterion) {
     let store = JsonlStore::open(dir.path(), Durability::None).unwrap();
     let s = Session::create(&store, "n", SessionMeta::default()).unwrap();
     let line = s
-        .append("assistant/message", SMALL, Envelope::default())
+        .append("assistant/chunk", SMALL, Envelope::default())
         .unwrap()
         .to_json()
         + "\n";
@@ -349,7 +349,7 @@ fn append_none(c: &mut Criterion) {
     });
     group.bench_function("session_append_text", |b| {
         b.iter(|| {
-            s.append("assistant/message", SMALL, Envelope::default())
+            s.append("assistant/chunk", SMALL, Envelope::default())
                 .unwrap()
         });
     });
@@ -362,7 +362,7 @@ fn append_none(c: &mut Criterion) {
             data.key("index");
             data.int(42);
             data.end();
-            s.append_json("assistant/message", data.finish(), Envelope::default())
+            s.append_json("assistant/chunk", data.finish(), Envelope::default())
                 .unwrap()
         });
     });

@@ -133,7 +133,7 @@ fn sample_session(store: &dyn Store) {
     let p = s.propose_step().unwrap();
     s.decide(Decision::Enter(p.messages)).unwrap();
     s.append(
-        "tool/result",
+        "host/result",
         r#"{"out":[1,2,{"k":null}]}"#,
         Envelope::default(),
     )
