@@ -10,12 +10,14 @@ resume that shows the interrupted turn repaired and the pending inbox replayed.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import inboxlog
 from inboxlog.types import Decision, Message, Proposal, StepOutcome, TurnEnded
@@ -56,17 +58,70 @@ def add_context(proposal: Proposal, next: Callable[[], Decision]) -> Decision:
 PLUGINS = [guard, add_context]
 
 
-# -- a fake model ------------------------------------------------------------------
+# -- a fake model and its one tool --------------------------------------------------
+
+# What wrote each assistant/message (SPEC §15.1): the model's provider and name.
+MODEL = {"kind": "model", "provider": "fake", "model": "fake-1"}
+# A tool call the model asks for: the tool's name and its arguments as JSON text.
+ToolCall = tuple[str, str]
 
 
-def fake_model(messages: list[Message]) -> tuple[str, StepOutcome]:
-    """Returns (reply, outcome) for one model call."""
+def fake_model(messages: list[Message]) -> tuple[str, ToolCall | None, StepOutcome]:
+    """Returns (reply, tool call or None, outcome) for one model call."""
     text = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
-    if "weather" in text and "tool" not in text:
-        return "calling tool get_weather(Paris)", "continue"
+    if "weather" in text:
+        return "Let me look it up.", ("get_weather", json.dumps({"city": "Paris"})), "continue"
     if "Celsius" in text:
-        return "It is 18 °C in Paris.", "completed"
-    return f"Done: {text or 'tool result read'}.", "completed"
+        return "It is 18 °C in Paris.", None, "completed"
+    return f"Done: {text or 'tool result read'}.", None, "completed"
+
+
+def get_weather(arguments: str) -> str:
+    city = json.loads(arguments)["city"]
+    return f"{city}: 18 °C, light rain"
+
+
+TOOLS: dict[str, Callable[[str], str]] = {"get_weather": get_weather}
+
+
+def answer(s: inboxlog.Session, turn: int, step: int, reply: str, call: ToolCall | None) -> None:
+    """Writes one model response and the tool run it asks for as the conversation of
+    SPEC §15: ``assistant/message`` (the reply, then its tool call), ``tool/call`` when
+    the call is dispatched, ``tool/result`` once the tool answered."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": reply}]
+    call_id = f"call-{turn}-{step}"
+    if call is not None:
+        content.append({"type": "tool-call", "id": call_id, "name": call[0], "arguments": call[1]})
+    message = {"id": f"a-{turn}-{step}", "role": "assistant", "content": content, "source": MODEL}
+    s.append(
+        "assistant/message", {"turn": turn, "step": step, "message": message}, surface_op="append"
+    )
+    if call is None:
+        return
+    name, arguments = call
+    called = s.append(
+        "tool/call",
+        {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments},
+    )
+    output = TOOLS[name](arguments)
+    block = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "content": [{"type": "text", "text": output}],
+    }
+    result = {
+        "id": f"result-{call_id}",
+        "role": "user",
+        "content": [block],
+        "source": {"kind": "tool", "callId": call_id},
+    }
+    s.append(
+        "tool/result",
+        {"turn": turn, "step": step, "message": result},
+        surface_op="append",
+        source_event_seqs=[called["seq"]],
+    )
+    show(f"    tool: {name}({arguments}) -> {output}")
 
 
 def show(line: str) -> None:
@@ -93,9 +148,11 @@ def run_turn(
         decided = s.decide(decision)
         if decided["kind"] == "turn-end":
             return decided
-        reply, outcome = fake_model(decision["messages"] if decision["kind"] == "enter" else [])
-        s.append("assistant/message", {"text": reply})
+        reply, call, outcome = fake_model(
+            decision["messages"] if decision["kind"] == "enter" else []
+        )
         show(f"    model: {reply} ({outcome})")
+        answer(s, turn, proposal["step"], reply, call)
         if during_step is not None:
             during_step(proposal["step"])
         if not s.end_step(outcome):

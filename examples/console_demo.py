@@ -34,18 +34,73 @@ import uvicorn
 from inboxlog.types import Message
 
 SESSION = "trip-planner"
-PLAN = [
-    "Reading the request.",
-    "Looking up flights.",
-    "Comparing three hotels.",
-    "Drafting a day-by-day plan.",
-    "Checking opening hours.",
-    "Writing the answer.",
+# What wrote each assistant/message (SPEC §15.1): the scripted model.
+MODEL = {"kind": "model", "provider": "scripted", "model": "planner-1"}
+# A tool the agent calls in a step: its name, its arguments, and what it answers.
+Tool = tuple[str, dict[str, Any], str]
+# Each step's work: what the agent says, and the tool it calls (or None).
+PLAN: list[tuple[str, Tool | None]] = [
+    ("Reading the request.", None),
+    (
+        "Looking up flights.",
+        ("search_flights", {"to": "LIS", "days": ["Sat", "Sun"]}, "3 flights, from 89 € return"),
+    ),
+    (
+        "Comparing three hotels.",
+        ("search_hotels", {"city": "Lisbon", "nights": 2}, "Baixa 120 €, Alfama 140 €, Belém 95 €"),
+    ),
+    ("Drafting a day-by-day plan.", None),
+    (
+        "Checking opening hours.",
+        ("opening_hours", {"place": "Jerónimos Monastery"}, "Tuesday to Sunday, 9:30 to 18:00"),
+    ),
+    ("Writing the answer.", None),
 ]
 
 
 def show(line: str) -> None:
     print(line, flush=True)
+
+
+def respond(session: inboxlog.Session, turn: int, step: int, reply: str, tool: Tool | None) -> None:
+    """One step's response as the conversation of SPEC §15: an ``assistant/message``
+    (the reply, then the tool call it makes), and for the call a ``tool/call`` when it
+    is dispatched and a ``tool/result`` with the tool's answer."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": reply}]
+    call_id = f"call-{turn}-{step}"
+    arguments = "" if tool is None else json.dumps(tool[1], ensure_ascii=False)
+    if tool is not None:
+        content.append(
+            {"type": "tool-call", "id": call_id, "name": tool[0], "arguments": arguments}
+        )
+    message = {"id": f"a-{turn}-{step}", "role": "assistant", "content": content, "source": MODEL}
+    session.append(
+        "assistant/message", {"turn": turn, "step": step, "message": message}, surface_op="append"
+    )
+    if tool is None:
+        return
+    name, _, output = tool
+    called = session.append(
+        "tool/call",
+        {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments},
+    )
+    block = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "content": [{"type": "text", "text": output}],
+    }
+    result = {
+        "id": f"result-{call_id}",
+        "role": "user",
+        "content": [block],
+        "source": {"kind": "tool", "callId": call_id},
+    }
+    session.append(
+        "tool/result",
+        {"turn": turn, "step": step, "message": result},
+        surface_op="append",
+        source_event_seqs=[called["seq"]],
+    )
 
 
 class Agent:
@@ -72,7 +127,7 @@ class Agent:
 
     def turn(self, session: inboxlog.Session) -> None:
         turn = session.open_turn()
-        for index, work in enumerate(PLAN):
+        for index, (work, tool) in enumerate(PLAN):
             proposal = session.propose_step()
             with self.lock:
                 self.steps += 1
@@ -83,7 +138,7 @@ class Agent:
                 show(f"turn {turn} step {proposal['step']} took {m['id']}: {m.get('content')!r}")
             steering = proposal["messages"] if index > 0 else []
             reply = work if not steering else f"Noted: {steering[-1].get('content')} {work}"
-            session.append("assistant/message", {"role": "assistant", "content": reply})
+            respond(session, turn, proposal["step"], reply, tool)
             self.stop.wait(self.step_seconds)
             last = index == len(PLAN) - 1 or self.stop.is_set()
             if not session.end_step("completed" if last else "continue"):

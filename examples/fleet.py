@@ -40,6 +40,8 @@ WATCHED = 5  # sessions the follower shows
 DOOMED_TURN = 3  # worker w0 dies inside its third turn
 CLAIM_EVERY = 0.5  # seconds between an idle worker's sweeps for free sessions
 THREADS = 8  # per worker, sweeping the sessions it holds
+# What wrote each answer (SPEC §15.1): the scripted model every worker runs.
+MODEL = {"kind": "model", "provider": "scripted", "model": "fleet-1"}
 
 
 def arguments(argv: list[str]) -> argparse.Namespace:
@@ -145,9 +147,25 @@ def answer_all(name: str, s: inboxlog.Session, turns: Turns) -> int:
             time.sleep(60)  # killed here
         time.sleep(0.001)  # the scripted model thinks
         for m in proposal["messages"]:
+            # The answer in SPEC §15.1's shape; which prompt it answers, and who answered
+            # it, are this example's own keys after the library's.
+            text = {"type": "text", "text": f"{name}: done with {m['content']}"}
+            message = {
+                "id": f"answer-{m['id']}",
+                "role": "assistant",
+                "content": [text],
+                "source": MODEL,
+            }
             s.append(
                 "assistant/message",
-                {"answers": m["id"], "text": f"{name}: done with {m['content']}"},
+                {
+                    "turn": proposal["turn"],
+                    "step": proposal["step"],
+                    "message": message,
+                    "answers": m["id"],
+                    "worker": name,
+                },
+                surface_op="append",
             )
         s.end_step("completed")
         s.close_turn()
@@ -203,7 +221,8 @@ def follow(st: inboxlog.Store, watched: list[str], done: threading.Event) -> Non
             e = f.next(timeout=0.02)
             while e is not None:
                 if e["type"] == "assistant/message":
-                    print(f"  live {f.session} #{e['seq']:<3} {e['data']['text']}")
+                    (said,) = e["data"]["message"]["content"]
+                    print(f"  live {f.session} #{e['seq']:<3} {said['text']}")
                 elif e["type"] == "agent/inbox/spliced" and "post" in e["data"]:
                     print(f"  live {f.session} #{e['seq']:<3} took in {e['data']['post']}")
                 elif e["type"] == "turn/end" and e["data"]["reason"]["kind"] != "completed":

@@ -94,6 +94,7 @@ void run_turn(inboxlog::Session &s, const std::string &name, const std::string &
         const std::string proposal = s.propose_step(); // {"turn":N,"step":K,"messages":[…]}
         const std::size_t at = proposal.find(R"("messages":)") + 11;
         const std::string batch = proposal.substr(at, proposal.size() - at - 1);
+        const std::string place = proposal.substr(1, proposal.find(R"(,"messages":)") - 1); // "turn":N,"step":K
         // Pre-step plugins would rewrite or reject the batch here; this worker enters it.
         if (s.decide(R"({"kind":"enter","messages":)" + batch + "}").find("turn-end") != std::string::npos) return;
         for (const std::string &message : inboxlog::Events(batch)) {
@@ -102,8 +103,15 @@ void run_turn(inboxlog::Session &s, const std::string &name, const std::string &
                 std::printf("%s: model call for %s hangs\n", name.c_str(), id.c_str());
                 std::raise(SIGSTOP); // stands in for a call that never returns
             }
-            s.append("assistant/message", R"({"answers":")" + id + R"(","worker":")" + name +
-                                              R"(","text":"done with )" + field(message, "content") + "\"}");
+            // The answer in SPEC §15.1's shape, then this worker's own keys: the prompt it
+            // answers and the worker that answered it.
+            const std::string text = "done with " + field(message, "content");
+            s.append("assistant/message",
+                     "{" + place + R"(,"message":{"id":"answer-)" + id + R"(","role":"assistant",)" +
+                         R"("content":[{"type":"text","text":")" + text + R"("}],)" +
+                         R"("source":{"kind":"model","provider":"scripted","model":"worker"}},)" +
+                         R"("answers":")" + id + R"(","worker":")" + name + R"("})",
+                     R"({"surfaceOp":"append"})");
         }
         if (!s.end_step("completed")) break;
     }

@@ -44,7 +44,7 @@ if mode == "open":
 else:
     with store.create("w%d" % n) as s:
         for i in range(n):
-            s.append("assistant/message", {"text": "hello world token", "index": i})
+            s.append("assistant/chunk", {"text": "hello world token", "index": i})
 """
 
 
@@ -112,7 +112,7 @@ with inboxlog.Store({roots["after"]!r}, durability="none").create("log") as s:
         data = {{"text": "hello world token", "index": i}}
         if i % 10 == 0:
             data["note"] = 'a "quoted"\\nline é'
-        s.append("assistant/message", data)
+        s.append("assistant/chunk", data)
 """
         subprocess.run([sys.executable, "-c", write], check=True)
         version_1(

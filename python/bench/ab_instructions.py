@@ -92,7 +92,7 @@ with inboxlog.Store({root!r}, durability="none").create("log") as s:
         data = {{"text": "hello world token", "index": i}}
         if i % 10 == 0:
             data["note"] = 'a "quoted"\\nline é'
-        s.append("assistant/message", data)
+        s.append("assistant/chunk", data)
 """
         subprocess.run([sys.executable, "-c", write], cwd=root, check=True)
         per_event: dict[str, float] = {}

@@ -73,7 +73,7 @@ def main() -> None:
                 data: dict[str, Any] = {"text": "hello world token", "index": i}
                 if i % 10 == 0:
                     data["note"] = 'a "quoted"\nline é'
-                s.append("assistant/message", data)
+                s.append("assistant/chunk", data)
         stores: dict[str, Any] = {}
         for name, module in sides.items():
             os.makedirs(os.path.join(root, name))

@@ -30,7 +30,7 @@ from typing import Any
 
 import inboxlog
 
-TYPE = "assistant/message"
+TYPE = "assistant/chunk"
 DATA = {"text": "hello world token", "index": 42}
 REPEATS = 5
 

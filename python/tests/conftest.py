@@ -21,6 +21,69 @@ def m(id: str, **rest: Any) -> dict[str, Any]:
     return {"id": id, **rest}
 
 
+# The conversation's events (SPEC §15.1), as a host writes them: their data.
+MODEL = {"kind": "model", "provider": "scripted", "model": "m1"}
+
+
+def text(value: str) -> dict[str, str]:
+    """A text content block."""
+    return {"type": "text", "text": value}
+
+
+def said(
+    turn: int, step: int, id: str, *content: dict[str, Any] | str, **extra: Any
+) -> dict[str, Any]:
+    """An ``assistant/message``'s data: the message's content blocks (a str a text
+    block), the scripted model ``MODEL`` its source, then ``extra`` (``usage``,
+    ``interrupted``, a host's own keys, kept after the library's)."""
+    blocks = [text(part) if isinstance(part, str) else part for part in content]
+    message = {"id": id, "role": "assistant", "content": blocks, "source": MODEL}
+    return {"turn": turn, "step": step, "message": message, **extra}
+
+
+def tool_call(
+    turn: int, step: int, call_id: str, name: str, arguments: str, **extra: Any
+) -> dict[str, Any]:
+    """A ``tool/call``'s data (``arguments`` the model's raw JSON text)."""
+    return {
+        "turn": turn,
+        "step": step,
+        "callId": call_id,
+        "name": name,
+        "arguments": arguments,
+        **extra,
+    }
+
+
+def tool_result(
+    turn: int,
+    step: int,
+    call_id: str,
+    *content: dict[str, Any] | str,
+    error: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A ``tool/result``'s data: one tool-result block holding ``content`` (a str a
+    text block); with ``error`` (``{"name", "code"}``), the block's ``isError`` and the
+    event's ``error``."""
+    block: dict[str, Any] = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "content": [text(part) if isinstance(part, str) else part for part in content],
+    }
+    if error is not None:
+        block["isError"] = True
+    message = {
+        "id": f"result-{call_id}",
+        "role": "user",
+        "content": [block],
+        "source": {"kind": "tool", "callId": call_id},
+    }
+    data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
+    if error is not None:
+        data["error"] = error
+    return data
+
+
 def spliced(session: inboxlog.Session, since: int = 0) -> list[dict[str, Any]]:
     """The `agent/inbox/spliced` records written from seq `since` on."""
     return [e["data"] for e in session.events(since) if e["type"] == "agent/inbox/spliced"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import m, pg_store
+from conftest import m, pg_store, said
 
 import inboxlog
 import inboxlog.aio
@@ -38,7 +38,8 @@ async def one_turn(store: inboxlog.aio.Store, id: str) -> list[dict[str, Any]]:
         turn = await s.open_turn()
         proposal = await s.propose_step()
         await s.decide({"kind": "enter", "messages": proposal["messages"]})
-        await s.append("assistant/message", {"text": f"done {id}"})
+        answer = said(proposal["turn"], proposal["step"], f"{id}-a", f"done {id}")
+        await s.append("assistant/message", answer, surface_op="append")
         assert not await s.end_step("completed")
         await s.close_turn()
         assert turn == 1
@@ -54,7 +55,8 @@ async def fused_turn(store: inboxlog.aio.Store, id: str) -> list[dict[str, Any]]
         boundary = await s.step_boundary()
         assert boundary is not None
         assert boundary["decided"] == {"kind": "step", "turn": 1, "step": 1}
-        await s.append("assistant/message", {"text": f"done {id}"})
+        answer = said(1, 1, f"{id}-a", f"done {id}")
+        await s.append("assistant/message", answer, surface_op="append")
         ended = await s.end_step_and_close("completed")
         assert ended == {"kind": "turn-end", "turn": 1, "reason": {"kind": "completed"}}
         return await s.events()

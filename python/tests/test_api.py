@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import m, next_seq, spliced
+from conftest import m, next_seq, said, spliced, tool_call, tool_result
 
 import inboxlog
 
@@ -93,27 +93,24 @@ def test_session_fields_and_events(session: inboxlog.Session) -> None:
     assert session.last_seq is None
     assert session.current_turn is None
     assert session.events() == []
-    e = session.append("tool/call", {"z": 1, "a": [1, 2.5, None, True]})
-    assert e == {
-        "type": "tool/call",
-        "seq": 0,
-        "time": e["time"],
-        "data": {"z": 1, "a": [1, 2.5, None, True]},
-    }
-    assert list(e["data"]) == ["z", "a"]
+    # Host keys after the library's, in their order.
+    called = tool_call(0, 0, "c1", "ls", "{}", z=1, a=[1, 2.5, None, True])
+    e = session.append("tool/call", called)
+    assert e == {"type": "tool/call", "seq": 0, "time": e["time"], "data": called}
+    assert list(e["data"]) == ["turn", "step", "callId", "name", "arguments", "z", "a"]
     assert isinstance(e["time"], int) and e["time"] > 0
     e2 = session.append(
         "tool/result",
-        "ok",
+        tool_result(0, 0, "c1", "ok"),
         ignorable=True,
-        surface_op={"op": "replace", "start": 0, "end": 1},
+        surface_op="append",
         source_event_seqs=[0],
     )
     assert list(e2) == ["type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"]
-    assert e2["surfaceOp"] == {"op": "replace", "start": 0, "end": 1}
+    assert e2["surfaceOp"] == "append"
     assert session.append("user/message", m("u1"), surface_op="append")["surfaceOp"] == "append"
     e3 = session.append(
-        "assistant/message", {"text": "hi"}, surface_op="append", source_event_seqs=[0, 1]
+        "assistant/message", said(0, 0, "a1", "hi"), surface_op="append", source_event_seqs=[0, 1]
     )
     assert (e3["surfaceOp"], e3["sourceEventSeqs"]) == ("append", [0, 1])
     with pytest.raises(TypeError):

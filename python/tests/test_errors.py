@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import m
+from conftest import m, tool_result
 
 import inboxlog
 from inboxlog import _native
@@ -174,7 +174,10 @@ def test_protocol(session: inboxlog.Session) -> None:
         (lambda s: s.end_step("done"), '"done"'),
         (lambda s: s.decide({"kind": "maybe"}), "decision kind must be"),
         (lambda s: s.cancel({"kind": "boss"}), "cancel cause"),
-        (lambda s: s.append("tool/result", 1, source_event_seqs=[5]), "not smaller"),
+        (
+            lambda s: s.append("tool/result", tool_result(0, 0, "c1", "ok"), source_event_seqs=[5]),
+            "not smaller",
+        ),
     ],
 )
 def test_invalid_input(

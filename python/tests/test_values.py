@@ -15,6 +15,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 import pytest
+from conftest import m, said, tool_result
 from hypothesis import HealthCheck, given, settings
 
 import inboxlog
@@ -180,12 +181,12 @@ def test_append_returns_what_events_reads_back(session: inboxlog.Session, data: 
 
 
 def test_append_returns_the_envelope_in_stored_order(session: inboxlog.Session) -> None:
-    session.append("note", {})
+    session.append("user/message", m("u1", role="user", content="hi"), surface_op="append")
     appended = session.append(
         "assistant/message",
-        {"text": "x"},
+        said(0, 0, "a1", "x"),
         ignorable=True,
-        surface_op=OrderedDict([("op", "replace"), ("start", 0), ("end", 1)]),
+        surface_op=OrderedDict([("op", "replace"), ("start", 0), ("end", 0)]),
         source_event_seqs=[0],
     )
     assert_same(appended, session.events(1)[0])
@@ -198,25 +199,27 @@ def test_append_returns_the_envelope_in_stored_order(session: inboxlog.Session) 
         "surfaceOp",
         "sourceEventSeqs",
     ]
-    assert appended["surfaceOp"] == {"op": "replace", "start": 0, "end": 1}
-    appended = session.append("tool/result", {}, surface_op="append")
+    assert appended["surfaceOp"] == {"op": "replace", "start": 0, "end": 0}
+    appended = session.append("tool/result", tool_result(0, 0, "c1", "ok"), surface_op="append")
     assert_same(appended, session.events(2)[0])
 
 
 def test_append_shares_no_container_with_its_argument(session: inboxlog.Session) -> None:
-    data: dict[str, Any] = {"a": [1, {"b": []}], "t": (1, [2]), "d": {"e": {}}}
+    session.append("user/message", m("u1", role="user", content="hi"), surface_op="append")
+    data: dict[str, Any] = said(0, 0, "a1", "x", a=[1, {"b": []}], t=(1, [2]), d={"e": {}})
     op: dict[str, Any] = {"op": "replace", "start": 0, "end": 0}
-    appended = session.append("tool/result", data, surface_op=op)
+    appended = session.append("assistant/message", data, surface_op=op, source_event_seqs=[0])
+    data["message"]["content"].append({"type": "text", "text": "y"})
     data["a"].append(2)
     data["a"][1]["b"].append(3)
     data["t"][1].append(4)
     data["d"]["e"]["f"] = 5
     data["new"] = 6
     op["end"] = 9
-    expected = {"a": [1, {"b": []}], "t": [1, [2]], "d": {"e": {}}}
+    expected = said(0, 0, "a1", "x", a=[1, {"b": []}], t=[1, [2]], d={"e": {}})
     assert appended["data"] == expected
     assert appended["surfaceOp"] == {"op": "replace", "start": 0, "end": 0}
-    assert session.events()[0] == appended
+    assert session.events()[1] == appended
 
 
 def test_a_flat_dict_is_copied_not_shared(session: inboxlog.Session) -> None:

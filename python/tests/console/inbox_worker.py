@@ -42,7 +42,20 @@ def main() -> None:
                 proposal = session.propose_step()
                 assert proposal["turn"] == turn
                 session.decide({"kind": "enter", "messages": proposal["messages"]})
-                session.append("assistant/message", {"content": f"answer {r}"})
+                session.append(
+                    "assistant/message",
+                    {
+                        "turn": turn,
+                        "step": proposal["step"],
+                        "message": {
+                            "id": f"answer-{r}",
+                            "role": "assistant",
+                            "content": [{"type": "text", "text": f"answer {r}"}],
+                            "source": {"kind": "model", "provider": "scripted", "model": "m1"},
+                        },
+                    },
+                    surface_op="append",
+                )
                 session.end_step("completed")
                 session.close_turn()
             time.sleep(0.05)

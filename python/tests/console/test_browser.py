@@ -41,10 +41,11 @@ from browser import (
     row_seqs,
     until,
 )
-from conftest import PG_URL, sql
+from conftest import PG_URL, said, sql, text, tool_call, tool_result
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
 
 import inboxlog
 
@@ -538,8 +539,13 @@ def test_hostile_content_is_shown_as_text_and_never_runs(
         session.open_turn()
         proposal = session.propose_step()
         session.decide({"kind": "enter", "messages": proposal["messages"]})
-        session.append("assistant/message", {"content": HOSTILE[1]})
-        session.append("tool/result", {"content": [{"type": "text", "text": HOSTILE[2]}]})
+        turn, step = proposal["turn"], proposal["step"]
+        session.append(
+            "assistant/message", said(turn, step, "a1", text(HOSTILE[1])), surface_op="append"
+        )
+        session.append(
+            "tool/result", tool_result(turn, step, "c1", text(HOSTILE[2])), surface_op="append"
+        )
         session.append("host/hostile", {"html": HOSTILE[3]})
         session.inbox.append("next-step", message(HOSTILE[3], HOSTILE[1]))
         open_session(browser, server, "hostile")
@@ -550,9 +556,9 @@ def test_hostile_content_is_shown_as_text_and_never_runs(
     assert "default-src 'self'" in policy and "unsafe" not in policy, policy
     for details in browser.find_elements(By.CSS_SELECTOR, "details"):
         details.click()
-    text = browser.find_element(By.TAG_NAME, "main").text
+    shown = browser.find_element(By.TAG_NAME, "main").text
     for payload in HOSTILE:
-        assert payload in text
+        assert payload in shown
     assert page_texts(browser) == {HOSTILE[3]: HOSTILE[1], "h1": HOSTILE[2]}
     markup = browser.execute_script(
         "return document.querySelectorAll('main img, main svg, main iframe, main script').length;"
@@ -571,6 +577,188 @@ def test_hostile_content_is_shown_as_text_and_never_runs(
     )[0]
     assert HOSTILE[0] in row.text
     assert browser.execute_script("return document.querySelectorAll('main img').length") == 0
+    assert browser.execute_script("return window.__pwned") is None
+    assert_clean(browser)
+
+
+def row_body(driver: WebDriver, seq: int) -> WebElement:
+    return driver.find_element(By.CSS_SELECTOR, f'[data-seq="{seq}"] .ev-body')
+
+
+def row_kind(driver: WebDriver, seq: int) -> str | None:
+    return driver.find_element(By.CSS_SELECTOR, f'[data-seq="{seq}"]').get_attribute("data-kind")
+
+
+def test_the_conversation_is_shown_as_text(
+    browser: WebDriver, server: Server, store: inboxlog.Store
+) -> None:
+    """A session written in the shapes of SPEC §15.1 through the Python API: the user's
+    messages as the step entered them, the model's answer block by block (reasoning
+    marked, each tool call's name and raw arguments, a block of an unknown type skipped),
+    each tool call and its result, the failed one marked with its error code; hostile
+    text anywhere in them shown as text, never run."""
+    arguments = '{"path": "' + HOSTILE[1].replace('"', '\\"') + '"}'
+    with store.create("talk") as s:
+        s.inbox.append("next-turn", message("u1", "What do a.txt and b.txt say?"))
+        image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+        s.inbox.append(
+            "next-turn", {"id": "u2", "role": "user", "content": [text(HOSTILE[0]), image]}
+        )
+        s.open_turn()
+        p = s.propose_step(whole_next_turn=True)
+        s.decide({"kind": "enter", "messages": p["messages"]})
+        t, k = p["turn"], p["step"]
+        answer = s.append(
+            "assistant/message",
+            said(
+                t,
+                k,
+                "a1",
+                {"type": "reasoning", "text": "Both files first; b.txt may be <b>locked</b>."},
+                text("Reading them now."),
+                {
+                    "type": "tool-call",
+                    "id": "call_1",
+                    "name": "read_file",
+                    "arguments": '{"path":"a.txt"}',
+                },
+                {"type": "tool-call", "id": "call_2", "name": "read_file", "arguments": arguments},
+                {"type": "future-block", "text": "never shown"},
+                usage={"inputTokens": 12, "outputTokens": 34},
+            ),
+            surface_op="append",
+        )
+        first = s.append("tool/call", tool_call(t, k, "call_1", "read_file", '{"path":"a.txt"}'))
+        ok = s.append(
+            "tool/result",
+            tool_result(t, k, "call_1", text(HOSTILE[2])),
+            surface_op="append",
+            source_event_seqs=[first["seq"]],
+        )
+        second = s.append("tool/call", tool_call(t, k, "call_2", "read_file", arguments))
+        denied = {"name": "PermissionError", "code": "EACCES"}
+        failed = s.append(
+            "tool/result",
+            tool_result(t, k, "call_2", text("permission denied"), error=denied),
+            surface_op="append",
+            source_event_seqs=[second["seq"]],
+        )
+        s.end_step("completed")
+        s.close_turn()
+        users = [e["seq"] for e in s.events() if e["type"] == "user/message"]
+        last = s.last_seq
+    assert last is not None and len(users) == 2
+    open_session(browser, server, "talk")
+    until(browser, lambda: max(row_seqs(browser)) == last, "the last event shown")
+    assert sorted(row_seqs(browser)) == list(range(last + 1))
+
+    assert [row_kind(browser, seq) for seq in users] == ["user", "user"]
+    assert row_body(browser, users[0]).text == "What do a.txt and b.txt say?"
+    assert row_body(browser, users[1]).text == f"{HOSTILE[0]}\n[image]"
+
+    assert row_kind(browser, answer["seq"]) == "assistant"
+    body = row_body(browser, answer["seq"])
+    (reasoning,) = body.find_elements(By.CSS_SELECTOR, '[data-block="reasoning"]')
+    assert reasoning.text == "reasoning\nBoth files first; b.txt may be <b>locked</b>."
+    calls = [
+        (
+            block.find_element(By.CSS_SELECTOR, ".ev-tool-name").text,
+            block.find_element(By.CSS_SELECTOR, ".ev-args").text,
+        )
+        for block in body.find_elements(By.CSS_SELECTOR, '[data-block="tool-call"]')
+    ]
+    assert calls == [("read_file", '{"path":"a.txt"}'), ("read_file", arguments)]
+    assert "Reading them now." in body.text
+    assert "never shown" not in body.text
+    assert "scripted/m1 · tokens: 12 in, 34 out" in body.text
+
+    for seq, args in [(first["seq"], '{"path":"a.txt"}'), (second["seq"], arguments)]:
+        assert row_kind(browser, seq) == "tool"
+        assert row_body(browser, seq).find_element(By.CSS_SELECTOR, ".ev-tool-name").text == (
+            "read_file"
+        )
+        assert row_body(browser, seq).find_element(By.CSS_SELECTOR, ".ev-args").text == args
+
+    assert row_kind(browser, ok["seq"]) == "tool"
+    shown = row_body(browser, ok["seq"])
+    assert HOSTILE[2] in shown.text and "call_1" in shown.text
+    assert shown.find_elements(By.CSS_SELECTOR, "[data-error]") == []
+    assert "error" not in shown.text
+
+    shown = row_body(browser, failed["seq"])
+    (marker,) = shown.find_elements(By.CSS_SELECTOR, ".ev-error")
+    assert marker.text == "error EACCES (PermissionError)"
+    assert marker.get_attribute("data-error") == "EACCES"
+    assert "permission denied" in shown.text and "call_2" in shown.text
+
+    markup = browser.execute_script(
+        "return document.querySelectorAll('main img, main svg, main iframe, main script, main b')"
+        ".length;"
+    )
+    assert markup == 0
+    assert browser.execute_script("return window.__pwned") is None
+    assert_clean(browser)
+
+
+def test_a_conversation_of_older_shapes_still_shows_its_text(
+    browser: WebDriver, server: Server, store: inboxlog.Store, root: Path
+) -> None:
+    """A log written before §15.1's shapes were checked (here a format-1 file, as such a
+    log is stored): a message's text at the top of its data shows as it always did, a
+    tool call with a name shows it and its arguments, one without collapses to its JSON."""
+    store.create("placeholder").close()  # the store's directory exists
+    time = 1_700_000_000_000
+    events = [
+        ("turn/start", {"turn": 1}),
+        ("step/start", {"turn": 1, "step": 1}),
+        ("user/message", {"text": "runtime context"}),
+        ("assistant/message", {"text": "plain text"}),
+        ("assistant/message", {"content": HOSTILE[1]}),
+        ("tool/call", {"name": "get_weather", "args": {"city": "Paris"}}),
+        ("tool/call", {"z": 1}),
+        ("tool/result", {"content": [{"type": "text", "text": HOSTILE[2]}]}),
+        (
+            "tool/result",
+            {
+                "turn": 1,
+                "step": 1,
+                "message": {
+                    "role": "user",
+                    "source": {"kind": "tool", "callId": "c"},
+                    "content": "hello",
+                },
+            },
+        ),
+    ]
+    header = {"format": "inboxlog", "version": 1, "id": "old", "createdAt": time}
+    lines = [header] + [
+        {"type": kind, "seq": seq, "time": time + seq, "data": data}
+        for seq, (kind, data) in enumerate(events)
+    ]
+    (root / "old.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    open_session(browser, server, "old")
+    until(browser, lambda: len(row_seqs(browser)) == len(events), "every event shown")
+    shown = {seq: row_body(browser, seq).text for seq in [2, 3, 4, 7, 8]}
+    assert shown == {
+        2: "runtime context",
+        3: "plain text",
+        4: HOSTILE[1],
+        7: HOSTILE[2],
+        8: "hello",
+    }
+    named = row_body(browser, 5)
+    assert named.find_element(By.CSS_SELECTOR, ".ev-tool-name").text == "get_weather"
+    assert named.find_element(By.CSS_SELECTOR, ".ev-args").text == '{"city":"Paris"}'
+    assert browser.find_elements(By.CSS_SELECTOR, '[data-seq="6"] details pre')
+    assert [row_kind(browser, seq) for seq in range(2, len(events))] == [
+        "user",
+        "assistant",
+        "assistant",
+        "tool",
+        "host",
+        "tool",
+        "tool",
+    ]
     assert browser.execute_script("return window.__pwned") is None
     assert_clean(browser)
 
@@ -740,16 +928,46 @@ def demo_session(store: inboxlog.Store) -> None:
         s.open_turn()
         p = s.propose_step()
         s.decide({"kind": "enter", "messages": p["messages"]})
-        s.append("assistant/message", {"content": "Let me look that up."})
-        s.append("tool/call", {"name": "get_weather", "args": {"city": "Paris", "day": "tomorrow"}})
-        s.append("tool/result", {"content": "18 °C, light rain in the afternoon"})
+        t, k = p["turn"], p["step"]
+        arguments = '{"city":"Paris","day":"tomorrow"}'
+        s.append(
+            "assistant/message",
+            said(
+                t,
+                k,
+                "a1",
+                text("Let me look that up."),
+                {
+                    "type": "tool-call",
+                    "id": "call_1",
+                    "name": "get_weather",
+                    "arguments": arguments,
+                },
+                usage={"inputTokens": 412, "outputTokens": 38},
+            ),
+            surface_op="append",
+        )
+        called = s.append("tool/call", tool_call(t, k, "call_1", "get_weather", arguments))
+        s.append(
+            "tool/result",
+            tool_result(t, k, "call_1", text("18 °C, light rain in the afternoon")),
+            surface_op="append",
+            source_event_seqs=[called["seq"]],
+        )
         s.end_step("continue")
         s.inbox.append("next-step", message("m2", "Give me the temperature in Fahrenheit too."))
         p = s.propose_step()
         s.decide({"kind": "enter", "messages": p["messages"]})
         s.append(
             "assistant/message",
-            {"content": "Tomorrow in Paris: 18 °C (64 °F), light rain after noon."},
+            said(
+                p["turn"],
+                p["step"],
+                "a2",
+                text("Tomorrow in Paris: 18 °C (64 °F), light rain after noon."),
+                usage={"inputTokens": 480, "outputTokens": 21},
+            ),
+            surface_op="append",
         )
         s.end_step("completed")
         s.close_turn()

@@ -1,14 +1,10 @@
 // The session's events as a timeline, latest first: turn and step boundaries as
-// separators, user/assistant/tool content as text, every other event collapsed with its
-// JSON. Each row carries data-seq and a data-action="inbox-at" control.
+// separators, the conversation (§15: messages, tool calls, their results) as text
+// (conversation.js), every other event collapsed with its JSON. Each row carries
+// data-seq and a data-action="inbox-at" control.
 
-import { clock, el, textOf } from "./dom.js";
-
-const CONTENT = new Map([
-  ["user/message", "user"],
-  ["assistant/message", "assistant"],
-  ["tool/result", "tool"],
-]);
+import { conversation } from "./conversation.js";
+import { clock, el } from "./dom.js";
 
 function describe(event) {
   const d = event.data ?? {};
@@ -50,15 +46,14 @@ export function row(event) {
     el("button", { type: "button", class: "link", "data-action": "inbox-at", title: `Show the inbox as of #${event.seq}` }, "inbox here"),
   );
   const boundary = describe(event);
-  const role = CONTENT.get(event.type);
+  const said = boundary === null ? conversation(event) : null;
   let kind;
   let body;
   if (boundary !== null) {
     kind = event.type.startsWith("turn/") ? "turn" : "step";
     body = el("div", { class: "ev-boundary" }, boundary);
-  } else if (role) {
-    kind = role;
-    body = el("div", { class: "ev-text" }, textOf(event.data));
+  } else if (said !== null) {
+    ({ kind, body } = said);
   } else {
     kind = "host";
     const summary = event.type === "agent/inbox/spliced" ? spliceSummary(event.data ?? {}) : preview(event.data);
