@@ -33,8 +33,9 @@ struct AssistantData<'a> {
     interrupted: Option<bool>,
 }
 
+/// `data.message` of an `assistant/message` or a `tool/result`.
 #[derive(Deserialize)]
-struct AssistantMessage<'a> {
+struct MessageData<'a> {
     #[serde(borrow)]
     id: Cow<'a, str>,
     #[serde(borrow)]
@@ -43,6 +44,21 @@ struct AssistantMessage<'a> {
     content: Vec<&'a RawValue>,
     #[serde(borrow)]
     source: &'a RawValue,
+}
+
+impl MessageData<'_> {
+    /// A non-empty `id` and the `role` the event type gives it.
+    fn check(&self, role: &str) -> std::result::Result<(), String> {
+        non_empty("message.id", &self.id)?;
+        if self.role != role {
+            return Err(format!(
+                "message.role must be {}, got {}",
+                json::quote(role),
+                json::quote(&self.role)
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Deserialize)]
@@ -90,18 +106,6 @@ struct ResultData<'a> {
     message: &'a RawValue,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct ResultMessage<'a> {
-    #[serde(borrow)]
-    id: Cow<'a, str>,
-    #[serde(borrow)]
-    role: Cow<'a, str>,
-    #[serde(borrow)]
-    content: Vec<&'a RawValue>,
-    #[serde(borrow)]
-    source: &'a RawValue,
 }
 
 #[derive(Deserialize)]
@@ -193,14 +197,8 @@ fn non_empty(what: &str, s: &str) -> std::result::Result<(), String> {
 fn assistant(data: &str) -> std::result::Result<(), String> {
     let d: AssistantData<'_> = parse(data, "the data")?;
     place(d.turn, d.step)?;
-    let m: AssistantMessage<'_> = parse(d.message.get(), "message")?;
-    non_empty("message.id", &m.id)?;
-    if m.role != "assistant" {
-        return Err(format!(
-            "message.role must be \"assistant\", got {}",
-            json::quote(&m.role)
-        ));
-    }
+    let m: MessageData<'_> = parse(d.message.get(), "message")?;
+    m.check("assistant")?;
     blocks(&m.content, "message.content")?;
     let s: ModelSource<'_> = parse(m.source.get(), "message.source")?;
     if s.kind != "model" {
@@ -241,14 +239,8 @@ fn call(data: &str) -> std::result::Result<(), String> {
 fn result(data: &str) -> std::result::Result<(), String> {
     let d: ResultData<'_> = parse(data, "the data")?;
     place(d.turn, d.step)?;
-    let m: ResultMessage<'_> = parse(d.message.get(), "message")?;
-    non_empty("message.id", &m.id)?;
-    if m.role != "user" {
-        return Err(format!(
-            "message.role must be \"user\", got {}",
-            json::quote(&m.role)
-        ));
-    }
+    let m: MessageData<'_> = parse(d.message.get(), "message")?;
+    m.check("user")?;
     let s: ToolSource<'_> = parse(m.source.get(), "message.source")?;
     if s.kind != "tool" {
         return Err(format!(
