@@ -24,6 +24,9 @@ def test_a_healthy_log_reports_counts_and_no_repair(store: inboxlog.Store) -> No
         "needsRepair": False,
         "nextTurn": 1,
         "nextStep": 1,
+        "pendingToolCalls": 0,
+        "offSurface": [],
+        "olderShapes": [],
     }
 
 
