@@ -31,6 +31,16 @@ An integration maps its framework's seam onto four points and nothing else:
   the inbox kept, so the next run's first step takes it first. A process killed
   mid-run leaves the turn open; the next open closes it ``interrupted``.
 
+The conversation (SPEC §15.5) is written through the same object, as it happens, with
+the turn and step it belongs to filled in: each model response as one
+``assistant/message`` (:meth:`Turn.said`), each tool run as ``tool/call`` before the tool
+starts (:meth:`Turn.calling`: durable first, so a crash inside the tool is answered
+``TOOL_OUTCOME_UNKNOWN`` on the next open, never run again by itself) and ``tool/result``
+after it (:meth:`Turn.answered`). What a framework needs to get its own objects back
+travels in the same events (``replay_state`` in the message's source, or extra keys):
+the conversation is stored once. :func:`answers` reads the tool results the log holds
+by call id, the ones repair wrote after a crash included.
+
 Each method does its log work in one blocking call on the public :mod:`inboxlog` API, so
 a coroutine runs it off the event loop with one worker-thread call
 (:func:`inboxlog.integrations._common.call`).
@@ -45,7 +55,7 @@ from typing import Any
 
 import inboxlog
 from inboxlog.integrations._common import StepRejectedError, TurnEndedError, call, error_reason
-from inboxlog.types import Decided, Decision, Message, Proposal, StepOutcome
+from inboxlog.types import Decided, Decision, Event, Message, Proposal, StepOutcome
 
 ABORTS = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)
 """The exceptions that end a turn ``aborted`` rather than ``error``."""
@@ -174,6 +184,79 @@ class Turn:
         self.steps += 1
         return list(decision["messages"]) if decision["kind"] == "enter" else []
 
+    # -- the conversation (SPEC §15.5) -------------------------------------------------
+
+    def said(
+        self,
+        id: str,
+        content: Sequence[dict[str, Any]],
+        *,
+        provider: str,
+        model: str,
+        usage: dict[str, Any] | None = None,
+        replay_state: Any = None,
+        interrupted: bool = False,
+        **extra: Any,
+    ) -> Event:
+        """Appends one model response as ``assistant/message``: its ``content`` blocks
+        (``text``, ``reasoning``, ``tool-call``, …), who answered (``provider``,
+        ``model``), ``usage`` in the reference's keys, and ``replay_state`` (whatever the
+        framework needs to rebuild its own object) in the message's source; ``extra``
+        keys go after the library's."""
+        source: dict[str, Any] = {"kind": "model", "provider": provider, "model": model}
+        if replay_state is not None:
+            source["replayState"] = replay_state
+        data: dict[str, Any] = {
+            "turn": self.number,
+            "step": self.steps,
+            "message": {"id": id, "role": "assistant", "content": list(content), "source": source},
+        }
+        if usage is not None:
+            data["usage"] = usage
+        if interrupted:
+            data["interrupted"] = True
+        data.update(extra)
+        return self.log.append("assistant/message", data)
+
+    def calling(self, call_id: str, name: str, arguments: str, **extra: Any) -> Event:
+        """Appends ``tool/call`` for a call the model made, before the tool starts
+        (``arguments`` is the model's raw JSON text)."""
+        data = {"turn": self.number, "step": self.steps, "callId": call_id, "name": name}
+        data["arguments"] = arguments
+        data.update(extra)
+        return self.log.append("tool/call", data)
+
+    def answered(
+        self,
+        call_id: str,
+        content: Sequence[dict[str, Any]],
+        *,
+        is_error: bool = False,
+        error: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> Event:
+        """Appends the ``tool/result`` of call ``call_id``: ``content`` blocks inside one
+        ``tool-result`` block, marked ``isError`` (with ``error`` ``{"name", "code"}``
+        when known); ``extra`` keys go after the library's."""
+        block: dict[str, Any] = {"type": "tool-result", "toolCallId": call_id}
+        block["content"] = list(content)
+        if is_error:
+            block["isError"] = True
+        data: dict[str, Any] = {
+            "turn": self.number,
+            "step": self.steps,
+            "message": {
+                "id": f"tool-result-{call_id}",
+                "role": "user",
+                "content": [block],
+                "source": {"kind": "tool", "callId": call_id},
+            },
+        }
+        if error is not None:
+            data["error"] = error
+        data.update(extra)
+        return self.log.append("tool/result", data)
+
     # -- the model stopped ------------------------------------------------------------
 
     def model_stopped(self, outcome: StepOutcome = "completed") -> bool:
@@ -233,4 +316,34 @@ class Turn:
             await call(self.end, error, outcome)
 
 
-__all__ = ["ABORTS", "Turn", "input_id"]
+def text(value: str) -> dict[str, Any]:
+    """A ``text`` block."""
+    return {"type": "text", "text": value}
+
+
+def answers(events: Sequence[Event]) -> dict[str, dict[str, Any]]:
+    """The ``tool/result`` data among ``events`` by call id (the last one for an id):
+    what a resumed run gives its framework as each call's result, those that repair
+    wrote for calls a crash cut off included."""
+    found: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event["type"] != "tool/result":
+            continue
+        for block in event["data"].get("message", {}).get("content", []):
+            if isinstance(block, dict) and block.get("type") == "tool-result":
+                found[str(block.get("toolCallId"))] = event["data"]
+    return found
+
+
+def result_text(data: dict[str, Any]) -> str:
+    """The text of a ``tool/result``'s ``tool-result`` block (its text blocks joined)."""
+    for block in data.get("message", {}).get("content", []):
+        if isinstance(block, dict) and block.get("type") == "tool-result":
+            inner = block.get("content", [])
+            return "\n".join(
+                str(b.get("text", "")) for b in inner if isinstance(b, dict) and "text" in b
+            )
+    return ""
+
+
+__all__ = ["ABORTS", "Turn", "answers", "input_id", "result_text", "text"]

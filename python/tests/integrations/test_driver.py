@@ -166,3 +166,50 @@ def test_end_async_ends_any_other_error_from_a_worker_thread(log: inboxlog.Sessi
     turn = stepped(log)
     asyncio.run(turn.end_async(RuntimeError("down")))
     assert ends(log) == [{"kind": "error", "error": {"message": "down", "code": "RuntimeError"}}]
+
+
+def test_the_conversation_is_written_in_the_turn_and_step_it_belongs_to(tmp_path: Any) -> None:
+    from inboxlog.integrations._driver import answers, result_text, text
+
+    store = inboxlog.Store(tmp_path)
+    log = store.create("c")
+    turn = stepped(log)
+    call = {"type": "tool-call", "id": "c1", "name": "pay", "arguments": "{}"}
+    said = turn.said(
+        "a1",
+        [text("paying"), call],
+        provider="scripted",
+        model="m",
+        usage={"inputTokens": 1, "outputTokens": 2},
+        replay_state={"raw": 1},
+        framework="x",
+    )
+    assert said["data"]["turn"] == 1 and said["data"]["step"] == 1
+    assert said["data"]["message"]["source"]["replayState"] == {"raw": 1}
+    assert said["data"]["framework"] == "x"
+    turn.calling("c1", "pay", "{}")
+    turn.calling("c2", "pay", "{}")  # dispatched, but its block is in no response
+    done = turn.answered("c1", [text("paid")])
+    assert result_text(done["data"]) == "paid"
+    log.close()  # the worker stops before its step ends
+    assert list(answers(store.read("c", 0))) == ["c1"]
+    with store.open("c") as again:
+        # c1 has its result and c2 was made by no response: repair answers nothing.
+        after = again.events(done["seq"] + 1)
+        assert [e["type"] for e in after] == ["step/end", "turn/end"]
+    turn2 = Turn(store.open("c"))
+    turn2.start([own("again")])
+    turn2.step()
+    turn2.said(
+        "a2",
+        [{"type": "tool-call", "id": "c3", "name": "pay", "arguments": "{}"}],
+        provider="p",
+        model="m",
+    )
+    turn2.calling("c3", "pay", "{}")
+    turn2.log.close()
+    reopened = store.open("c")
+    found = answers(reopened.events())
+    assert found["c3"]["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+    assert "unknown" in result_text(found["c3"])
+    reopened.close()
