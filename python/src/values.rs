@@ -61,13 +61,15 @@ pub(crate) fn event_dict<'py>(
     if envelope.ignorable {
         dict.set_item(intern!(py, event_key::IGNORABLE), true)?;
     }
-    match (surface_op, &envelope.surface_op) {
-        (Some(op), _) => dict.set_item(intern!(py, event_key::SURFACE_OP), op)?,
-        // The library gave it one (a surface type appended without: "append").
-        (None, Some(op)) => {
-            dict.set_item(intern!(py, event_key::SURFACE_OP), to_py(py, op.get())?)?
-        }
-        (None, None) => {}
+    // Without the caller's, the library's own (a surface type appended without one
+    // gets "append").
+    let op = match (surface_op, &envelope.surface_op) {
+        (Some(op), _) => Some(op),
+        (None, Some(op)) => Some(to_py(py, op.get())?),
+        (None, None) => None,
+    };
+    if let Some(op) = op {
+        dict.set_item(intern!(py, event_key::SURFACE_OP), op)?;
     }
     if let Some(seqs) = &envelope.source_event_seqs {
         dict.set_item(
