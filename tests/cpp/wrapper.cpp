@@ -45,7 +45,13 @@ int main() {
         const std::string proposal = s.propose_step();
         EXPECT_EQ(proposal, R"({"turn":1,"step":1,"messages":[{"id":"m1","content":"caf\u00e9"}]})");
         EXPECT_EQ(s.decide(R"({"kind":"enter","messages":[{"id":"m1"}]})"), R"({"kind":"step","turn":1,"step":1})");
-        s.append("tool/result", R"({"ok":true})", R"({"sourceEventSeqs":[0]})");
+        s.append("tool/result",
+                 R"({"turn":1,"step":1,"message":{"id":"r1","role":"user","content":[{"type":"tool-result",)"
+                 R"("toolCallId":"c1","content":[{"type":"text","text":"ok"}]}],"source":{"kind":"tool","callId":"c1"}}})",
+                 R"({"sourceEventSeqs":[0]})");
+        // What the model sees: the entered message, then the result.
+        EXPECT(contains(s.surface(), R"({"nodes":[4,5],"messages":[{"id":"m1"},{"id":"r1","role":"user")"));
+        EXPECT_EQ(store.surface("cpp"), s.surface());
         s.inbox_append("next-step", R"({"id":"steer"})");
         EXPECT(s.end_step("continue"));
         EXPECT(contains(s.propose_step(), R"("messages":[{"id":"steer"}])"));
