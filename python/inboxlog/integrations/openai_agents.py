@@ -446,12 +446,15 @@ class _ItemFold:
 
 
 def _same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Whether two SDK items are the same one: equal, or of one type with one call id (a
-    call and its output) or one id (a message, a reasoning item)."""
+    """Whether two SDK items are the same one: equal, of one type with one call id (a call
+    and its output) or one id (a message, a reasoning item), or equal but for an id the
+    SDK dropped when it saved (its reasoning item id policy)."""
     if a == b:
         return True
     key = _identity(a)
-    return key is not None and key == _identity(b)
+    if key is not None and key == _identity(b):
+        return True
+    return {k: v for k, v in a.items() if k != "id"} == {k: v for k, v in b.items() if k != "id"}
 
 
 def _identity(item: Mapping[str, Any]) -> tuple[str, str] | None:
