@@ -499,8 +499,9 @@ async def run(
     stored history (e.g. after a crash). ``plugins`` are pre-step listeners
     (ARCHITECTURE.md#pre-step-composer, plain or ``async``) asked at every model call.
     ``run_config`` is the SDK's (its own ``call_model_input_filter`` runs after the
-    step's input was added);
-    ``runner_kwargs`` go to ``Runner.run`` (``context``, ``max_turns``, ``hooks``, …).
+    step's input was added); ``runner_kwargs`` go to ``Runner.run`` (``context``,
+    ``max_turns``, …), and ``hooks`` are called after this module's own, which write the
+    conversation (SPEC §15.5).
 
     Input that reaches ``next-step`` after the last model call is not left behind: the
     turn goes on with another ``Runner.run`` on the same history, and the result of the
@@ -508,7 +509,8 @@ async def run(
     (turn ended ``blocked``), :class:`TurnEndedError` when no input entered the first
     step, and re-raises the SDK's exceptions (turn ended ``error``, or ``max-tokens`` for
     a length stop) and a cancellation (turn ended ``aborted``; the inbox is cleared unless
-    ``keep_inbox_on_cancel``).
+    ``keep_inbox_on_cancel``), after answering each tool call the run leaves without a
+    result (``TOOL_OUTCOME_UNKNOWN`` when its tool started, else ``TOOL_NOT_STARTED``).
     """
     log = session.session
     config = RunConfig() if run_config is None else run_config
