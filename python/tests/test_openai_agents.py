@@ -202,6 +202,160 @@ async def test_the_callers_own_input_filter_runs_after_the_step_entered(
     assert model.inputs == [[user("HI")]]
 
 
+# -- the conversation, written as it happens (SPEC §15.5) ----------------------------
+
+
+async def test_a_run_writes_its_conversation_as_it_happens(chat: InboxlogSession) -> None:
+    logged_before_the_tool: list[str] = []
+
+    @function_tool(name_override="weather")
+    def looking(city: str) -> str:
+        """The weather in a city."""
+        logged_before_the_tool.extend(types(chat.session.events()))
+        return f"sunny, 22 C in {city}"
+
+    model = ScriptedModel(call_weather("Paris"), say("Sunny."))
+    agent = Agent(name="assistant", instructions="Be brief.", model=model, tools=[looking])
+    await run(agent, "Weather in Paris?", session=chat)
+
+    events = [e for e in chat.session.events() if e["type"] in (*oa._KINDS, "tool/call")]
+    assert types(events) == [oa.USER, oa.ASSISTANT, "tool/call", oa.RESULT, oa.ASSISTANT]
+    assert logged_before_the_tool[-1] == "tool/call"
+    asked, called, answered, said = (e["data"] for e in events[1:])
+    assert asked["message"]["content"] == [
+        {"type": "tool-call", "id": "call_1", "name": "weather", "arguments": '{"city": "Paris"}'}
+    ]
+    source = asked["message"]["source"]
+    assert (source["kind"], source["provider"], source["model"]) == (
+        "model",
+        "openai",
+        "ScriptedModel",
+    )
+    assert [i["type"] for i in source["replayState"]["items"]] == ["function_call"]
+    assert asked["usage"] == {"inputTokens": 0, "outputTokens": 0}
+    assert (asked["turn"], asked["step"], said["step"]) == (1, 1, 2)
+    assert called == {
+        "turn": 1,
+        "step": 1,
+        "callId": "call_1",
+        "name": "weather",
+        "arguments": '{"city": "Paris"}',
+    }
+    assert answered["message"]["content"][0]["content"] == [
+        {"type": "text", "text": "sunny, 22 C in Paris"}
+    ]
+    assert said["message"]["content"] == [{"type": "text", "text": "Sunny."}]
+    # Stored once: the SDK's own saves found their items in those events.
+    assert oa.ITEMS not in types(chat.session.events())
+    history = await chat.get_items()
+    assert history[:3] == model.inputs[1]
+    assert [i.get("type") for i in history[3:]] == ["message"]
+    assert [m["role"] for m in chat.session.messages()] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+
+
+async def test_a_tool_that_failed_is_answered_as_an_error(chat: InboxlogSession) -> None:
+    @function_tool(name_override="weather")
+    def broken(city: str) -> str:
+        """The weather in a city."""
+        raise OSError("no network")
+
+    model = ScriptedModel(call_weather("Paris"), say("Could not tell."))
+    agent = Agent(name="assistant", instructions="Be brief.", model=model, tools=[broken])
+    await run(agent, "Weather?", session=chat)
+    (result,) = [e["data"] for e in chat.session.events() if e["type"] == oa.RESULT]
+    assert result["message"]["content"][0]["isError"] is True
+
+
+async def test_a_run_that_raises_answers_the_calls_it_leaves(chat: InboxlogSession) -> None:
+    @function_tool(name_override="weather", failure_error_function=None)
+    def broken(city: str) -> str:
+        """The weather in a city."""
+        raise OSError("no network")
+
+    model = ScriptedModel(call_weather("Paris"))
+    agent = Agent(name="assistant", instructions="Be brief.", model=model, tools=[broken])
+    with pytest.raises(Exception, match="no network"):
+        await run(agent, "Weather?", session=chat)
+    events = chat.session.events()
+    (result,) = [e["data"] for e in events if e["type"] == oa.RESULT]
+    assert result["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+    assert turn_ends(events)[0]["kind"] == "error"
+    # The next run's model sees the call answered.
+    again = ScriptedModel(say("It failed."))
+    await run(agent_with(again), session=chat)
+    assert [i.get("type") for i in again.inputs[0][1:]] == ["function_call", "function_call_output"]
+
+
+async def test_the_callers_own_hooks_still_run(chat: InboxlogSession) -> None:
+    from agents import RunHooks
+
+    heard: list[str] = []
+
+    class Hooks(RunHooks[Any]):
+        async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+            heard.append("llm_end")
+
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            heard.append(f"tool_start {context.tool_call_id}")
+
+        async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+            heard.append(f"tool_end {result}")
+
+    model = ScriptedModel(call_weather("Paris"), say("Sunny."))
+    await run(agent_with(model), "Weather?", session=chat, hooks=Hooks())
+    assert heard == ["llm_end", "tool_start call_1", "tool_end sunny, 22 C in Paris", "llm_end"]
+
+
+async def test_a_log_of_the_previous_release_resumes(store: inboxlog.Store) -> None:
+    # What the previous release wrote: the input both as user/message and in
+    # openai-agents/items (naming its message), the SDK's saves in openai-agents/items,
+    # and no assistant/message or tool/result.
+    from inboxlog.integrations._driver import Turn
+
+    question = {"id": "q", "role": "user", "content": "Weather?"}
+    call = {"type": "function_call", "call_id": "c", "name": "weather", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c", "output": "sunny"}
+    answer = {"type": "message", "role": "assistant", "content": "Sunny.", "id": "m"}
+    with store.create("old") as log:
+        turn = Turn(log)
+        turn.start([question])
+        turn.step()
+        log.append(oa.ITEMS, {"items": [user("Weather?")], "messages": ["q"]})
+        log.append(oa.ITEMS, {"items": [call, output]})
+        log.append(oa.ITEMS, {"items": [answer]})
+        log.append(oa.POP, {"seq": log.events()[-1]["seq"], "index": 0})
+        log.append(oa.ITEMS, {"items": [answer]})
+        turn.model_stopped()
+    history = [user("Weather?"), call, output, answer]
+    assert fold_items(store.inspect("old")[1]) == history
+    for n in range(1, 5):
+        assert await InboxlogSession(store, "old").get_items(n) == history[-n:]
+    with InboxlogSession(store, "old") as session:
+        assert await session.get_items() == history
+        model = ScriptedModel(say("Still sunny."))
+        await run(agent_with(model), "And now?", session=session)
+        assert model.inputs == [[*history, user("And now?")]]
+        assert (await session.get_items())[:5] == [*history, user("And now?")]
+
+
+async def test_items_the_conversation_does_not_hold_are_saved_as_the_sdk_gives_them(
+    chat: InboxlogSession,
+) -> None:
+    await chat.add_items([user("a")])
+    model = ScriptedModel(say("b"))
+    await run(agent_with(model), "c", session=chat)
+    assert model.inputs == [[user("a"), user("c")]]
+    assert [e["data"]["items"] for e in chat.session.events() if e["type"] == oa.ITEMS] == [
+        [user("a")]
+    ]
+    assert [i.get("role") for i in await chat.get_items()] == ["user", "user", "assistant"]
+
+
 # -- how a turn ends ----------------------------------------------------------------
 
 

@@ -9,14 +9,19 @@
         result = await run(agent, "What's the weather in Paris?", session=session)
 
 :class:`InboxlogSession` is the SDK's session protocol (``get_items``, ``add_items``,
-``pop_item``, ``clear_session``) over one inboxlog session, in any store. The log stays
-append-only: every ``add_items`` call is one ``openai-agents/items`` event
-``{"items": [...]}`` (durable when the call returns in the store's ``sync`` mode, or
-after ``flush()``), ``pop_item`` appends ``openai-agents/pop {"seq", "index"}`` naming
-the item it removed, ``clear_session`` appends ``openai-agents/clear {}``, and
-``get_items`` returns the fold of those events (:func:`fold_items`). Nothing is ever
-rewritten, so ``inboxlog inspect`` shows the whole history, popped and cleared items
-included.
+``pop_item``, ``clear_session``) over one inboxlog session, in any store. The history is
+the session's conversation (SPEC §15), stored once: a run's input as the ``user/message``
+events its steps entered, each model response as an ``assistant/message`` whose
+``source.replayState`` keeps the SDK's own items, each function tool's output as a
+``tool/result`` (see :func:`run`). Items the SDK saves that no conversation event holds
+(``add_items`` outside a run, a hosted tool's output) are one ``openai-agents/items``
+event ``{"items": [...]}`` per call (durable when the call returns in the store's
+``sync`` mode, or after ``flush()``). The log stays append-only: ``pop_item`` appends
+``openai-agents/pop {"seq", "index"}`` naming the item it removed, ``clear_session``
+appends ``openai-agents/clear {}``, and ``get_items`` returns the fold of those events
+(:func:`fold_items`), which also reads the logs of the previous release (every item in
+``openai-agents/items``). Nothing is ever rewritten, so ``inboxlog inspect`` shows the
+whole history, popped and cleared items included.
 
 :func:`run` wraps ``Runner.run`` so that a run is one inboxlog turn:
 
@@ -50,6 +55,14 @@ hook after its last model call, so when steering waits then (posted from anywher
 during that call included), :func:`run` starts another ``Runner.run`` on the same
 history, in the same turn; after a length stop too (the turn stays ``max-tokens``).
 
+The conversation is written as it happens (SPEC §15.5), through run hooks chained
+before the caller's own ``hooks``: a model response when the model returns, a function
+tool's ``tool/call`` before the tool runs (durable in ``sync`` mode), its ``tool/result``
+after. A process killed inside a tool leaves the call answered on the next open
+(``TOOL_OUTCOME_UNKNOWN``, SPEC §15.4); the next run's history holds that answer as the
+SDK's ``function_call_output``, so the model decides and the tool never runs again by
+itself. A run that raises answers the calls it leaves without a result the same way.
+
 So :func:`inboxlog.fold_consumed_work` answers "did this run do work" for SDK runs as
 for any other loop. An inbox message becomes SDK input by :func:`message_items`.
 """
@@ -60,15 +73,20 @@ import asyncio
 import contextlib
 import dataclasses
 import inspect
+import json
 import threading
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 try:
-    from agents import Agent, ModelBehaviorError, RunConfig, Runner, RunResult
-    from agents.items import TResponseInputItem
+    from agents import Agent, ModelBehaviorError, RunConfig, RunHooks, Runner, RunResult
+    from agents.items import ItemHelpers, ModelResponse, TResponseInputItem
     from agents.memory.session_settings import SessionSettings, resolve_session_limit
     from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
+    from agents.run_context import RunContextWrapper
+    from agents.tool import Tool, default_tool_error_function
+    from agents.tool_context import ToolContext
 except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subprocess
     if error.name != "agents" and not (error.name or "").startswith("agents."):
         raise
@@ -84,7 +102,7 @@ from inboxlog.integrations._common import (
     call,
     open_or_create,
 )
-from inboxlog.integrations._driver import Turn, input_id
+from inboxlog.integrations._driver import Turn, input_id, result_text, text
 from inboxlog.types import Message
 
 ITEMS = "openai-agents/items"
@@ -93,6 +111,8 @@ POP = "openai-agents/pop"
 """The event type of one ``pop_item``: ``{"seq": S, "index": I}``, the item it removed."""
 CLEAR = "openai-agents/clear"
 """The event type of one ``clear_session``: ``{}``."""
+USER, ASSISTANT, RESULT = "user/message", "assistant/message", "tool/result"
+"""The conversation's event types (SPEC §15.1) that hold SDK items."""
 
 
 class InboxlogSession:
@@ -149,6 +169,9 @@ class InboxlogSession:
         self.session_settings = SessionSettings() if session_settings is None else session_settings
         self._fold = _ItemFold()
         self._folded = 0  # events before this seq are in self._fold
+        # Items a run's conversation events hold that the SDK has yet to save: its
+        # add_items skips them rather than store them twice.
+        self._held: list[TResponseInputItem] = []
         self._lock = threading.Lock()
         self._opening = threading.Lock()
 
@@ -169,11 +192,11 @@ class InboxlogSession:
         return items[max(len(items) - n, 0) :] if n > 0 else []
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Appends ``items`` as one ``openai-agents/items`` event: all of them or none."""
-        if not items:
-            return
-        data = {"items": list(items)}
-        await call(self._append, ITEMS, data)
+        """Appends ``items`` as one ``openai-agents/items`` event: all of them or none.
+        Those a run's conversation events already hold (:func:`run` writes the model's
+        responses and the tools' results as they happen) are not written again."""
+        if items:
+            await call(self._add, list(items))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Removes and returns the latest item (``None`` when there is none) by appending
@@ -208,6 +231,30 @@ class InboxlogSession:
         with self._lock:
             self._writer().append(type, data)
 
+    def _add(self, items: list[TResponseInputItem]) -> None:
+        with self._lock:
+            fresh = [item for item in items if not self._release(item)]
+            if fresh:
+                self._writer().append(ITEMS, {"items": fresh})
+
+    def _hold(self, items: Iterable[TResponseInputItem]) -> None:
+        """Notes items a conversation event now holds, for the SDK's save to skip."""
+        with self._lock:
+            self._held.extend(items)
+
+    def _release(self, item: TResponseInputItem) -> bool:
+        """Whether ``item`` is one the conversation holds (then no longer awaited)."""
+        for index, held in enumerate(self._held):
+            if _same_item(held, item):
+                del self._held[index]
+                return True
+        return False
+
+    def _let_go(self) -> None:
+        """Forgets the held items at the end of a run."""
+        with self._lock:
+            self._held.clear()
+
     def _items(self, n: int | None) -> list[TResponseInputItem]:
         with self._lock:
             if self._log is None and self._store is not None:
@@ -222,7 +269,7 @@ class InboxlogSession:
             last = self._fold.last()
             if last is None:
                 return None
-            seq, index, item = last
+            seq, index, item, _ = last
             log.append(POP, {"seq": seq, "index": index})
             return item
 
@@ -234,8 +281,49 @@ class InboxlogSession:
             self._folded = event["seq"] + 1
 
 
-_KINDS = (ITEMS, POP, CLEAR)
+_KINDS = (ITEMS, POP, CLEAR, USER, ASSISTANT, RESULT)
 """The event types the history is folded from."""
+
+
+def event_items(event: Mapping[str, Any]) -> list[TResponseInputItem]:
+    """The SDK items one event of the history holds, in order: an ``openai-agents/items``
+    event's items; a ``user/message``'s (:func:`message_items`, none for a message they
+    cannot be made of); an ``assistant/message``'s, kept in its ``source.replayState``
+    (``{"items": [...]}``); a ``tool/result``'s ``function_call_output``, its ``item``
+    when the event keeps one, else made of its call id and text (a result repair wrote
+    after a crash, SPEC §15.4). Other events hold none."""
+    kind, data = event["type"], event["data"]
+    if kind == ITEMS:
+        return list(data["items"])
+    if not isinstance(data, dict):
+        return []
+    if kind == USER:
+        with contextlib.suppress(ValueError):
+            return message_items(data)
+        return []
+    if kind == ASSISTANT:
+        state = data.get("message", {}).get("source", {}).get("replayState")
+        items = state.get("items") if isinstance(state, dict) else None
+        return list(items) if isinstance(items, list) else []
+    if kind == RESULT:
+        if isinstance(data.get("item"), dict):
+            return [data["item"]]
+        call_id = data.get("message", {}).get("source", {}).get("callId")
+        return [] if not isinstance(call_id, str) else [_output_item(call_id, result_text(data))]
+    return []
+
+
+def _output_item(call_id: str, output: str) -> TResponseInputItem:
+    """The SDK's ``function_call_output`` item for a call answered with ``output``."""
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def _replaced(event: Mapping[str, Any]) -> list[str]:
+    """The ids of the ``user/message`` events whose items an ``openai-agents/items`` event
+    of the previous release holds again (its ``messages``): those events count once."""
+    if event["type"] != ITEMS:
+        return []
+    return [str(id) for id in event["data"].get("messages", [])]
 
 
 def _stored_items(store: inboxlog.Store, id: str, n: int | None) -> list[TResponseInputItem]:
@@ -268,6 +356,7 @@ def _latest_items(
     which it must name (:func:`fold_items`'s rule), and a clear ends the history."""
     found: list[TResponseInputItem] = []
     pops: list[tuple[int, int, int]] = []  # (pop's seq, seq, index) it names; last: earliest
+    replaced: set[str] = set()
     for event in reversed(events):
         kind, seq, data = event["type"], event["seq"], event["data"]
         if kind == CLEAR:
@@ -276,7 +365,11 @@ def _latest_items(
         if kind == POP:
             pops.append((seq, data["seq"], data["index"]))
             continue
-        items = data["items"]
+        if kind == USER and isinstance(data, dict) and data.get("id") in replaced:
+            replaced.discard(data["id"])
+            continue
+        replaced.update(_replaced(event))
+        items = event_items(event)
         for index in reversed(range(len(items))):
             if pops:
                 at, named_seq, named_index = pops.pop()
@@ -301,11 +394,14 @@ def _latest_items(
 
 
 def fold_items(events: Iterable[Mapping[str, Any]]) -> list[TResponseInputItem]:
-    """The SDK history a log's events hold: every ``openai-agents/items`` item in order,
-    less those an ``openai-agents/pop`` removed and all before an ``openai-agents/clear``.
+    """The SDK history a log's events hold: the items of every event of the history in
+    order (:func:`event_items`), less those an ``openai-agents/pop`` removed and all
+    before an ``openai-agents/clear``.
 
-    Reads any log, e.g. ``store.inspect(id)[1]``. Raises ``ValueError`` when a pop names
-    an item that is not the latest one (the log was not written by this module).
+    Reads any log, e.g. ``store.inspect(id)[1]``, this release's and the previous one's
+    (whose ``openai-agents/items`` held the input a ``user/message`` holds: counted once).
+    Raises ``ValueError`` when a pop names an item that is not the latest one (the log
+    was not written by this module).
     """
     fold = _ItemFold()
     for event in events:
@@ -314,16 +410,15 @@ def fold_items(events: Iterable[Mapping[str, Any]]) -> list[TResponseInputItem]:
 
 
 class _ItemFold:
-    """The history as ``(seq, index, item)``: the event holding each item and its place."""
+    """The history as ``(seq, index, item, message id)``: the event holding each item,
+    its place there, and the ``user/message`` id it came from (``None`` otherwise)."""
 
     def __init__(self) -> None:
-        self._entries: list[tuple[int, int, TResponseInputItem]] = []
+        self._entries: list[tuple[int, int, TResponseInputItem, str | None]] = []
 
     def apply(self, event: Mapping[str, Any]) -> None:
         kind, seq, data = event["type"], event["seq"], event["data"]
-        if kind == ITEMS:
-            self._entries.extend((seq, i, item) for i, item in enumerate(data["items"]))
-        elif kind == POP:
+        if kind == POP:
             last = self.last()
             named = (data["seq"], data["index"])
             if last is None or last[:2] != named:
@@ -335,12 +430,36 @@ class _ItemFold:
             self._entries.pop()
         elif kind == CLEAR:
             self._entries.clear()
+        else:
+            replaced = set(_replaced(event))
+            while self._entries and self._entries[-1][3] in replaced:
+                self._entries.pop()
+            owner = data.get("id") if kind == USER and isinstance(data, dict) else None
+            items = event_items(event)
+            self._entries.extend((seq, i, item, owner) for i, item in enumerate(items))
 
-    def last(self) -> tuple[int, int, TResponseInputItem] | None:
+    def last(self) -> tuple[int, int, TResponseInputItem, str | None] | None:
         return self._entries[-1] if self._entries else None
 
     def items(self) -> list[TResponseInputItem]:
-        return [item for _, _, item in self._entries]
+        return [entry[2] for entry in self._entries]
+
+
+def _same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two SDK items are the same one: equal, of one type with one call id (a call
+    and its output) or one id (a message, a reasoning item), or equal but for an id the
+    SDK dropped when it saved (its reasoning item id policy)."""
+    if a == b:
+        return True
+    key = _identity(a)
+    if key is not None and key == _identity(b):
+        return True
+    return {k: v for k, v in a.items() if k != "id"} == {k: v for k, v in b.items() if k != "id"}
+
+
+def _identity(item: Mapping[str, Any]) -> tuple[str, str] | None:
+    ident = item.get("call_id") or item.get("id")
+    return (str(item.get("type", "message")), str(ident)) if ident else None
 
 
 def message_items(message: Message) -> list[TResponseInputItem]:
@@ -380,8 +499,9 @@ async def run(
     stored history (e.g. after a crash). ``plugins`` are pre-step listeners
     (ARCHITECTURE.md#pre-step-composer, plain or ``async``) asked at every model call.
     ``run_config`` is the SDK's (its own ``call_model_input_filter`` runs after the
-    step's input was added);
-    ``runner_kwargs`` go to ``Runner.run`` (``context``, ``max_turns``, ``hooks``, …).
+    step's input was added); ``runner_kwargs`` go to ``Runner.run`` (``context``,
+    ``max_turns``, …), and ``hooks`` are called after this module's own, which write the
+    conversation (SPEC §15.5).
 
     Input that reaches ``next-step`` after the last model call is not left behind: the
     turn goes on with another ``Runner.run`` on the same history, and the result of the
@@ -389,11 +509,13 @@ async def run(
     (turn ended ``blocked``), :class:`TurnEndedError` when no input entered the first
     step, and re-raises the SDK's exceptions (turn ended ``error``, or ``max-tokens`` for
     a length stop) and a cancellation (turn ended ``aborted``; the inbox is cleared unless
-    ``keep_inbox_on_cancel``).
+    ``keep_inbox_on_cancel``), after answering each tool call the run leaves without a
+    result (``TOOL_OUTCOME_UNKNOWN`` when its tool started, else ``TOOL_NOT_STARTED``).
     """
     log = session.session
     config = RunConfig() if run_config is None else run_config
     turn = Turn(log, list(plugins), keep_inbox_on_cancel=keep_inbox_on_cancel)
+    conversation = _Conversation(turn, session, config, runner_kwargs.pop("hooks", None))
     own = [] if input is None else [_input_message(input)]
     stopped: ModelBehaviorError | None = None
     try:
@@ -404,7 +526,12 @@ async def run(
             step_config = dataclasses.replace(config, call_model_input_filter=step_filter)
             try:
                 result = await Runner.run(
-                    agent, [], session=session, run_config=step_config, **runner_kwargs
+                    agent,
+                    [],
+                    session=session,
+                    run_config=step_config,
+                    hooks=conversation,
+                    **runner_kwargs,
                 )
             except ModelBehaviorError as error:
                 if not (turn.step_open and _is_length_stop(error)):
@@ -415,8 +542,14 @@ async def run(
             # Steering arrived during the last model call: the SDK's run is over, so
             # another Runner.run on the same history takes it, in the same turn.
     except BaseException as error:
+        if isinstance(error, GeneratorExit):  # being closed: no waiting
+            conversation.answer_the_rest(error)
+        else:
+            await call(conversation.answer_the_rest, error)
         await turn.end_async(error)
         raise
+    finally:
+        session._let_go()
     if stopped is not None:
         raise stopped
     return result
@@ -452,13 +585,169 @@ def _model_input_filter(turn: Turn, then: CallModelInputFilter | None) -> CallMo
 
 async def _enter_step(turn: Turn) -> list[TResponseInputItem]:
     """The step boundary at a model call; returns the SDK items of the messages that
-    entered, which are also appended to the history."""
+    entered (their ``user/message`` events hold them in the history)."""
     messages = await turn.step_async()
-    items = [item for message in messages for item in message_items(message)]
-    if items:
-        data = {"items": items, "messages": [m.get("id") for m in messages]}
-        await call(turn.log.append, ITEMS, data)
-    return items
+    return [item for message in messages for item in message_items(message)]
+
+
+_TOOL_ERROR = default_tool_error_function(cast("Any", None), Exception())
+"""What the SDK gives the model for a tool that raised (its default failure function)."""
+
+
+class _Conversation(RunHooks[Any]):
+    """The SDK's run hooks that write its conversation through the turn as it happens
+    (SPEC §15.5), then call the caller's own ``hooks``: each model response as one
+    ``assistant/message`` whose ``source.replayState`` keeps the SDK's items, each
+    function tool's call as ``tool/call`` (durable before the tool runs) and its output
+    as ``tool/result`` (with the SDK's item as ``item`` when its text alone does not
+    make it). The session then skips those items when the SDK saves them."""
+
+    def __init__(
+        self,
+        turn: Turn,
+        session: InboxlogSession,
+        config: RunConfig,
+        then: RunHooks[Any] | None,
+    ) -> None:
+        self.turn, self.session, self.config, self.then = turn, session, config, then
+        self.unanswered: dict[str, bool] = {}
+        """The calls of the model's responses without a result: whether each started."""
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        if self.then is not None:
+            await self.then.on_llm_start(context, agent, system_prompt, input_items)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        await call(self._said, agent, response)
+        if self.then is not None:
+            await self.then.on_llm_end(context, agent, response)
+
+    async def on_agent_start(self, context: Any, agent: Agent[Any]) -> None:
+        if self.then is not None:
+            await self.then.on_agent_start(context, agent)
+
+    async def on_agent_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
+        if self.then is not None:
+            await self.then.on_agent_end(context, agent, output)
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        if self.then is not None:
+            await self.then.on_handoff(context, from_agent, to_agent)
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
+        if isinstance(context, ToolContext):
+            await call(self._calling, context)
+        if self.then is not None:
+            await self.then.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
+    ) -> None:
+        if isinstance(context, ToolContext):
+            await call(self._answered, context, result)
+        if self.then is not None:
+            await self.then.on_tool_end(context, agent, tool, result)
+
+    def _said(self, agent: Agent[Any], response: ModelResponse) -> None:
+        items = response.to_input_items()
+        content = [block for output in response.output for block in _blocks(output)]
+        self.turn.said(
+            response.response_id or f"response-{uuid.uuid4().hex}",
+            content,
+            provider="openai",
+            model=_model_name(agent.model or self.config.model),
+            usage=_usage(response),
+            replay_state={"items": items},
+        )
+        self.session._hold(items)
+        self.unanswered.update((b["id"], False) for b in content if b["type"] == "tool-call")
+
+    def _calling(self, context: ToolContext[Any]) -> None:
+        self.turn.calling(context.tool_call_id, context.tool_name, context.tool_arguments)
+        self.unanswered[context.tool_call_id] = True
+
+    def _answered(self, context: ToolContext[Any], result: object) -> None:
+        call_id = context.tool_call_id
+        item: TResponseInputItem
+        if context.tool_call is not None:
+            item = cast("Any", ItemHelpers.tool_call_output_item(context.tool_call, result))
+        else:
+            item = _output_item(call_id, str(result))
+        output = cast("Any", item).get("output")
+        said = output if isinstance(output, str) else json.dumps(output)
+        extra: dict[str, Any] = {} if item == _output_item(call_id, said) else {"item": item}
+        self.turn.answered(call_id, [text(said)], is_error=result == _TOOL_ERROR, **extra)
+        self.session._hold([item])
+        self.unanswered.pop(call_id, None)
+
+    def answer_the_rest(self, error: BaseException) -> None:
+        """Answers each call the run leaves without a result as it ends with ``error``
+        (a step must not end with a call pending, SPEC §15.4), as repair would."""
+        if not self.turn.current:
+            return
+        why = type(error).__name__
+        for call_id, started in self.unanswered.items():
+            if started:
+                said = (
+                    f"The run ended ({why}) while this tool ran: its outcome is unknown. "
+                    "Retry only what is read-only or idempotent; verify first otherwise."
+                )
+                code = {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+            else:
+                said = f"The run ended ({why}) before this tool started; retry it if needed."
+                code = {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+            self.turn.answered(call_id, [text(said)], is_error=True, error=code)
+        self.unanswered.clear()
+
+
+def _blocks(output: Any) -> list[dict[str, Any]]:
+    """The conversation's blocks for one output item of a model response: a message's
+    text (and refusal), a reasoning item's summary, a function call as ``tool-call``."""
+    kind = getattr(output, "type", None)
+    if kind == "message":
+        parts = [getattr(p, "text", None) or getattr(p, "refusal", "") for p in output.content]
+        return [text(part) for part in parts if part]
+    if kind == "reasoning":
+        return [{"type": "reasoning", "text": part.text} for part in output.summary]
+    if kind == "function_call":
+        block = {"type": "tool-call", "id": output.call_id, "name": output.name}
+        return [{**block, "arguments": output.arguments}]
+    return []
+
+
+def _model_name(model: Any) -> str:
+    """The name of the model an agent runs on (a model object's ``model``, or its class)."""
+    if isinstance(model, str):
+        return model
+    name = getattr(model, "model", None)
+    if isinstance(name, str):
+        return name
+    return "default" if model is None else type(model).__name__
+
+
+def _usage(response: ModelResponse) -> dict[str, int]:
+    """A response's usage in the reference's keys."""
+    usage = response.usage
+    found = {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens}
+    cached = getattr(usage.input_tokens_details, "cached_tokens", 0) or 0
+    reasoning = getattr(usage.output_tokens_details, "reasoning_tokens", 0) or 0
+    if cached:
+        found["cacheReadTokens"] = cached
+    if reasoning:
+        found["reasoningTokens"] = reasoning
+    return found
 
 
 def _input_message(input: str | Sequence[TResponseInputItem]) -> Message:
@@ -476,12 +765,16 @@ def _is_length_stop(error: ModelBehaviorError) -> bool:
 
 
 __all__ = [
+    "ASSISTANT",
     "CLEAR",
     "ITEMS",
     "POP",
+    "RESULT",
+    "USER",
     "InboxlogSession",
     "StepRejectedError",
     "TurnEndedError",
+    "event_items",
     "fold_items",
     "message_items",
     "run",

@@ -394,13 +394,19 @@ WORKER = textwrap.dedent(
 def kill_worker_during_its_second_model_call(name: str, place: Place, cwd: Path) -> None:
     """Runs WORKER in a child process and kills it with SIGKILL while its second model
     call waits."""
+    kill_worker(WORKER, name, place, cwd)
+
+
+def kill_worker(program: str, name: str, place: Place, cwd: Path) -> None:
+    """Runs ``program`` (WORKER, IN_TOOL) in a child process and kills it with SIGKILL
+    once it says it is where it waits (its file ``ready``)."""
     ready = cwd / "ready"
-    argv = [sys.executable, "-P", "-c", WORKER, name, *place.argv(), str(ready), str(HERE)]
+    argv = [sys.executable, "-P", "-c", program, name, *place.argv(), str(ready), str(HERE)]
     with subprocess.Popen(argv, cwd=cwd, stderr=subprocess.PIPE, text=True) as worker:
         deadline = time.monotonic() + 120
         while not ready.exists():
             assert worker.poll() is None, worker.stderr.read() if worker.stderr else ""
-            assert time.monotonic() < deadline, "the worker never reached its second call"
+            assert time.monotonic() < deadline, "the worker never got where it waits"
             time.sleep(0.05)
         worker.send_signal(signal.SIGKILL)
         assert worker.wait(timeout=60) == -signal.SIGKILL
@@ -421,3 +427,53 @@ async def test_a_worker_killed_mid_run_is_resumed_elsewhere_from_what_was_commit
     assert entered(events)[-1] == (2, 1, "continue-turn-2")
     work = inboxlog.fold_consumed_work(events)
     assert work["end"] is not None and work["end"]["data"]["turn"] == 2
+
+
+IN_TOOL = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[5])
+    import inboxlog
+    from adapters import ADAPTERS, Script, tool
+
+    def inside():
+        Path(sys.argv[4]).write_text("inside the tool")
+        time.sleep(600)  # the tool's side effect is under way when the worker dies
+
+    store = inboxlog.Store.open(sys.argv[2], "sync", schema=sys.argv[3] or None)
+    script = Script(tool("Paris"), during_tool=inside)
+    asyncio.run(ADAPTERS[sys.argv[1]].run(store, "job", "Weather in Paris?", script))
+    """
+)
+
+
+async def test_a_worker_killed_inside_a_tool_leaves_the_call_answered_and_the_tool_not_rerun(
+    adapter: Adapter, place: Place, tmp_path: Path
+) -> None:
+    # SPEC §15.4, §15.5: the call the model made and its dispatch are in the log before
+    # the tool runs, so the next open answers the call (its outcome unknown), and the
+    # resumed run's model call sees it answered, as its framework's own tool result.
+    kill_worker(IN_TOOL, adapter.name, place, tmp_path)
+    store = place.open()
+    events = events_of(store, "job")
+    calls = [e for e in events if e["type"] == "tool/call"]
+    assert [c["data"]["name"] for c in calls] == ["weather"], "tool/call before the tool ran"
+    with store.open("job") as session:
+        assert session.open_report["repairedTurn"] == 1
+    answered = [e for e in events_of(store, "job") if e["type"] == "tool/result"]
+    assert [a["data"]["error"]["code"] for a in answered] == ["TOOL_OUTCOME_UNKNOWN"]
+    assert answered[0]["sourceEventSeqs"] == [calls[0]["seq"]]
+    ran: list[str] = []
+    script = Script(say("I could not tell; let me not guess."), during_tool=lambda: ran.append("x"))
+    await adapter.run(store, "job", None, script)  # continues from the history
+    assert ran == [], "the tool ran again by itself"
+    [seen] = script.seen
+    assert seen[0] == user(Q)
+    assert [role for role, _ in seen] == ["user", "tool"], seen
+    assert "unknown" in seen[1][1], seen
+    events = events_of(store, "job")
+    assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
+    # What the model saw is what the log's surface says it sees.
+    roles = [m["role"] for m in store.messages("job")]
+    assert roles[:3] == ["user", "assistant", "user"]
