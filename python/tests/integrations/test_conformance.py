@@ -474,6 +474,8 @@ async def test_a_worker_killed_inside_a_tool_leaves_the_call_answered_and_the_to
     assert "unknown" in seen[1][1], seen
     events = events_of(store, "job")
     assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
-    # What the model saw is what the log's surface says it sees.
-    roles = [m["role"] for m in store.messages("job")]
-    assert roles[:3] == ["user", "assistant", "user"]
+    # The surface holds what the model saw: the question, the call, its answer (then
+    # the driver's continue marker, which enters no model input, and the reply).
+    messages = store.messages("job")
+    assert [m.get("role") for m in messages[:3]] == ["user", "assistant", "user"]
+    assert messages[2]["content"][0]["isError"] is True
