@@ -9,9 +9,15 @@ import textwrap
 from typing import Any
 
 import pytest
-from conftest import entered, turn_ends, types
+from conftest import entered, tool_call, turn_ends, types
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    message_to_dict,
+)
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
@@ -112,16 +118,27 @@ async def test_a_tool_call_then_an_answer_is_one_turn_of_two_steps(
         "agent/inbox/spliced",  # claimed by step 1
         "step/start",
         "user/message",
-        MESSAGES,  # the tool call
-        MESSAGES,  # its result, recorded before the next step
+        "assistant/message",  # the tool call
+        "tool/call",  # dispatched, before the tool runs
+        "tool/result",
         "step/end",
         "step/start",  # the second model call: a continuation step
-        MESSAGES,  # the answer
+        "assistant/message",  # the answer
         "step/end",
         "turn/end",
     ]
     input_id = state["messages"][0].id
     assert events[4]["data"] == {"id": input_id, "role": "user", "content": "Weather in Paris?"}
+    asked, answer = state["messages"][1], state["messages"][-1]
+    assert events[5]["data"]["message"]["content"] == [
+        {"type": "tool-call", "id": "call_1", "name": "weather", "arguments": '{"city": "Paris"}'}
+    ]
+    assert events[5]["data"]["message"]["source"]["replayState"] == message_to_dict(asked)
+    assert events[6]["data"] == tool_call(1, 1, "call_1", "weather", '{"city": "Paris"}')
+    assert events[7]["data"]["message"]["content"][0]["content"] == [
+        {"type": "text", "text": "sunny, 22 C in Paris"}
+    ]
+    assert events[10]["data"]["message"]["content"] == [{"type": "text", "text": answer.content}]
     assert turn_ends(events) == [{"kind": "completed"}]
     # The log holds the conversation the agent ended with, ids included.
     assert [(m.id, m.type) for m in conversation(events)] == [
@@ -274,7 +291,8 @@ async def test_the_same_agent_with_in_memory_and_inboxlog_savers_ends_the_same(
         if kind == "inboxlog":
             # One session holds both: the checkpoints and the turns.
             events = saver.session("chat").events()
-            assert {"langgraph/checkpoint", "turn/start", MESSAGES} <= set(types(events))
+            assert {"langgraph/checkpoint", "turn/start", "assistant/message"} <= set(types(events))
+            assert MESSAGES not in types(events)
             assert [m.id for m in conversation(events)] == [m.id for m in state["messages"]]
             saver.close()
     assert finals[0][:2] == finals[1][:2]
