@@ -546,6 +546,38 @@ async def test_a_model_response_is_one_assistant_message_in_the_reference_shape(
     assert [m["role"] for m in store.messages("chat")] == ["user", "assistant", "user", "assistant"]
 
 
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+async def test_parallel_tool_calls_are_each_dispatched_then_answered(
+    store: inboxlog.Store, mode: Mode
+) -> None:
+    both = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "weather", "args": {"city": "Paris"}, "id": "c1"},
+            {"name": "weather", "args": {"city": "Oslo"}, "id": "c2"},
+        ],
+    )
+    model = ScriptedChatModel(replies=[both, say("Sunny in both.")])
+    agent = create_agent(model, [weather], middleware=[InboxlogMiddleware(store)])
+    final = await drive(agent, ask("Paris and Oslo?"), thread(), mode)
+    events = log_of(store)
+    first_result = types(events).index("tool/result")
+    assert sorted(e["data"]["callId"] for e in events if e["type"] == "tool/call") == ["c1", "c2"]
+    for e in events:
+        if e["type"] == "tool/call":  # each call dispatched before its result
+            assert e["seq"] < next(
+                r["seq"]
+                for r in events[first_result:]
+                if r["type"] == "tool/result"
+                and r["data"]["message"]["source"]["callId"] == e["data"]["callId"]
+            )
+    assert conversation(events) == final["messages"]
+    assert shape(model.inputs[1])[2:] == [
+        ("tool", "sunny, 22 C in Paris"),
+        ("tool", "sunny, 22 C in Oslo"),
+    ]
+
+
 async def test_a_log_of_the_previous_release_resumes(store: inboxlog.Store) -> None:
     # The previous release kept the agent's messages as langchain/messages events only.
     asked = HumanMessage(content="Weather in Paris?", id="q1")

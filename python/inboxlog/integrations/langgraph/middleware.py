@@ -7,7 +7,7 @@ import json
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
 from langchain.agents.middleware.types import ModelRequest, ModelResponse, ToolCallRequest
@@ -516,17 +516,36 @@ def conversation(events: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
         elif kind == MESSAGES:
             for message in messages_from_dict(data["messages"]):
                 add(message)
-    return out
+    return _in_call_order(out)
+
+
+def _in_call_order(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with each run of tool results in the order of the calls that asked
+    for them: tools run in parallel reach the log as they finish, LangGraph's state holds
+    their results in the order of the calls."""
+    order: dict[str, int] = {}  # the position of each call of the last model response
+    start = 0
+    for end, message in enumerate([*messages, None]):
+        if isinstance(message, ToolMessage):
+            continue
+        results = cast("list[ToolMessage]", messages[start:end])  # a copy
+        results.sort(key=lambda m: order.get(m.tool_call_id, len(order)))
+        messages[start:end] = results
+        start = end + 1
+        calls = message.tool_calls if isinstance(message, AIMessage) else []
+        order = {call.get("id") or "": n for n, call in enumerate(calls)}
+    return messages
 
 
 def ai_message(data: Mapping[str, Any]) -> AIMessage:
     """The ``AIMessage`` an ``assistant/message`` holds: its ``source.replayState`` when
-    this middleware wrote it, else one built from its blocks."""
+    this middleware wrote it, else (another writer's) one built from its blocks."""
     message = data["message"]
     replay = message.get("source", {}).get("replayState")
-    if isinstance(replay, dict) and replay.get("type") == "ai":
+    with contextlib.suppress(ValueError, KeyError, TypeError):
         (restored,) = messages_from_dict([replay])
-        return restored.model_copy(update={"id": message["id"]})  # type: ignore[return-value]
+        if isinstance(restored, AIMessage):
+            return restored.model_copy(update={"id": message["id"]})
     blocks = [b for b in message.get("content", []) if isinstance(b, dict)]
     calls = [
         {"name": b["name"], "args": _parsed(b.get("arguments")), "id": b["id"]}
