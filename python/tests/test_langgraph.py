@@ -240,7 +240,11 @@ async def test_an_interrupt_inside_a_tool_ends_the_turn_aborted(store: inboxlog.
     agent = create_agent(model, [interrupted], middleware=[InboxlogMiddleware(store)])
     with pytest.raises(KeyboardInterrupt):
         agent.invoke(ask("Weather?"), thread())
-    assert turn_ends(log_of(store)) == [{"kind": "aborted", "reason": {"kind": "user"}}]
+    events = log_of(store)
+    assert turn_ends(events) == [{"kind": "aborted", "reason": {"kind": "user"}}]
+    [result] = [e["data"]["message"]["content"][0] for e in events if e["type"] == "tool/result"]
+    assert result["content"] == [{"type": "text", "text": "KeyboardInterrupt"}]
+    assert result["isError"] is True
 
 
 async def test_a_second_concurrent_run_on_one_thread_is_refused(store: inboxlog.Store) -> None:

@@ -470,7 +470,8 @@ class _Run:
         id = request.tool_call.get("id")
         if id not in self.dispatched:
             return
-        content = [text(f"{type(error).__name__}: {error}")]
+        said = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        content = [text(said)]
         with contextlib.suppress(inboxlog.InboxlogError):
             self.turn.answered(id, content, is_error=True)
 
