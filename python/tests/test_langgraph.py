@@ -5,19 +5,31 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
+import subprocess
+import sys
 import textwrap
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import entered, turn_ends, types
+from conftest import entered, tool_call, turn_ends, types
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    message_to_dict,
+)
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
 from lg_scripted import ScriptedChatModel, call, say
 
 import inboxlog
+from inboxlog.integrations._driver import Turn
 from inboxlog.integrations.langgraph import (
     MESSAGES,
     InboxlogMiddleware,
@@ -30,6 +42,7 @@ from inboxlog.integrations.langgraph import (
 )
 
 pytestmark = pytest.mark.anyio
+HERE = Path(__file__).parent
 
 
 @tool
@@ -112,16 +125,27 @@ async def test_a_tool_call_then_an_answer_is_one_turn_of_two_steps(
         "agent/inbox/spliced",  # claimed by step 1
         "step/start",
         "user/message",
-        MESSAGES,  # the tool call
-        MESSAGES,  # its result, recorded before the next step
+        "assistant/message",  # the tool call
+        "tool/call",  # dispatched, before the tool runs
+        "tool/result",
         "step/end",
         "step/start",  # the second model call: a continuation step
-        MESSAGES,  # the answer
+        "assistant/message",  # the answer
         "step/end",
         "turn/end",
     ]
     input_id = state["messages"][0].id
     assert events[4]["data"] == {"id": input_id, "role": "user", "content": "Weather in Paris?"}
+    asked, answer = state["messages"][1], state["messages"][-1]
+    assert events[5]["data"]["message"]["content"] == [
+        {"type": "tool-call", "id": "call_1", "name": "weather", "arguments": '{"city": "Paris"}'}
+    ]
+    assert events[5]["data"]["message"]["source"]["replayState"] == message_to_dict(asked)
+    assert events[6]["data"] == tool_call(1, 1, "call_1", "weather", '{"city": "Paris"}')
+    assert events[7]["data"]["message"]["content"][0]["content"] == [
+        {"type": "text", "text": "sunny, 22 C in Paris"}
+    ]
+    assert events[10]["data"]["message"]["content"] == [{"type": "text", "text": answer.content}]
     assert turn_ends(events) == [{"kind": "completed"}]
     # The log holds the conversation the agent ended with, ids included.
     assert [(m.id, m.type) for m in conversation(events)] == [
@@ -183,8 +207,26 @@ async def test_a_tool_that_raises_ends_the_turn_with_error(store: inboxlog.Store
     agent = create_agent(model, [broken], middleware=[InboxlogMiddleware(store)])
     with pytest.raises(LookupError):
         agent.invoke(ask("Weather?"), thread())
-    assert turn_ends(log_of(store)) == [
+    events = log_of(store)
+    assert turn_ends(events) == [
         {"kind": "error", "error": {"message": "no station in Paris", "code": "LookupError"}}
+    ]
+    # The call is answered before the turn ends: the next run's model sees it answered.
+    assert types(events)[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    [block] = events[-3]["data"]["message"]["content"]
+    assert block == {
+        "type": "tool-result",
+        "toolCallId": "call_1",
+        "content": [{"type": "text", "text": "LookupError: no station in Paris"}],
+        "isError": True,
+    }
+    model.replies.append(say("Sorry, no station."))
+    agent.invoke(ask("And now?"), thread())
+    assert shape(model.inputs[-1]) == [
+        ("human", "Weather?"),
+        ("ai", ["broken"]),
+        ("tool", "LookupError: no station in Paris"),
+        ("human", "And now?"),
     ]
 
 
@@ -198,7 +240,11 @@ async def test_an_interrupt_inside_a_tool_ends_the_turn_aborted(store: inboxlog.
     agent = create_agent(model, [interrupted], middleware=[InboxlogMiddleware(store)])
     with pytest.raises(KeyboardInterrupt):
         agent.invoke(ask("Weather?"), thread())
-    assert turn_ends(log_of(store)) == [{"kind": "aborted", "reason": {"kind": "user"}}]
+    events = log_of(store)
+    assert turn_ends(events) == [{"kind": "aborted", "reason": {"kind": "user"}}]
+    [result] = [e["data"]["message"]["content"][0] for e in events if e["type"] == "tool/result"]
+    assert result["content"] == [{"type": "text", "text": "KeyboardInterrupt"}]
+    assert result["isError"] is True
 
 
 async def test_a_second_concurrent_run_on_one_thread_is_refused(store: inboxlog.Store) -> None:
@@ -274,7 +320,8 @@ async def test_the_same_agent_with_in_memory_and_inboxlog_savers_ends_the_same(
         if kind == "inboxlog":
             # One session holds both: the checkpoints and the turns.
             events = saver.session("chat").events()
-            assert {"langgraph/checkpoint", "turn/start", MESSAGES} <= set(types(events))
+            assert {"langgraph/checkpoint", "turn/start", "assistant/message"} <= set(types(events))
+            assert MESSAGES not in types(events)
             assert [m.id for m in conversation(events)] == [m.id for m in state["messages"]]
             saver.close()
     assert finals[0][:2] == finals[1][:2]
@@ -352,7 +399,7 @@ async def test_a_run_interrupted_for_a_human_goes_on_when_resumed(
 
 # -- a worker killed mid-run ------------------------------------------------------------
 
-WORKER = textwrap.dedent(
+IN_TOOL = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
@@ -360,22 +407,72 @@ WORKER = textwrap.dedent(
     sys.path.insert(0, sys.argv[3])
     import inboxlog
     from langchain.agents import create_agent
+    from langchain_core.tools import tool
     from inboxlog.integrations.langgraph import InboxlogMiddleware, InboxlogSaver
     from lg_scripted import ScriptedChatModel, call
-    from test_langgraph import weather
 
-    def block_forever():
-        Path(sys.argv[2]).write_text("calling")
-        time.sleep(3600)
+    @tool
+    def book(city: str) -> str:
+        \"\"\"Books a hotel in a city.\"\"\"
+        Path(sys.argv[2]).write_text("booking")
+        time.sleep(3600)  # the booking is under way when the worker dies
+        return "booked"
 
     saver = InboxlogSaver(inboxlog.Store(sys.argv[1], durability="sync"))
-    model = ScriptedChatModel(replies=[call("weather", city="Paris"), block_forever])
-    agent = create_agent(model, [weather], middleware=[InboxlogMiddleware(saver)],
+    model = ScriptedChatModel(replies=[call("book", city="Paris")])
+    agent = create_agent(model, [book], middleware=[InboxlogMiddleware(saver)],
                          checkpointer=saver)
-    agent.invoke({"messages": [{"role": "user", "content": "Weather in Paris?"}]},
+    agent.invoke({"messages": [{"role": "user", "content": "Book Paris."}]},
                  {"configurable": {"thread_id": "job"}})
     """
 )
+
+
+def kill_inside_the_tool(logs: Path) -> None:
+    """Runs IN_TOOL in a child process and kills it with SIGKILL inside its tool."""
+    ready = logs.parent / "ready"
+    argv = [sys.executable, "-c", IN_TOOL, str(logs), str(ready), str(HERE)]
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) as worker:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert worker.poll() is None, worker.stderr.read() if worker.stderr else ""
+            assert time.monotonic() < deadline, "the worker never reached its tool"
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGKILL)
+        assert worker.wait(timeout=60) == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("input", [None, "Well?"])
+def test_a_checkpoint_resumed_after_a_kill_inside_a_tool_does_not_run_it_again(
+    tmp_path: Path, input: str | None
+) -> None:
+    # SPEC §15.5: LangGraph's checkpoint still has the tool to run; the log answered
+    # the call when it was opened, and that answer is the tool's result.
+    logs = tmp_path / "logs"
+    kill_inside_the_tool(logs)
+    ran: list[str] = []
+
+    @tool
+    def book(city: str) -> str:
+        """Books a hotel in a city."""
+        ran.append(city)
+        return "booked"
+
+    model = ScriptedChatModel(replies=[say("I could not tell whether it is booked.")])
+    with InboxlogSaver(inboxlog.Store(logs)) as saver:
+        agent = create_agent(
+            model, [book], middleware=[InboxlogMiddleware(saver)], checkpointer=saver
+        )
+        agent.invoke(None if input is None else ask(input), thread("job"))
+        events = saver.session("job").events()
+    assert ran == [], "the tool ran again by itself"
+    [seen] = model.inputs
+    assert shape(seen)[:2] == [("human", "Book Paris."), ("ai", ["book"])]
+    assert seen[2].type == "tool" and "unknown" in str(seen[2].content)
+    assert shape(seen)[3:] == ([] if input is None else [("human", input)])
+    assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
+    results = [e["data"] for e in events if e["type"] == "tool/result"]
+    assert [r["error"]["code"] for r in results] == ["TOOL_OUTCOME_UNKNOWN"]
 
 
 def test_inbox_messages_and_langchain_messages_convert_both_ways() -> None:
@@ -399,6 +496,122 @@ def test_a_message_entered_twice_appears_once_in_the_conversation() -> None:
         {"type": "user/message", "seq": 1, "time": 0, "data": {"id": "a", "content": "hi"}},
     ]
     assert shape(conversation(events)) == [("human", "hi")]
+
+
+async def test_a_model_response_is_one_assistant_message_in_the_reference_shape(
+    store: inboxlog.Store,
+) -> None:
+    raw = {
+        "id": "call_9",
+        "type": "function",
+        "function": {"name": "weather", "arguments": '{ "city":"Oslo" }'},
+    }
+    answer = AIMessage(
+        content=[
+            {"type": "reasoning", "reasoning": "They want Oslo."},
+            {"type": "text", "text": "Looking it up."},
+        ],
+        tool_calls=[{"name": "weather", "args": {"city": "Oslo"}, "id": "call_9"}],
+        additional_kwargs={"tool_calls": [raw]},
+        response_metadata={"model_provider": "openai", "model_name": "gpt-test"},
+        usage_metadata={
+            "input_tokens": 12,
+            "output_tokens": 5,
+            "total_tokens": 17,
+            "input_token_details": {"cache_read": 4},
+            "output_token_details": {"reasoning": 2},
+        },
+    )
+    model = ScriptedChatModel(replies=[answer, say("Sunny in Oslo.")])
+    agent = create_agent(model, [weather], middleware=[InboxlogMiddleware(store)])
+    final = agent.invoke(ask("Oslo?"), thread())
+    events = log_of(store)
+    said = next(e["data"] for e in events if e["type"] == "assistant/message")
+    assert said["message"]["content"] == [
+        {"type": "reasoning", "text": "They want Oslo."},
+        {"type": "text", "text": "Looking it up."},
+        {"type": "tool-call", "id": "call_9", "name": "weather", "arguments": '{ "city":"Oslo" }'},
+    ]
+    assert {k: v for k, v in said["message"]["source"].items() if k != "replayState"} == {
+        "kind": "model",
+        "provider": "openai",
+        "model": "gpt-test",
+    }
+    assert said["usage"] == {
+        "inputTokens": 12,
+        "outputTokens": 5,
+        "cacheReadTokens": 4,
+        "reasoningTokens": 2,
+    }
+    [dispatched] = [e["data"] for e in events if e["type"] == "tool/call"]
+    assert dispatched["arguments"] == '{ "city":"Oslo" }'  # the model's own text
+    # The log gives LangChain its own messages back, and the surface reads as a conversation.
+    assert conversation(events) == final["messages"]
+    assert [m["role"] for m in store.messages("chat")] == ["user", "assistant", "user", "assistant"]
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+async def test_parallel_tool_calls_are_each_dispatched_then_answered(
+    store: inboxlog.Store, mode: Mode
+) -> None:
+    both = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "weather", "args": {"city": "Paris"}, "id": "c1"},
+            {"name": "weather", "args": {"city": "Oslo"}, "id": "c2"},
+        ],
+    )
+    model = ScriptedChatModel(replies=[both, say("Sunny in both.")])
+    agent = create_agent(model, [weather], middleware=[InboxlogMiddleware(store)])
+    final = await drive(agent, ask("Paris and Oslo?"), thread(), mode)
+    events = log_of(store)
+    first_result = types(events).index("tool/result")
+    assert sorted(e["data"]["callId"] for e in events if e["type"] == "tool/call") == ["c1", "c2"]
+    for e in events:
+        if e["type"] == "tool/call":  # each call dispatched before its result
+            assert e["seq"] < next(
+                r["seq"]
+                for r in events[first_result:]
+                if r["type"] == "tool/result"
+                and r["data"]["message"]["source"]["callId"] == e["data"]["callId"]
+            )
+    assert conversation(events) == final["messages"]
+    assert shape(model.inputs[1])[2:] == [
+        ("tool", "sunny, 22 C in Paris"),
+        ("tool", "sunny, 22 C in Oslo"),
+    ]
+
+
+async def test_a_log_of_the_previous_release_resumes(store: inboxlog.Store) -> None:
+    # The previous release kept the agent's messages as langchain/messages events only.
+    asked = HumanMessage(content="Weather in Paris?", id="q1")
+    calling = AIMessage(
+        content="", id="a1", tool_calls=[{"name": "weather", "args": {"city": "Paris"}, "id": "c1"}]
+    )
+    result = ToolMessage(content="sunny, 22 C in Paris", tool_call_id="c1", id="t1")
+    answer = AIMessage(content="Sunny in Paris.", id="a2")
+    with store.create("chat") as log:
+        turn = Turn(log)
+        turn.start([inbox_message(asked)])
+        turn.step()
+        log.append(MESSAGES, {"messages": [message_to_dict(calling)]})
+        log.append(MESSAGES, {"messages": [message_to_dict(result)]})
+        turn.step()
+        log.append(MESSAGES, {"messages": [message_to_dict(answer)]})
+        turn.model_stopped()
+    model = ScriptedChatModel(replies=[say("You're welcome.")])
+    agent = create_agent(model, [weather], middleware=[InboxlogMiddleware(store)])
+    agent.invoke(ask("Thanks!"), thread())
+    assert shape(model.inputs[0]) == [
+        ("human", "Weather in Paris?"),
+        ("ai", ["weather"]),
+        ("tool", "sunny, 22 C in Paris"),
+        ("ai", "Sunny in Paris."),
+        ("human", "Thanks!"),
+    ]
+    events = log_of(store)
+    assert types(events).count(MESSAGES) == 3  # nothing of the new run's
+    assert [m.content for m in conversation(events)][-2:] == ["Thanks!", "You're welcome."]
 
 
 # -- packaging: optional, typed, documented, demonstrated ----------------------------------

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
-from langchain.agents.middleware.types import ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ModelRequest, ModelResponse, ToolCallRequest
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -15,6 +18,7 @@ from langchain_core.messages import (
     HumanMessage,
     RemoveMessage,
     SystemMessage,
+    ToolMessage,
     message_to_dict,
     messages_from_dict,
 )
@@ -22,16 +26,18 @@ from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 import inboxlog
 from inboxlog.integrations._common import call, open_or_create
-from inboxlog.integrations._driver import Turn, input_id
+from inboxlog.integrations._driver import Turn, answers, input_id, result_text, text
 from inboxlog.integrations.langgraph.saver import InboxlogSaver
 from inboxlog.types import Message, StepOutcome
 
 MESSAGES = "langchain/messages"
-"""The event type of the messages the agent added (model output, tool results):
-``{"messages": [...]}``, each in LangChain's ``message_to_dict`` form."""
+"""The event type of the messages the agent added that are neither a model's response nor
+a tool's result (a middleware's own, say): ``{"messages": [...]}``, each in LangChain's
+``message_to_dict`` form. Logs of earlier releases hold every added message this way."""
 
 _T = TypeVar("_T")
 
@@ -99,6 +105,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Calls the model; an exception ends the turn ``error`` (``aborted`` for an
         interrupt) and propagates."""
         run = self._run()
+        run.model = request.model
         try:
             return handler(request)
         except GraphBubbleUp:
@@ -107,16 +114,25 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self._abort(run, error)
             raise
 
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Runs the tool; an exception that escapes it ends the turn as in
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Runs the tool between its ``tool/call`` (durable before the tool starts) and its
+        ``tool/result``; a call the log answered already is not run again. An exception
+        that escapes the tool is its result (marked an error) and ends the turn as in
         :meth:`wrap_model_call`."""
         run = self._run()
         try:
-            return handler(request)
+            earlier = run.before_tool(request, _resuming())
+            if earlier is not None:
+                return earlier
+            return run.after_tool(request, handler(request))
         except GraphBubbleUp:
             raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
-            self._abort(run, error)
+            self._abort(run, error, request)
             raise
 
     # -- async hooks: the same work, the log's calls in a worker thread ---------------
@@ -166,6 +182,7 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """:meth:`wrap_model_call`; a cancelled run ends ``aborted``."""
         run = await call(self._run)
+        run.model = request.model
         try:
             return await handler(request)
         except GraphBubbleUp:
@@ -174,15 +191,22 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             await self._abort_async(run, error)
             raise
 
-    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
         """:meth:`wrap_tool_call`; a cancelled run ends ``aborted``."""
         run = await call(self._run)
         try:
-            return await handler(request)
+            earlier = await call(run.before_tool, request, _resuming())
+            if earlier is not None:
+                return earlier
+            return await call(run.after_tool, request, await handler(request))
         except GraphBubbleUp:
             raise  # an interrupt or a jump: the run goes on when the graph resumes
         except BaseException as error:
-            await self._abort_async(run, error)
+            await self._abort_async(run, error, request)
             raise
 
     # -- runs -------------------------------------------------------------------------
@@ -249,19 +273,24 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         finally:
             self._forget(run)
 
-    def _abort(self, run: _Run, error: BaseException) -> None:
+    def _abort(self, run: _Run, error: BaseException, tool: ToolCallRequest | None = None) -> None:
+        """Ends the turn for ``error``; raised by ``tool``, it is first the call's result."""
         try:
+            if tool is not None:
+                run.tool_failed(tool, error)
             run.turn.end(error)
         finally:
             self._forget(run)
 
-    async def _abort_async(self, run: _Run, error: BaseException) -> None:
+    async def _abort_async(
+        self, run: _Run, error: BaseException, tool: ToolCallRequest | None = None
+    ) -> None:
         """:meth:`_abort` from a coroutine (for ``GeneratorExit``, which closes it, in
         this thread: a closed coroutine must not wait)."""
         if isinstance(error, GeneratorExit):
-            self._abort(run, error)
+            self._abort(run, error, tool)
         else:
-            await call(self._abort, run, error)
+            await call(self._abort, run, error, tool)
 
     def _forget(self, run: _Run) -> None:
         with self._lock:
@@ -287,12 +316,16 @@ class _Run:
         self.turn = Turn(log, plugins, keep_inbox_on_cancel=keep_inbox_on_cancel)
         self.logged: set[str] = set()
         self.state: list[AnyMessage] = []  # the state's messages at the last step
+        self.earlier: dict[str, dict[str, Any]] = {}  # the log's tool results at the start
+        self.dispatched: set[str] = set()  # the calls whose tool/call this run wrote
+        self.model: Any = None  # the chat model of the last model call
 
     def open(self, messages: Sequence[AnyMessage]) -> None:
         """Opens the turn; the run's new input (the state's messages the log does not
         hold) joins ``next-turn``."""
-        history = conversation(self.log.events())
-        self.logged = {m.id for m in history if m.id is not None}
+        events = self.log.events()
+        self.earlier = answers(events)
+        self.logged = {m.id for m in conversation(events) if m.id is not None}
         new = [inbox_message(m) for m in messages if m.id is None or m.id not in self.logged]
         self.turn.start(new)
         self.logged.update(m["id"] for m in new)
@@ -340,40 +373,208 @@ class _Run:
             self.record(messages)
             self.turn.finish()
 
+    # -- the conversation (SPEC §15.5) -------------------------------------------------
+
     def record(self, messages: Sequence[AnyMessage]) -> None:
-        """Appends the state's messages the log does not hold yet as one event."""
-        new = [m for m in messages if m.id is None or m.id not in self.logged]
-        if not new:
+        """Appends the state's messages the log does not hold yet, in order: a model's
+        response as ``assistant/message``, a tool's result as ``tool/result``, any other
+        as a ``langchain/messages`` event."""
+        others: list[AnyMessage] = []
+        for message in messages:
+            if message.id is not None and message.id in self.logged:
+                continue
+            if isinstance(message, (AIMessage, ToolMessage)):
+                self._others(others)
+                if isinstance(message, AIMessage):
+                    self.said(message)
+                else:
+                    self.answered(message)
+            else:
+                others.append(message)
+        self._others(others)
+
+    def _others(self, messages: list[AnyMessage]) -> None:
+        if messages:
+            self.log.append(MESSAGES, {"messages": [message_to_dict(m) for m in messages]})
+            self.logged.update(m.id for m in messages if m.id is not None)
+            messages.clear()
+
+    def said(self, message: AIMessage) -> None:
+        """Appends a model's response as one ``assistant/message``, the message itself in
+        ``source.replayState``."""
+        if message.id is None:
+            message.id = str(uuid.uuid4())
+        provider, model = _source(message, self.model)
+        calls = [
+            {
+                "type": "tool-call",
+                "id": c["id"],
+                "name": c["name"],
+                "arguments": _arguments(message, c),
+            }
+            for c in message.tool_calls
+            if c.get("id")
+        ]
+        self.turn.said(
+            message.id,
+            [*_blocks(message.content), *calls],
+            provider=provider,
+            model=model,
+            usage=_usage(message),
+            replay_state=message_to_dict(message),
+        )
+        self.logged.add(message.id)
+
+    def answered(self, message: ToolMessage) -> None:
+        """Appends a tool's result as ``tool/result`` (``isError`` for an error status),
+        the message itself under the key ``langchain``."""
+        if message.id is None:
+            message.id = str(uuid.uuid4())
+        self.turn.answered(
+            message.tool_call_id,
+            _blocks(message.content),
+            is_error=message.status == "error",
+            langchain=message_to_dict(message),
+        )
+        self.logged.add(message.id)
+
+    def before_tool(self, request: ToolCallRequest, resuming: bool) -> ToolMessage | None:
+        """Appends ``tool/call`` before the tool runs. A call the log answered before this
+        run made a model call (LangGraph resuming, from its checkpoint, the tools a crash
+        cut off) is not run again: its answer, repair's included, is the result. Unless
+        the graph resumes the tool from an ``interrupt()``: a person asked for that."""
+        call = request.tool_call
+        id = call.get("id")
+        if not id:
+            return None
+        if self.turn.steps == 0 and id in self.earlier and not resuming:
+            return tool_message(self.earlier[id])
+        self.turn.calling(id, call["name"], _arguments(_caller(request, id), call))
+        self.dispatched.add(id)
+        return None
+
+    def after_tool(
+        self, request: ToolCallRequest, result: ToolMessage | Command[Any]
+    ) -> ToolMessage | Command[Any]:
+        """Appends the tool's ``tool/result``; a ``Command``'s messages are recorded when
+        they reach the state."""
+        if isinstance(result, ToolMessage) and request.tool_call.get("id"):
+            if result.id is None:
+                result = result.model_copy(update={"id": str(uuid.uuid4())})
+            self.answered(result)
+        return result
+
+    def tool_failed(self, request: ToolCallRequest, error: BaseException) -> None:
+        """Appends the result of a dispatched call whose tool raised ``error`` (best
+        effort: the turn's end follows, and a log that refused it refuses that too)."""
+        id = request.tool_call.get("id")
+        if id not in self.dispatched:
             return
-        self.log.append(MESSAGES, {"messages": [message_to_dict(m) for m in new]})
-        self.logged.update(m.id for m in new if m.id is not None)
+        said = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        content = [text(said)]
+        with contextlib.suppress(inboxlog.InboxlogError):
+            self.turn.answered(id, content, is_error=True)
 
 
 def conversation(events: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
     """The LangChain messages a log holds, in order: each ``user/message`` (an inbox
-    message, see :func:`langchain_message`) and each ``langchain/messages`` message. A
-    message whose id came before replaces it in place, as LangGraph's ``add_messages``
-    does, so input entered twice (after a crash) appears once."""
+    message, see :func:`langchain_message`), ``assistant/message``, ``tool/result`` and
+    ``langchain/messages`` message. A message whose id came before replaces it in place,
+    as LangGraph's ``add_messages`` does, so input entered twice (after a crash) appears
+    once; so does a later result of a call answered before (a tool resumed after
+    repair answered its call)."""
     out: list[BaseMessage] = []
-    at: dict[str, int] = {}
+    at: dict[str, int] = {}  # by message id
+    answer_at: dict[str, int] = {}  # by the id of the call a tool message answers
 
     def add(message: BaseMessage | None) -> None:
         if message is None:
             return
-        if message.id is not None and message.id in at:
-            out[at[message.id]] = message
-            return
+        where = at.get(message.id) if message.id is not None else None
+        if where is None and isinstance(message, ToolMessage):
+            where = answer_at.get(message.tool_call_id)
+        if where is None:
+            where = len(out)
+            out.append(message)
+        else:
+            out[where] = message
         if message.id is not None:
-            at[message.id] = len(out)
-        out.append(message)
+            at[message.id] = where
+        if isinstance(message, ToolMessage):
+            answer_at[message.tool_call_id] = where
+        elif isinstance(message, AIMessage):
+            for call in message.tool_calls:  # a call id used again is a new call
+                answer_at.pop(call.get("id") or "", None)
 
     for event in events:
-        if event["type"] == "user/message":
-            add(langchain_message(event["data"]))
-        elif event["type"] == MESSAGES:
-            for message in messages_from_dict(event["data"]["messages"]):
+        kind, data = event["type"], event["data"]
+        if kind == "user/message":
+            add(langchain_message(data))
+        elif kind == "assistant/message":
+            add(ai_message(data))
+        elif kind == "tool/result":
+            add(tool_message(data))
+        elif kind == MESSAGES:
+            for message in messages_from_dict(data["messages"]):
                 add(message)
-    return out
+    return _in_call_order(out)
+
+
+def _in_call_order(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with each run of tool results in the order of the calls that asked
+    for them: tools run in parallel reach the log as they finish, LangGraph's state holds
+    their results in the order of the calls."""
+    order: dict[str, int] = {}  # the position of each call of the last model response
+    start = 0
+    for end, message in enumerate([*messages, None]):
+        if isinstance(message, ToolMessage):
+            continue
+        results = cast("list[ToolMessage]", messages[start:end])  # a copy
+        results.sort(key=lambda m: order.get(m.tool_call_id, len(order)))
+        messages[start:end] = results
+        start = end + 1
+        calls = message.tool_calls if isinstance(message, AIMessage) else []
+        order = {call.get("id") or "": n for n, call in enumerate(calls)}
+    return messages
+
+
+def ai_message(data: Mapping[str, Any]) -> AIMessage:
+    """The ``AIMessage`` an ``assistant/message`` holds: its ``source.replayState`` when
+    this middleware wrote it, else (another writer's) one built from its blocks."""
+    message = data["message"]
+    replay = message.get("source", {}).get("replayState")
+    with contextlib.suppress(ValueError, KeyError, TypeError):
+        (restored,) = messages_from_dict([replay])
+        if isinstance(restored, AIMessage):
+            return restored.model_copy(update={"id": message["id"]})
+    blocks = [b for b in message.get("content", []) if isinstance(b, dict)]
+    calls = [
+        {"name": b["name"], "args": _parsed(b.get("arguments")), "id": b["id"]}
+        for b in blocks
+        if b.get("type") == "tool-call"
+    ]
+    content = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    return AIMessage(content=content, tool_calls=calls, id=message["id"])
+
+
+def tool_message(data: Mapping[str, Any]) -> ToolMessage:
+    """The ``ToolMessage`` a ``tool/result`` holds: its ``langchain`` key (the message as
+    LangGraph's state holds it) when this middleware wrote it, else one built from its
+    ``tool-result`` block (an error status for ``isError``): so a call that repair
+    answered after a crash reaches the model answered."""
+    message = data["message"]
+    if isinstance(data.get("langchain"), dict):
+        (restored,) = messages_from_dict([data["langchain"]])
+        return restored  # type: ignore[return-value]
+    [block] = [
+        b for b in message["content"] if isinstance(b, dict) and b.get("type") == "tool-result"
+    ]
+    return ToolMessage(
+        content=result_text(dict(data)),
+        tool_call_id=block["toolCallId"],
+        id=message["id"],
+        status="error" if block.get("isError") else "success",
+    )
 
 
 def inbox_message(message: BaseMessage) -> Message:
@@ -417,6 +618,102 @@ def _is_length_stop(message: Any) -> bool:
     metadata = message.response_metadata or {}
     reason = metadata.get("finish_reason") or metadata.get("stop_reason")
     return reason in ("length", "max_tokens", "MAX_TOKENS")
+
+
+def _blocks(content: str | list[Any]) -> list[dict[str, Any]]:
+    """A LangChain message's content as SPEC §15.1's blocks: text, reasoning (LangChain's
+    ``reasoning`` and Anthropic's ``thinking``), any other typed block as it is; tool
+    calls travel as the message's ``tool_calls``."""
+    out: list[dict[str, Any]] = []
+    for part in [content] if isinstance(content, str) else content:
+        if isinstance(part, str):
+            out.append(text(part))
+        elif not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            continue  # not a block; the replay state keeps it
+        elif part["type"] == "text":
+            out.append(text(str(part.get("text", ""))))
+        elif part["type"] in ("reasoning", "thinking"):
+            said = part.get("reasoning", part.get("thinking", part.get("text", "")))
+            out.append({"type": "reasoning", "text": str(said)})
+        elif part["type"] not in ("tool_call", "tool_use", "function_call"):
+            out.append(part)
+    return [b for b in out if b.get("type") != "text" or b["text"]]
+
+
+def _arguments(message: AIMessage | None, call: Mapping[str, Any]) -> str:
+    """A tool call's arguments as the model's raw JSON text: the provider's own when the
+    message kept it (OpenAI's ``additional_kwargs``), else the parsed arguments as JSON."""
+    for raw in (message.additional_kwargs.get("tool_calls") or []) if message else []:
+        function = raw.get("function") if isinstance(raw, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if raw.get("id") == call.get("id") and isinstance(arguments, str):
+            return arguments
+    return json.dumps(call.get("args", {}), ensure_ascii=False)
+
+
+def _parsed(arguments: Any) -> dict[str, Any]:
+    """A tool-call block's raw arguments as LangChain's ``args`` (``{}`` when not an
+    object)."""
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return {}
+    return args if isinstance(args, dict) else {}
+
+
+def _caller(request: ToolCallRequest, id: str) -> AIMessage | None:
+    """The model's message that made call ``id``, from the tool's view of the state."""
+    state = request.state
+    messages = state.get("messages", []) if isinstance(state, dict) else []
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and any(c.get("id") == id for c in message.tool_calls):
+            return message
+    return None
+
+
+def _source(message: AIMessage, chat_model: Any) -> tuple[str, str]:
+    """Who answered: the provider and model the message names, else the chat model's."""
+    metadata = message.response_metadata or {}
+    provider = metadata.get("model_provider") or getattr(chat_model, "_llm_type", None)
+    model = metadata.get("model_name") or metadata.get("model")
+    for name in ("model_name", "model"):
+        model = model or getattr(chat_model, name, None)
+    return (
+        provider if isinstance(provider, str) else "",
+        model if isinstance(model, str) else "",
+    )
+
+
+def _usage(message: AIMessage) -> dict[str, int] | None:
+    """LangChain's ``usage_metadata`` in the reference's keys."""
+    usage = message.usage_metadata
+    if usage is None:
+        return None
+    out = {"inputTokens": usage["input_tokens"], "outputTokens": usage["output_tokens"]}
+    read = (usage.get("input_token_details") or {}).get("cache_read")
+    written = (usage.get("input_token_details") or {}).get("cache_creation")
+    reasoning = (usage.get("output_token_details") or {}).get("reasoning")
+    for key, count in (
+        ("cacheReadTokens", read),
+        ("cacheWriteTokens", written),
+        ("reasoningTokens", reasoning),
+    ):
+        if count is not None:
+            out[key] = count
+    return out
+
+
+def _resuming() -> bool:
+    """Whether the running task was resumed from an ``interrupt()``
+    (``Command(resume=...)``)."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:
+        return False
+    scratchpad = configurable.get("__pregel_scratchpad")
+    if scratchpad is None:
+        return False
+    return bool(scratchpad.resume) or scratchpad.get_null_resume(False) is not None
 
 
 def _thread_id() -> str | None:
