@@ -700,6 +700,49 @@ def test_the_conversation_is_shown_as_text(
     assert_clean(browser)
 
 
+@pytest.mark.parametrize("integration", ["adk", "langgraph", "openai_agents", "pydantic_ai"])
+def test_a_session_an_integration_wrote_shows_its_conversation(
+    browser: WebDriver, server: Server, store: inboxlog.Store, integration: str
+) -> None:
+    """A run of each framework integration (its real package, a scripted model calling
+    the weather tool once, then answering) writes the conversation of SPEC §15.5, which
+    the page shows as text: the tool call with its arguments, its result, the answer."""
+    sys.path.insert(0, str(HERE.parent / "integrations"))
+    import asyncio
+
+    from adapters import ADAPTERS, Script, say, tool
+
+    id = f"by-{integration.replace('_', '-')}"
+    script = Script(tool("Paris"), say("Sunny in Paris."))
+    asyncio.run(ADAPTERS[integration].run(store, id, "Weather in Paris?", script))
+    events = store.inspect(id)[1]
+    last = events[-1]["seq"]
+    kinds = {e["seq"]: e["type"] for e in events}
+    open_session(browser, server, id)
+    until(browser, lambda: max(row_seqs(browser)) == last, "the last event shown")
+
+    def bodies(kind: str) -> list[str]:
+        return [row_body(browser, seq).text for seq, ty in kinds.items() if ty == kind]
+
+    calls = [
+        (
+            b.find_element(By.CSS_SELECTOR, ".ev-tool-name").text,
+            b.find_element(By.CSS_SELECTOR, ".ev-args").text,
+        )
+        for seq, ty in kinds.items()
+        if ty == "tool/call"
+        for b in [row_body(browser, seq)]
+    ]
+    assert [name for name, _ in calls] == ["weather"]
+    assert "Paris" in calls[0][1]
+    assert any("sunny, 22 C in Paris" in body for body in bodies("tool/result"))
+    answers = bodies("assistant/message")
+    assert any("weather" in body for body in answers), answers
+    assert any("Sunny in Paris." in body for body in answers), answers
+    assert any("Weather in Paris?" in body for body in bodies("user/message"))
+    assert_clean(browser)
+
+
 def test_a_conversation_of_older_shapes_still_shows_its_text(
     browser: WebDriver, server: Server, store: inboxlog.Store, root: Path
 ) -> None:
