@@ -397,10 +397,11 @@ async def test_a_response_record_that_fails_fails_the_run_at_the_next_hook(
 async def test_each_run_makes_the_same_few_worker_thread_calls(
     store: inboxlog.Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run of two model requests makes eight log calls off the event loop, however
-    long the conversation: the turn's start; per request its step, its record and its
-    response's (started while the tools run, waited for by the next hook); the model's
-    stop (the last step's end with the turn's close); the session's release."""
+    """A run of two model requests and one tool makes ten log calls off the event loop,
+    however long the conversation: the turn's start; per request its step, its record
+    and its response's (started at once, waited for before a tool starts or by the next
+    hook); per tool run its call (durable before the tool starts) and its result; the
+    model's stop (the last step's end with the turn's close); the session's release."""
     made: list[str] = []
     real, real_start = pa.call, pa.start
 
@@ -424,7 +425,8 @@ async def test_each_run_makes_the_same_few_worker_thread_calls(
         await agent.run(f"Weather in Paris? ({n})", conversation_id="chat")
         per_run.append(list(made))
     step = ["_boundary", "record_new", "record_new (started)"]
-    assert per_run == [["begin", *step, *step, "stop", "end"]] * 3
+    tool = ["calling", "answer"]
+    assert per_run == [["begin", *step, *tool, *step, "stop", "end"]] * 3
     assert turn_ends(log_of(store)) == [{"kind": "completed"}] * 3
 
 

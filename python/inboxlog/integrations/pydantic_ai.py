@@ -87,26 +87,44 @@ its error, ending the turn ``error``).
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, cast
 
 try:
     from pydantic import TypeAdapter
     from pydantic_ai.agent import CallToolsNode, ModelRequestNode
     from pydantic_ai.capabilities import AbstractCapability
-    from pydantic_ai.capabilities.abstract import AgentNode, NodeResult, WrapRunHandler
-    from pydantic_ai.exceptions import IncompleteToolCall, OutputTokenLimitExceeded
+    from pydantic_ai.capabilities.abstract import (
+        AgentNode,
+        NodeResult,
+        ValidatedToolArgs,
+        WrapRunHandler,
+        WrapToolExecuteHandler,
+    )
+    from pydantic_ai.exceptions import (
+        ApprovalRequired,
+        CallDeferred,
+        IncompleteToolCall,
+        OutputTokenLimitExceeded,
+        ToolRetryError,
+    )
     from pydantic_ai.messages import (
         ModelMessage,
         ModelMessagesTypeAdapter,
         ModelRequest,
         ModelRequestPart,
         ModelResponse,
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        ToolReturnPart,
         UserPromptPart,
     )
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
-    from pydantic_ai.tools import RunContext
+    from pydantic_ai.tools import RunContext, ToolDefinition
     from pydantic_graph import End
 except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subprocess
     if error.name not in ("pydantic_ai", "pydantic_graph", "pydantic") and not (
@@ -127,8 +145,8 @@ from inboxlog.integrations._common import (
     open_or_create,
     start,
 )
-from inboxlog.integrations._driver import Turn, input_id
-from inboxlog.types import Message, StepOutcome
+from inboxlog.integrations._driver import Turn, answers, input_id, result_text, text
+from inboxlog.types import Event, Message, StepOutcome
 
 MESSAGES = "pydantic-ai/messages"
 """The event type of messages added to the history: ``{"messages": [...], "from": seq}``
@@ -279,6 +297,19 @@ class InboxlogCapability(AbstractCapability[Any]):
             return ModelRequestNode(request=request)
         return result
 
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: ValidatedToolArgs,
+        handler: WrapToolExecuteHandler,
+    ) -> Any:
+        """Runs a tool between its ``tool/call``, durable before the tool starts, and its
+        ``tool/result``."""
+        return await self._active(ctx).execute(call, args, handler)
+
     def _active(self, ctx: RunContext[Any] | None) -> _Run:
         run = None if ctx is None else self._runs.get(ctx.run_id)
         if run is None:
@@ -322,6 +353,7 @@ class _Run:
         self.placeholder: ModelRequest | None = None
         self.last_response: ModelResponse | None = None
         self.writing: Job | None = None  # the response record in flight
+        self.answered: set[str] = set()  # the tool calls this run wrote a result for
 
     def begin(
         self,
@@ -340,6 +372,13 @@ class _Run:
         try:
             store = None if isinstance(target, inboxlog.Session) else target
             self.loaded, self.start = self.histories.load(log, store)
+            self.answered = {
+                part.tool_call_id
+                for m in self.loaded
+                if isinstance(m, ModelRequest)
+                for part in m.parts
+                if isinstance(part, ToolReturnPart)
+            }
             if self.loaded and given:
                 raise ValueError(
                     f'session "{log.id}" holds a history: run the agent without message_history='
@@ -403,14 +442,97 @@ class _Run:
         ``quietly``, for a run already ending on another exception, which it re-raises
         once the turn is ended: nothing raises, not even a second cancellation, so that
         ending the turn is never skipped."""
-        if self.writing is None:
+        pending = self.writing
+        if pending is None:
             return
-        pending, self.writing = self.writing, None
         try:
-            await pending.outcome()
+            await pending.outcome()  # the tools of one response may wait for it at once
         except BaseException:
             if not quietly:
                 raise
+        finally:
+            if self.writing is pending:
+                self.writing = None
+
+    async def execute(
+        self, part: ToolCallPart, args: ValidatedToolArgs, handler: WrapToolExecuteHandler
+    ) -> Any:
+        """Runs one tool: its ``tool/call`` is durable before it starts (after the response
+        that made the call), so a crash inside it leaves the call answered on the next
+        open, never run again by itself; its ``tool/result`` follows, a retry the tool
+        asked for or an exception it raised marked an error."""
+        await self.written()
+        await call(self.calling, part)
+        try:
+            result = await handler(args)
+        except ToolRetryError as error:
+            answer = error.tool_retry
+            if isinstance(answer, ToolReturnPart):
+                await call(self.answer, answer)
+            raise
+        except (CallDeferred, ApprovalRequired):
+            raise  # no result yet: its request answers it, when the run resumes
+        except Exception as error:
+            failed = ToolReturnPart(part.tool_name, str(error), part.tool_call_id, outcome="failed")
+            await call(self.answer, failed, {"name": type(error).__name__, "code": "TOOL_ERROR"})
+            raise
+        returned = ToolReturnPart(part.tool_name, result, part.tool_call_id)
+        await call(self.answer, returned)
+        return result
+
+    def calling(self, part: ToolCallPart) -> None:
+        self.turn.calling(part.tool_call_id, part.tool_name, part.args_as_json_str())
+
+    def answer(self, part: ToolReturnPart, error: dict[str, str] | None = None) -> None:
+        """Appends the ``tool/result`` that ``part`` (a tool's return, or a retry the model
+        is asked for) stands for, once per call."""
+        if part.tool_call_id in self.answered:
+            return
+        self.answered.add(part.tool_call_id)
+        failed = part.outcome != "success"
+        if failed and error is None and part.outcome == "retried":
+            error = {"name": "ModelRetry", "code": "TOOL_RETRY"}
+        self.turn.answered(
+            part.tool_call_id,
+            [text(part.model_response_str())],
+            is_error=failed,
+            error=error,
+        )
+
+    def said(self, response: ModelResponse) -> None:
+        """Appends ``response`` as one ``assistant/message``; its tool calls are pending
+        until answered."""
+        content: list[dict[str, Any]] = []
+        for part in response.parts:
+            if isinstance(part, TextPart):
+                content.append(text(part.content))
+            elif isinstance(part, ThinkingPart):
+                content.append({"type": "reasoning", "text": part.content})
+            elif isinstance(part, ToolCallPart):
+                arguments = part.args_as_json_str()
+                content.append(
+                    {"type": "tool-call", "id": part.tool_call_id, "name": part.tool_name}
+                    | {"arguments": arguments}
+                )
+        self.turn.said(
+            response.provider_response_id or f"pydantic-ai-{uuid.uuid4().hex}",
+            content,
+            provider=response.provider_name or "unknown",
+            model=response.model_name or "unknown",
+            usage=_usage(response),
+        )
+
+    def converse(self, added: Sequence[ModelMessage]) -> None:
+        """Writes the conversation the history gained: each response said, the tool results
+        a request carries answered (those no tool run answered already, e.g. a call
+        whose arguments failed validation)."""
+        for message in added:
+            if isinstance(message, ModelResponse):
+                self.said(message)
+            else:
+                for part in message.parts:
+                    if isinstance(part, ToolReturnPart):
+                        self.answer(part)
 
     def stop(self, messages: list[ModelMessage]) -> bool:
         """The model stopped (an ``End``): records the history, then ends the step and,
@@ -467,8 +589,13 @@ class _Run:
             added, kind = messages[len(done) :], MESSAGES
             if not added:
                 return
+            self.converse(added)
         else:
             added, kind = messages, HISTORY
+            kept = {id(m) for m in done}
+            self.converse(
+                [m for m in messages if id(m) not in kept and isinstance(m, ModelRequest)]
+            )
         self.record(added, kind)
         self.recorded = list(messages)
 
@@ -515,7 +642,8 @@ class _Histories:
                     return list(messages), start
                 tail = log.events(seq + 1) if last > seq else []
                 if tail and not any(e["type"] == HISTORY for e in tail):
-                    return [*messages, *fold_messages(tail)], start
+                    added = ModelMessagesTypeAdapter.validate_python(_history_json(tail))
+                    return answer_calls([*messages, *added], tail), start
         start = 0 if store is None else history_start(store, log.id)
         events = log.events(start)
         history = [e for e in events if e["type"] == HISTORY]
@@ -556,12 +684,65 @@ def message_parts(message: Message) -> list[ModelRequestPart]:
 
 def fold_messages(events: Iterable[Mapping[str, Any]]) -> list[ModelMessage]:
     """The Pydantic AI message history a log's events hold: every ``pydantic-ai/messages``
-    message in order, from the last ``pydantic-ai/history`` on.
+    message in order, from the last ``pydantic-ai/history`` on, with every tool call
+    that only a ``tool/result`` answers (one repair wrote for a call a crash cut off)
+    answered as a ``ToolReturnPart``.
 
     Reads any log, e.g. ``store.inspect(id)[1]``; the result is what
     ``agent.run(..., message_history=...)`` takes.
     """
-    return ModelMessagesTypeAdapter.validate_python(_history_json(events))
+    events = list(events)
+    return answer_calls(ModelMessagesTypeAdapter.validate_python(_history_json(events)), events)
+
+
+def answer_calls(
+    messages: list[ModelMessage], events: Sequence[Mapping[str, Any]]
+) -> list[ModelMessage]:
+    """``messages`` with each tool call they leave unanswered that a ``tool/result``
+    among ``events`` answers given its result: a ``ToolReturnPart`` with the result's
+    text (``outcome="failed"`` for an error), in the request after the call's response.
+    A run resumed from the history then sends the model its calls answered, and runs
+    none of them again by itself."""
+    results = answers([cast("Event", e) for e in events if e["type"] == "tool/result"])
+    if not results:
+        return messages
+    done = {
+        part.tool_call_id
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for part in m.parts
+        if isinstance(part, ToolReturnPart)
+    }
+    messages = list(messages)
+    out: list[ModelMessage] = []
+    for i, message in enumerate(messages):
+        out.append(message)
+        if not isinstance(message, ModelResponse):
+            continue
+        returns: list[ModelRequestPart] = [
+            ToolReturnPart(
+                part.tool_name,
+                result_text(results[part.tool_call_id]),
+                part.tool_call_id,
+                outcome="failed" if _is_error(results[part.tool_call_id]) else "success",
+            )
+            for part in message.parts
+            if isinstance(part, ToolCallPart)
+            and part.tool_call_id in results
+            and part.tool_call_id not in done
+        ]
+        if returns:
+            following = messages[i + 1] if i + 1 < len(messages) else None
+            if isinstance(following, ModelRequest):
+                messages[i + 1] = replace(following, parts=[*returns, *following.parts])
+            else:
+                out.append(ModelRequest(parts=returns))
+    return out
+
+
+def _is_error(result: Mapping[str, Any]) -> bool:
+    content = result.get("message", {}).get("content", [])
+    return any(isinstance(b, dict) and b.get("isError") for b in content)
 
 
 def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
@@ -573,6 +754,19 @@ def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
         elif kind == HISTORY:
             messages = list(event["data"]["messages"])
     return messages
+
+
+def _usage(response: ModelResponse) -> dict[str, int]:
+    """A response's usage in the reference's keys."""
+    usage = response.usage
+    out = {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens}
+    if usage.cache_read_tokens:
+        out["cacheReadTokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        out["cacheWriteTokens"] = usage.cache_write_tokens
+    if usage.output_reasoning_tokens:
+        out["reasoningTokens"] = usage.output_reasoning_tokens
+    return out
 
 
 def _with_ids(metadata: dict[str, Any] | None, entered: list[Message]) -> dict[str, Any] | None:
@@ -592,6 +786,7 @@ __all__ = [
     "InboxlogCapability",
     "StepRejectedError",
     "TurnEndedError",
+    "answer_calls",
     "fold_messages",
     "history_start",
     "message_parts",
