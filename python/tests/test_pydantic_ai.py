@@ -11,6 +11,7 @@ import asyncio
 import copy
 import json
 import re
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,12 @@ from pydantic_ai.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RequestUsage
 
 import inboxlog
 from inboxlog.integrations import _driver as driver
@@ -121,6 +124,132 @@ def round_trip(messages: list[ModelMessage]) -> list[ModelMessage]:
 
 def log_of(store: inboxlog.Store, id: str = "chat") -> list[dict[str, Any]]:
     return store.inspect(id)[1]
+
+
+def content_of(event: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(event["data"]["message"]["content"])
+
+
+CONVERSATION = ("user/message", "assistant/message", "tool/call", "tool/result")
+
+
+# -- the conversation (SPEC §15.5) --------------------------------------------------------
+
+
+async def test_the_conversation_is_written_as_it_happens(store: inboxlog.Store) -> None:
+    """Each response is one ``assistant/message``, each tool run a ``tool/call`` then its
+    ``tool/result``; the log's surface is the conversation the model had."""
+    usage = RequestUsage(input_tokens=12, output_tokens=3, cache_read_tokens=2)
+    script = Script(
+        call_weather("Paris"),
+        say("Sunny in Paris.", usage=usage, provider_name="acme"),
+    )
+    await agent_with(script.model, store).run("Weather in Paris?", conversation_id="chat")
+    events = log_of(store)
+    assert [e["type"] for e in events if e["type"] in CONVERSATION] == [
+        "user/message",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "assistant/message",
+    ]
+    calling, answer = (e["data"] for e in events if e["type"] in ("tool/call", "tool/result"))
+    asked, told = (e["data"] for e in events if e["type"] == "assistant/message")
+    arguments = '{"city":"Paris"}'
+    assert asked["message"]["content"] == [
+        {"type": "tool-call", "id": "c-Paris", "name": "weather", "arguments": arguments}
+    ]
+    assert (calling["callId"], calling["name"], calling["arguments"]) == (
+        "c-Paris",
+        "weather",
+        arguments,
+    )
+    assert [answer["turn"], answer["step"]] == [1, 1]
+    assert answer["message"]["content"] == [
+        {
+            "type": "tool-result",
+            "toolCallId": "c-Paris",
+            "content": [{"type": "text", "text": "sunny, 22 C in Paris"}],
+        }
+    ]
+    assert told["message"]["content"] == [{"type": "text", "text": "Sunny in Paris."}]
+    assert told["message"]["source"] == {
+        "kind": "model",
+        "provider": "acme",
+        "model": "function:Script:",
+    }
+    assert told["usage"] == {"inputTokens": 12, "outputTokens": 3, "cacheReadTokens": 2}
+    assert [m["role"] for m in store.messages("chat")] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_a_failing_tool_is_answered_an_error_before_the_run_fails(
+    store: inboxlog.Store,
+) -> None:
+    agent: Agent[None, str] = Agent(
+        Script(call_weather("Paris")).model, capabilities=[InboxlogCapability(store)]
+    )
+
+    @agent.tool_plain
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        raise LookupError(f"no station in {city}")
+
+    with pytest.raises(LookupError):
+        await agent.run("Weather in Paris?", conversation_id="chat")
+    [answer] = [e["data"] for e in log_of(store) if e["type"] == "tool/result"]
+    assert answer["error"] == {"name": "LookupError", "code": "TOOL_ERROR"}
+    [block] = answer["message"]["content"]
+    assert block["isError"] is True and "no station in Paris" in block["content"][0]["text"]
+
+
+async def test_a_run_resumed_after_a_crash_inside_a_tool_sees_the_call_answered(
+    tmp_path: Path,
+) -> None:
+    """The log as a worker killed inside a tool leaves it (copied while the tool runs):
+    its next open answers the call, outcome unknown, and the resumed run's request
+    carries that answer as Pydantic AI's own ``ToolReturnPart``; the tool runs no more."""
+    ran: list[str] = []
+
+    def agent_on(store: inboxlog.Store, script: Script) -> Agent[None, str]:
+        agent: Agent[None, str] = Agent(script.model, capabilities=[InboxlogCapability(store)])
+
+        @agent.tool_plain
+        def weather(city: str) -> str:
+            """The weather in a city."""
+            if not ran:  # the first run: the log as the crash leaves it
+                (tmp_path / "crashed").mkdir()
+                shutil.copy(tmp_path / "logs" / "chat.jsonl", tmp_path / "crashed")
+            ran.append(city)
+            return "sunny"
+
+        return agent
+
+    first = agent_on(
+        inboxlog.Store(tmp_path / "logs", durability="sync"),
+        Script(call_weather("Paris"), say("Sunny.")),
+    )
+    await first.run("Weather in Paris?", conversation_id="chat")
+    store = inboxlog.Store(tmp_path / "crashed", durability="sync")
+    with store.open("chat") as session:
+        assert session.open_report["repairedTurn"] == 1
+    resumed = Script(say("I cannot tell."))
+    await agent_on(store, resumed).run(conversation_id="chat")
+    assert ran == ["Paris"]
+    [seen] = resumed.seen
+    [answer] = seen[-1].parts
+    assert isinstance(answer, ToolReturnPart) and answer.tool_call_id == "c-Paris"
+    assert answer.outcome == "failed" and "unknown" in str(answer.content)
+    events = log_of(store)
+    assert [e["data"]["error"]["code"] for e in events if e["type"] == "tool/result"] == [
+        "TOOL_OUTCOME_UNKNOWN"
+    ]
+    assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
+    assert [type(m).__name__ for m in fold_messages(events)] == [
+        "ModelRequest",
+        "ModelResponse",
+        "ModelRequest",
+        "ModelResponse",
+    ]
 
 
 # -- a run is a turn, a model request a step ---------------------------------------------
@@ -336,6 +465,19 @@ async def test_structured_output_and_tool_retries_pass_through_unchanged(
     assert fold_messages(events) == round_trip(result.all_messages())
     assert [e["data"]["step"] for e in events if e["type"] == "step/start"] == [1, 2, 3, 4]
     assert turn_ends(events) == [{"kind": "completed"}]
+    # Every call answered once, the retries (the tool's, the invalid output's) errors.
+    calls = [e["data"]["callId"] for e in events if e["type"] == "tool/call"]
+    results = [e["data"] for e in events if e["type"] == "tool/result"]
+    said = [b for e in events if e["type"] == "assistant/message" for b in content_of(e)]
+    assert [b["name"] for b in said] == ["checked_weather"] * 2 + ["final_result"] * 2
+    assert [r["message"]["source"]["callId"] for r in results] == [b["id"] for b in said]
+    assert calls == [b["id"] for b in said[:2]]  # the tools that ran; output is no tool run
+    assert [r.get("error", {}).get("code") for r in results] == [
+        "TOOL_RETRY",
+        None,
+        "TOOL_RETRY",
+        None,
+    ]
 
 
 async def test_iter_and_run_stream_are_one_turn_each(store: inboxlog.Store) -> None:
