@@ -173,11 +173,21 @@ async def test_the_conversation_is_written_as_it_happens(store: inboxlog.Store) 
         }
     ]
     assert told["message"]["content"] == [{"type": "text", "text": "Sunny in Paris."}]
-    assert told["message"]["source"] == {
+    source = told["message"]["source"]
+    assert {k: source[k] for k in ("kind", "provider", "model")} == {
         "kind": "model",
         "provider": "acme",
         "model": "function:Script:",
     }
+    # The response itself travels in the message, not beside it: stored once.
+    [response] = ModelMessagesTypeAdapter.dump_python(fold_messages(events)[-1:], mode="json")
+    assert source["replayState"] == {"pydantic-ai": response}
+    assert not any(
+        m["kind"] == "response"
+        for e in events
+        if e["type"] == pa.MESSAGES
+        for m in e["data"]["messages"]
+    )
     assert told["usage"] == {"inputTokens": 12, "outputTokens": 3, "cacheReadTokens": 2}
     assert [m["role"] for m in store.messages("chat")] == ["user", "assistant", "user", "assistant"]
 
@@ -530,7 +540,8 @@ async def test_a_response_record_that_fails_fails_the_run_at_the_next_hook(
     assert end["kind"] == "error" and end["error"]["code"] == "InvalidInputError"
     last = fold_messages(events)[-1]
     assert isinstance(last, ModelResponse) and last.parts[0].part_kind == "tool-call"
-    assert sum(e["type"] == pa.MESSAGES for e in events) == 2  # the request, the response
+    assert sum(e["type"] == pa.MESSAGES for e in events) == 1  # the request
+    assert sum(e["type"] == "assistant/message" for e in events) == 1  # the response, once
 
 
 # -- the work a model request costs, and runs at once ----------------------------------------
@@ -760,6 +771,30 @@ def test_message_parts_and_fold_messages() -> None:
         {"type": pa.MESSAGES, "seq": 2, "time": 0, "data": {"messages": a}},
     ]
     assert fold_messages(events) == round_trip([say_b, say_a])
+
+
+async def test_a_log_of_the_previous_release_resumes(store: inboxlog.Store) -> None:
+    """The previous release kept each response in its ``pydantic-ai/messages`` records
+    and wrote no conversation events: its logs still resume, the history read from
+    both kinds of record in log order."""
+    earlier = [
+        ModelRequest(parts=[UserPromptPart("Weather in Paris?")]),
+        call_weather("Paris"),
+        ModelRequest(parts=[ToolReturnPart("weather", "sunny", "c-Paris")]),
+        say("Sunny in Paris."),
+    ]
+    with store.create("chat") as session:  # as that release wrote a run: its records only
+        session.open_turn()
+        data = ModelMessagesTypeAdapter.dump_python(earlier, mode="json")
+        session.append(pa.MESSAGES, {"messages": data, "from": 0})
+        session.propose_step()
+        session.decide({"kind": "enter", "messages": []})
+    script = Script(say("Still sunny."))
+    result = await agent_with(script.model, store).run("And now?", conversation_id="chat")
+    assert script.seen[0][:4] == round_trip(earlier)
+    events = log_of(store)
+    assert fold_messages(events) == round_trip(result.all_messages())
+    assert [m["role"] for m in store.messages("chat")] == ["user", "assistant"]
 
 
 async def test_a_history_rewritten_by_a_processor_is_recorded_whole(store: inboxlog.Store) -> None:

@@ -155,7 +155,12 @@ HISTORY = "pydantic-ai/history"
 """The event type of a rewritten history, replacing all before it: ``{"messages": [...],
 "from": seq}`` (``from``: its own seq, or an earlier one)."""
 
+REPLAY = "pydantic-ai"
+"""The key of an ``assistant/message``'s ``source.replayState`` holding the response
+whole, in ``ModelMessagesTypeAdapter``'s JSON: Pydantic AI's own ``ModelResponse``."""
+
 _USER_PROMPT: TypeAdapter[UserPromptPart] = TypeAdapter(UserPromptPart)
+_RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
 
 
 class InboxlogCapability(AbstractCapability[Any]):
@@ -390,7 +395,7 @@ class _Run:
             raise
         try:
             if given:
-                self.record(given)  # a given history seeds the log
+                self.seed(given)  # a given history seeds the log
             self.pending = log.inbox.has_pending
         except BaseException as error:
             self.end([], error, None)
@@ -520,6 +525,7 @@ class _Run:
             provider=response.provider_name or "unknown",
             model=response.model_name or "unknown",
             usage=_usage(response),
+            replay_state={REPLAY: _RESPONSE.dump_python(response, mode="json")},
         )
 
     def converse(self, added: Sequence[ModelMessage]) -> None:
@@ -527,9 +533,7 @@ class _Run:
         a request carries answered (those no tool run answered already, e.g. a call
         whose arguments failed validation)."""
         for message in added:
-            if isinstance(message, ModelResponse):
-                self.said(message)
-            else:
+            if isinstance(message, ModelRequest):
                 for part in message.parts:
                     if isinstance(part, ToolReturnPart):
                         self.answer(part)
@@ -567,13 +571,34 @@ class _Run:
             self.log.close()
 
     def record(self, messages: Sequence[ModelMessage], kind: str = MESSAGES) -> None:
-        data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+        """Appends ``messages`` in order: each response a run added as its
+        ``assistant/message`` (which carries it whole, so it is stored once), the rest in
+        ``kind`` records; a given history, and a rewritten one (``HISTORY``), whole."""
         if kind == HISTORY:
             # Its own seq, or an earlier one if another event comes first: reading from
             # an earlier seq only reads more.
             last = self.log.last_seq
             self.start = 0 if last is None else last + 1
-        self.log.append(kind, {"messages": data, "from": self.start})
+            self._append(kind, messages)
+            return
+        batch: list[ModelMessage] = []
+        for message in messages:
+            if isinstance(message, ModelResponse):
+                self._append(kind, batch)
+                batch = []
+                self.said(message)
+            else:
+                batch.append(message)
+        self._append(kind, batch)
+
+    def seed(self, messages: Sequence[ModelMessage]) -> None:
+        """Appends a given history as one record: it was said before this log."""
+        self._append(MESSAGES, messages)
+
+    def _append(self, kind: str, messages: Sequence[ModelMessage]) -> None:
+        if messages:
+            data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+            self.log.append(kind, {"messages": data, "from": self.start})
 
     def has_new(self, messages: list[ModelMessage]) -> bool:
         """Whether the history differs from what the log holds (checked on the loop)."""
@@ -753,6 +778,11 @@ def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
             messages.extend(event["data"]["messages"])
         elif kind == HISTORY:
             messages = list(event["data"]["messages"])
+        elif kind == "assistant/message":
+            source = event["data"].get("message", {}).get("source", {})
+            state = source.get("replayState") if isinstance(source, dict) else None
+            if isinstance(state, dict) and REPLAY in state:
+                messages.append(state[REPLAY])
     return messages
 
 
@@ -783,6 +813,7 @@ def _ends_with_request(messages: Sequence[ModelMessage]) -> bool:
 __all__ = [
     "HISTORY",
     "MESSAGES",
+    "REPLAY",
     "InboxlogCapability",
     "StepRejectedError",
     "TurnEndedError",
