@@ -11,25 +11,37 @@
 
 Written against ``pydantic-ai-slim`` 2.68, whose capability API has every hook this
 module uses (``wrap_run``, ``before_model_request``, ``prepare_model_request``,
-``after_node_run``). :class:`InboxlogCapability` is an ``AbstractCapability``, one
-instance for all of an agent's runs (each run's state is kept under its ``run_id``,
-so runs may go on at once); the run's ``conversation_id`` names the session (the capability
-opens it, creating it when it does not exist, for the length of the run and closes it
-after, so one worker writes it at a time), or ``InboxlogCapability(session)`` uses a
-session already open. Every way of running the agent (``run``, ``run_sync``, ``iter``,
-``run_stream``) is one inboxlog turn:
+``after_node_run``, ``wrap_tool_execute``). :class:`InboxlogCapability` is an
+``AbstractCapability``, one instance for all of an agent's runs (each run's state is
+kept under its ``run_id``, so runs may go on at once); the run's ``conversation_id``
+names the session (the capability opens it, creating it when it does not exist, for the
+length of the run and closes it after, so one worker writes it at a time), or
+``InboxlogCapability(session)`` uses a session already open. Every way of running the
+agent (``run``, ``run_sync``, ``iter``, ``run_stream``) is one inboxlog turn:
 
 - ``turn/start`` when the run starts; then the run's prompt is appended to the inbox's
   ``next-turn`` (durable before any model sees it, so a crash loses nothing).
-- The message history comes from the log: every message Pydantic AI adds to the run's
-  history is appended as a ``pydantic-ai/messages`` event ``{"messages": [...]}``
-  (``ModelMessagesTypeAdapter``'s JSON): each request once it is prepared, before the
-  model is called (with the tool results and the steering it carries), each response as
-  soon as it is in the history, the rest when the run ends. A hook that rewrote earlier
+- The conversation is written as it happens (SPEC §15.5): each model response as one
+  ``assistant/message`` (text, reasoning and tool-call blocks, ``usage``, who answered)
+  carrying the response whole, ``ModelMessagesTypeAdapter``'s JSON, in its
+  ``source.replayState`` under ``"pydantic-ai"`` (:data:`REPLAY`); each tool run as
+  ``tool/call``, durable before the tool starts (``wrap_tool_execute``), then
+  ``tool/result`` (a retry the tool asks for, ``TOOL_RETRY``, or an exception it raises,
+  ``TOOL_ERROR``, marked an error); a call answered without a run (its arguments failed
+  validation, an output tool) is answered as its request is recorded.
+- The message history comes from the log: the responses from their
+  ``assistant/message``, the rest (each request once it is prepared, before the model is
+  called, with the tool results and the steering it carries; the rest when the run ends)
+  as ``pydantic-ai/messages`` events ``{"messages": [...]}``. A hook that rewrote earlier
   history (a history processor, compaction) is recorded as one ``pydantic-ai/history``
-  event holding the whole new history. :func:`fold_messages` reads the history back;
-  the capability puts it in front of the run, so a run needs no ``message_history=``,
-  and a run resumed on another worker after a crash sees exactly what was committed.
+  event holding the whole new history. :func:`fold_messages` reads the history back, in
+  log order (the previous release kept responses in its records too: its logs read the
+  same); the capability puts it in front of the run, so a run needs no
+  ``message_history=``, and a run resumed on another worker after a crash sees exactly
+  what was committed, every tool call answered: a call a crash cut off inside its tool
+  is answered on the next open (``TOOL_OUTCOME_UNKNOWN``, SPEC §15.4), and the resumed
+  request carries that answer as a ``ToolReturnPart`` (:func:`answer_calls`), so the
+  tool is not run again by itself.
   Each record's ``from`` is the seq of the last ``pydantic-ai/history`` (0 before
   any), so a run on a new worker reads the log from there, not from its start: what it
   reads is the current history (which Pydantic AI sends whole to the model), not what a
@@ -77,11 +89,12 @@ request takes that message first.
 
 The log's blocking calls run off the event loop on the integrations' worker threads
 (public :mod:`inboxlog` calls only), each hook's in at most one call: a run of n model
-requests (no plugins) makes 3n + 3 of them: the turn's start; per request the step, the
-request's record and the response's; the model's stop (the last step's end with the
-turn's close); the session's release. The hooks wait for each but the response's: it is
-written while the tools run, and the next hook waits until it is durable (and raises
-its error, ending the turn ``error``).
+requests and t tool runs (no plugins) makes 3n + 2t + 3 of them: the turn's start; per
+request the step, the request's record and the response's; per tool run its call and
+its result; the model's stop (the last step's end with the turn's close); the
+session's release. The hooks wait for each but the response's: it is written while
+the run goes on, and a tool waits until it is durable before its call is written (as
+does the next hook, which raises its error, ending the turn ``error``).
 """
 
 from __future__ import annotations
@@ -377,13 +390,7 @@ class _Run:
         try:
             store = None if isinstance(target, inboxlog.Session) else target
             self.loaded, self.start = self.histories.load(log, store)
-            self.answered = {
-                part.tool_call_id
-                for m in self.loaded
-                if isinstance(m, ModelRequest)
-                for part in m.parts
-                if isinstance(part, ToolReturnPart)
-            }
+            self.answered = _returned(self.loaded)
             if self.loaded and given:
                 raise ValueError(
                     f'session "{log.id}" holds a history: run the agent without message_history='
@@ -514,10 +521,13 @@ class _Run:
             elif isinstance(part, ThinkingPart):
                 content.append({"type": "reasoning", "text": part.content})
             elif isinstance(part, ToolCallPart):
-                arguments = part.args_as_json_str()
+                call_id, name, arguments = (
+                    part.tool_call_id,
+                    part.tool_name,
+                    part.args_as_json_str(),
+                )
                 content.append(
-                    {"type": "tool-call", "id": part.tool_call_id, "name": part.tool_name}
-                    | {"arguments": arguments}
+                    {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
                 )
         self.turn.said(
             response.provider_response_id or f"pydantic-ai-{uuid.uuid4().hex}",
@@ -529,9 +539,8 @@ class _Run:
         )
 
     def converse(self, added: Sequence[ModelMessage]) -> None:
-        """Writes the conversation the history gained: each response said, the tool results
-        a request carries answered (those no tool run answered already, e.g. a call
-        whose arguments failed validation)."""
+        """Answers the tool calls the requests among ``added`` answer and no tool run
+        answered already (arguments that failed validation, an output tool)."""
         for message in added:
             if isinstance(message, ModelRequest):
                 for part in message.parts:
@@ -614,7 +623,7 @@ class _Run:
             added, kind = messages[len(done) :], MESSAGES
             if not added:
                 return
-            self.converse(added)
+            self.converse(added)  # its responses are said as they are recorded
         else:
             added, kind = messages, HISTORY
             kept = {id(m) for m in done}
@@ -731,13 +740,7 @@ def answer_calls(
     results = answers([cast("Event", e) for e in events if e["type"] == "tool/result"])
     if not results:
         return messages
-    done = {
-        part.tool_call_id
-        for m in messages
-        if isinstance(m, ModelRequest)
-        for part in m.parts
-        if isinstance(part, ToolReturnPart)
-    }
+    done = _returned(messages)
     messages = list(messages)
     out: list[ModelMessage] = []
     for i, message in enumerate(messages):
@@ -763,6 +766,17 @@ def answer_calls(
             else:
                 out.append(ModelRequest(parts=returns))
     return out
+
+
+def _returned(messages: Sequence[ModelMessage]) -> set[str]:
+    """The ids of the tool calls the requests among ``messages`` answer."""
+    return {
+        part.tool_call_id
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for part in m.parts
+        if isinstance(part, ToolReturnPart)
+    }
 
 
 def _is_error(result: Mapping[str, Any]) -> bool:
