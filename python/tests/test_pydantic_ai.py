@@ -243,7 +243,7 @@ async def test_a_run_resumed_after_a_crash_inside_a_tool_sees_the_call_answered(
     with store.open("chat") as session:
         assert session.open_report["repairedTurn"] == 1
     resumed = Script(say("I cannot tell."))
-    await agent_on(store, resumed).run(conversation_id="chat")
+    result = await agent_on(store, resumed).run(conversation_id="chat")
     assert ran == ["Paris"]
     [seen] = resumed.seen
     [answer] = seen[-1].parts
@@ -254,6 +254,8 @@ async def test_a_run_resumed_after_a_crash_inside_a_tool_sees_the_call_answered(
         "TOOL_OUTCOME_UNKNOWN"
     ]
     assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
+    assert not any(e["type"] == pa.HISTORY for e in events)  # resuming copies nothing
+    assert fold_messages(events) == round_trip(result.all_messages())
     assert [type(m).__name__ for m in fold_messages(events)] == [
         "ModelRequest",
         "ModelResponse",

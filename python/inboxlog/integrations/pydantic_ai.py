@@ -232,7 +232,7 @@ class InboxlogCapability(AbstractCapability[Any]):
             raise
         try:
             ctx.messages[:0] = run.loaded
-            run.recorded = list(ctx.messages)
+            run.recorded = ctx.messages[: run.held]  # not an answer the log holds elsewhere
             if ctx.prompt is None and run.pending and not _ends_with_request(ctx.messages):
                 # No prompt, but input waits: a request for the first step to carry.
                 run.placeholder = ModelRequest(parts=[])
@@ -363,6 +363,7 @@ class _Run:
         self.histories = histories
         self.owned = False
         self.loaded: list[ModelMessage] = []
+        self.held = 0  # how many of the first messages of the run's history the log holds
         self.start = 0  # the ``from`` of this run's records
         self.pending = False
         self.prompt_id = input_id()
@@ -389,7 +390,7 @@ class _Run:
         self.turn = Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel)
         try:
             store = None if isinstance(target, inboxlog.Session) else target
-            self.loaded, self.start = self.histories.load(log, store)
+            self.loaded, self.held, self.start = self.histories.load(log, store)
             self.answered = _returned(self.loaded)
             if self.loaded and given:
                 raise ValueError(
@@ -403,6 +404,7 @@ class _Run:
         try:
             if given:
                 self.seed(given)  # a given history seeds the log
+                self.held = len(given)
             self.pending = log.inbox.has_pending
         except BaseException as error:
             self.end([], error, None)
@@ -612,14 +614,14 @@ class _Run:
     def has_new(self, messages: list[ModelMessage]) -> bool:
         """Whether the history differs from what the log holds (checked on the loop)."""
         done = self.recorded
-        return len(messages) != len(done) or (bool(done) and messages[-1] is not done[-1])
+        return len(messages) != len(done) or (bool(done) and not _same(messages[-1], done[-1]))
 
     def record_new(self, messages: list[ModelMessage]) -> None:
         """Appends what the history gained since the last record; the whole history when
         a hook rewrote what was already recorded."""
         self.live = messages
         done = self.recorded
-        if len(messages) >= len(done) and all(a is b for a, b in zip(messages, done, strict=False)):
+        if len(messages) >= len(done) and all(map(_same, messages, done)):
             added, kind = messages[len(done) :], MESSAGES
             if not added:
                 return
@@ -664,8 +666,10 @@ class _Histories:
 
     def load(
         self, log: inboxlog.Session, store: inboxlog.Store | None
-    ) -> tuple[list[ModelMessage], int]:
-        """The session's history and the ``from`` of its next records."""
+    ) -> tuple[list[ModelMessage], int, int]:
+        """The session's history, how many of its first messages the records hold as
+        they are (the rest answer calls from ``tool/result`` events, :func:`answer_calls`)
+        and the ``from`` of its next records."""
         with self._lock:
             kept = self._by_id.pop(log.id, None)
         if kept is not None:
@@ -673,17 +677,18 @@ class _Histories:
             last = log.last_seq
             if seq is not None and created == log.header["createdAt"] and last is not None:
                 if last == seq:
-                    return list(messages), start
+                    return list(messages), len(messages), start
                 tail = log.events(seq + 1) if last > seq else []
                 if tail and not any(e["type"] == HISTORY for e in tail):
                     added = ModelMessagesTypeAdapter.validate_python(_history_json(tail))
-                    return answer_calls([*messages, *added], tail), start
+                    return (*_answer_calls([*messages, *added], tail), start)
         start = 0 if store is None else history_start(store, log.id)
         events = log.events(start)
         history = [e for e in events if e["type"] == HISTORY]
         if history:  # written by a worker whose records carry no ``from``
             start = history[-1]["seq"]
-        return fold_messages(events), start
+        messages = ModelMessagesTypeAdapter.validate_python(_history_json(events))
+        return (*_answer_calls(messages, events), start)
 
     def keep(self, log: inboxlog.Session, messages: list[ModelMessage], start: int) -> None:
         with self._lock:
@@ -737,9 +742,17 @@ def answer_calls(
     text (``outcome="failed"`` for an error), in the request after the call's response.
     A run resumed from the history then sends the model its calls answered, and runs
     none of them again by itself."""
+    return _answer_calls(messages, events)[0]
+
+
+def _answer_calls(
+    messages: list[ModelMessage], events: Sequence[Mapping[str, Any]]
+) -> tuple[list[ModelMessage], int]:
+    """:func:`answer_calls`, and how many of the first messages it left as they were."""
     results = answers([cast("Event", e) for e in events if e["type"] == "tool/result"])
+    held = len(messages)
     if not results:
-        return messages
+        return messages, held
     done = _returned(messages)
     messages = list(messages)
     out: list[ModelMessage] = []
@@ -760,12 +773,22 @@ def answer_calls(
             and part.tool_call_id not in done
         ]
         if returns:
+            held = min(held, i + 1)
             following = messages[i + 1] if i + 1 < len(messages) else None
             if isinstance(following, ModelRequest):
                 messages[i + 1] = replace(following, parts=[*returns, *following.parts])
             else:
                 out.append(ModelRequest(parts=returns))
-    return out
+    return out, held
+
+
+def _same(message: ModelMessage, recorded: ModelMessage) -> bool:
+    """Whether ``message`` is the recorded one, or the copy of a recorded request that
+    a run without a prompt sends again (the same parts): nothing to record."""
+    if message is recorded:
+        return True
+    both = isinstance(message, ModelRequest) and isinstance(recorded, ModelRequest)
+    return both and message.parts is recorded.parts
 
 
 def _returned(messages: Sequence[ModelMessage]) -> set[str]:
