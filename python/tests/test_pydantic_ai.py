@@ -212,6 +212,35 @@ async def test_a_failing_tool_is_answered_an_error_before_the_run_fails(
     assert block["isError"] is True and "no station in Paris" in block["content"][0]["text"]
 
 
+async def test_a_run_cancelled_inside_a_tool_answers_the_call_before_its_turn_ends(
+    store: inboxlog.Store,
+) -> None:
+    agent: Agent[None, str] = Agent(
+        Script(call_weather("Paris")).model, capabilities=[InboxlogCapability(store)]
+    )
+    inside = asyncio.Event()
+
+    @agent.tool_plain
+    async def weather(city: str) -> str:
+        """The weather in a city."""
+        inside.set()
+        await asyncio.sleep(60)
+        return "sunny"
+
+    run = asyncio.ensure_future(agent.run("Weather in Paris?", conversation_id="chat"))
+    await inside.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    events = log_of(store)
+    kinds = [e["type"] for e in events if e["type"] in (*CONVERSATION, "turn/end")]
+    assert kinds[-3:] == ["tool/call", "tool/result", "turn/end"]
+    [answer] = [e["data"] for e in events if e["type"] == "tool/result"]
+    assert answer["error"] == {"name": "CancelledError", "code": "TOOL_CANCELLED"}
+    assert answer["message"]["content"][0]["isError"] is True
+    assert turn_ends(events) == [{"kind": "aborted", "reason": {"kind": "user"}}]
+
+
 async def test_a_run_resumed_after_a_crash_inside_a_tool_sees_the_call_answered(
     tmp_path: Path,
 ) -> None:

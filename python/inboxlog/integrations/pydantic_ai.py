@@ -28,7 +28,9 @@ agent (``run``, ``run_sync``, ``iter``, ``run_stream``) is one inboxlog turn:
   ``tool/call``, durable before the tool starts (``wrap_tool_execute``), then
   ``tool/result`` (a retry the tool asks for, ``TOOL_RETRY``, or an exception it raises,
   ``TOOL_ERROR``, marked an error); a call answered without a run (its arguments failed
-  validation, an output tool) is answered as its request is recorded.
+  validation, an output tool) is answered as its request is recorded, and a tool still
+  running when the run ends on an exception (a cancellation) as the turn ends
+  (``TOOL_CANCELLED``, its outcome unknown).
 - The message history comes from the log: the responses from their
   ``assistant/message``, the rest (each request once it is prepared, before the model is
   called, with the tool results and the steering it carries; the rest when the run ends)
@@ -373,6 +375,7 @@ class _Run:
         self.last_response: ModelResponse | None = None
         self.writing: Job | None = None  # the response record in flight
         self.answered: set[str] = set()  # the tool calls this run wrote a result for
+        self.running: dict[str, ToolCallPart] = {}  # the tools called and not answered
 
     def begin(
         self,
@@ -496,10 +499,21 @@ class _Run:
 
     def calling(self, part: ToolCallPart) -> None:
         self.turn.calling(part.tool_call_id, part.tool_name, part.args_as_json_str())
+        self.running[part.tool_call_id] = part
+
+    def abandon(self, error: BaseException) -> None:
+        """Answers the tools still running as the run ends on ``error`` (a cancellation
+        unwinds them only after the run): their outcome is unknown."""
+        told = "The run ended before the tool returned: its outcome is unknown."
+        reason = {"name": type(error).__name__, "code": "TOOL_CANCELLED"}
+        for part in list(self.running.values()):
+            returned = ToolReturnPart(part.tool_name, told, part.tool_call_id, outcome="failed")
+            self.answer(returned, reason)
 
     def answer(self, part: ToolReturnPart, error: dict[str, str] | None = None) -> None:
         """Appends the ``tool/result`` that ``part`` (a tool's return, or a retry the model
         is asked for) stands for, once per call."""
+        self.running.pop(part.tool_call_id, None)
         if part.tool_call_id in self.answered:
             return
         self.answered.add(part.tool_call_id)
@@ -523,14 +537,7 @@ class _Run:
             elif isinstance(part, ThinkingPart):
                 content.append({"type": "reasoning", "text": part.content})
             elif isinstance(part, ToolCallPart):
-                call_id, name, arguments = (
-                    part.tool_call_id,
-                    part.tool_name,
-                    part.args_as_json_str(),
-                )
-                content.append(
-                    {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
-                )
+                content.append(_call_block(part))
         self.turn.said(
             response.provider_response_id or f"pydantic-ai-{uuid.uuid4().hex}",
             content,
@@ -572,6 +579,7 @@ class _Run:
                 self.turn.finish(outcome or "completed")
                 self.histories.keep(self.log, self.recorded, self.start)
             else:
+                self.abandon(error)
                 self.turn.end(error, outcome)
         finally:
             self.release()
@@ -821,6 +829,14 @@ def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
             if isinstance(state, dict) and REPLAY in state:
                 messages.append(state[REPLAY])
     return messages
+
+
+def _call_block(part: ToolCallPart) -> dict[str, Any]:
+    """A tool call's ``tool-call`` block, its arguments the model's JSON text."""
+    block: dict[str, Any] = {"type": "tool-call", "id": part.tool_call_id}
+    block["name"] = part.tool_name
+    block["arguments"] = part.args_as_json_str()
+    return block
 
 
 def _usage(response: ModelResponse) -> dict[str, int]:
