@@ -13,7 +13,9 @@ changes). It shows:
    ``next-step`` with ``store.post``; the second model request carries it;
 3. a worker killed (SIGKILL) during its model request: the next open closes its turn
    ``interrupted``, and a run without a prompt continues from exactly the history the
-   log committed.
+   log committed;
+4. the conversation itself in the log (``store.messages``): each response, each tool
+   call and its result, as any reader of the log sees it, not only Pydantic AI.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import inboxlog
 from inboxlog.integrations.pydantic_ai import InboxlogCapability, fold_messages
@@ -173,7 +176,27 @@ async def main(root: Path) -> None:
     resumed = await agent.run(conversation_id="chat")
     print(f"answer: {resumed.output}")
     print_turns(store.inspect("chat")[1][len(events) :])
+    print_transcript(store.messages("chat"))
     print(f"log: {root / 'chat.jsonl'}")
+
+
+def print_transcript(messages: list[dict[str, Any]]) -> None:
+    """The conversation as the log's surface holds it, what any reader of the log sees:
+    each response, each tool call and its result, each message that entered."""
+    print("transcript:")
+    for message in messages:
+        content = message.get("content") or []  # none: the marker a resumed run enters
+        if isinstance(content, str):  # an inbox message's own text
+            content = [{"type": "text", "text": content}]
+        for block in content:
+            kind = block.get("type")
+            if kind == "tool-call":
+                shown = f"calls {block['name']}({block['arguments']})"
+            elif kind == "tool-result":
+                shown = "result: " + " ".join(b.get("text", "") for b in block["content"])
+            else:
+                shown = repr(block.get("text", ""))
+            print(f"  {message.get('role', 'user')}: {shown}")
 
 
 if __name__ == "__main__":

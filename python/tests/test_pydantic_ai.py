@@ -11,6 +11,7 @@ import asyncio
 import copy
 import json
 import re
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,12 @@ from pydantic_ai.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RequestUsage
 
 import inboxlog
 from inboxlog.integrations import _driver as driver
@@ -121,6 +124,173 @@ def round_trip(messages: list[ModelMessage]) -> list[ModelMessage]:
 
 def log_of(store: inboxlog.Store, id: str = "chat") -> list[dict[str, Any]]:
     return store.inspect(id)[1]
+
+
+def content_of(event: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(event["data"]["message"]["content"])
+
+
+CONVERSATION = ("user/message", "assistant/message", "tool/call", "tool/result")
+
+
+# -- the conversation (SPEC §15.5) --------------------------------------------------------
+
+
+async def test_the_conversation_is_written_as_it_happens(store: inboxlog.Store) -> None:
+    """Each response is one ``assistant/message``, each tool run a ``tool/call`` then its
+    ``tool/result``; the log's surface is the conversation the model had."""
+    usage = RequestUsage(input_tokens=12, output_tokens=3, cache_read_tokens=2)
+    script = Script(
+        call_weather("Paris"),
+        say("Sunny in Paris.", usage=usage, provider_name="acme"),
+    )
+    await agent_with(script.model, store).run("Weather in Paris?", conversation_id="chat")
+    events = log_of(store)
+    assert [e["type"] for e in events if e["type"] in CONVERSATION] == [
+        "user/message",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "assistant/message",
+    ]
+    calling, answer = (e["data"] for e in events if e["type"] in ("tool/call", "tool/result"))
+    asked, told = (e["data"] for e in events if e["type"] == "assistant/message")
+    arguments = '{"city":"Paris"}'
+    assert asked["message"]["content"] == [
+        {"type": "tool-call", "id": "c-Paris", "name": "weather", "arguments": arguments}
+    ]
+    assert (calling["callId"], calling["name"], calling["arguments"]) == (
+        "c-Paris",
+        "weather",
+        arguments,
+    )
+    assert [answer["turn"], answer["step"]] == [1, 1]
+    assert answer["message"]["content"] == [
+        {
+            "type": "tool-result",
+            "toolCallId": "c-Paris",
+            "content": [{"type": "text", "text": "sunny, 22 C in Paris"}],
+        }
+    ]
+    assert told["message"]["content"] == [{"type": "text", "text": "Sunny in Paris."}]
+    source = told["message"]["source"]
+    assert {k: source[k] for k in ("kind", "provider", "model")} == {
+        "kind": "model",
+        "provider": "acme",
+        "model": "function:Script:",
+    }
+    # The response itself travels in the message, not beside it: stored once.
+    [response] = ModelMessagesTypeAdapter.dump_python(fold_messages(events)[-1:], mode="json")
+    assert source["replayState"] == {"pydantic-ai": response}
+    assert not any(
+        m["kind"] == "response"
+        for e in events
+        if e["type"] == pa.MESSAGES
+        for m in e["data"]["messages"]
+    )
+    assert told["usage"] == {"inputTokens": 12, "outputTokens": 3, "cacheReadTokens": 2}
+    assert [m["role"] for m in store.messages("chat")] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_a_failing_tool_is_answered_an_error_before_the_run_fails(
+    store: inboxlog.Store,
+) -> None:
+    agent: Agent[None, str] = Agent(
+        Script(call_weather("Paris")).model, capabilities=[InboxlogCapability(store)]
+    )
+
+    @agent.tool_plain
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        raise LookupError(f"no station in {city}")
+
+    with pytest.raises(LookupError):
+        await agent.run("Weather in Paris?", conversation_id="chat")
+    [answer] = [e["data"] for e in log_of(store) if e["type"] == "tool/result"]
+    assert answer["error"] == {"name": "LookupError", "code": "TOOL_ERROR"}
+    [block] = answer["message"]["content"]
+    assert block["isError"] is True and "no station in Paris" in block["content"][0]["text"]
+
+
+async def test_a_run_cancelled_inside_a_tool_answers_the_call_before_its_turn_ends(
+    store: inboxlog.Store,
+) -> None:
+    agent: Agent[None, str] = Agent(
+        Script(call_weather("Paris")).model, capabilities=[InboxlogCapability(store)]
+    )
+    inside = asyncio.Event()
+
+    @agent.tool_plain
+    async def weather(city: str) -> str:
+        """The weather in a city."""
+        inside.set()
+        await asyncio.sleep(60)
+        return "sunny"
+
+    run = asyncio.ensure_future(agent.run("Weather in Paris?", conversation_id="chat"))
+    await inside.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    events = log_of(store)
+    kinds = [e["type"] for e in events if e["type"] in (*CONVERSATION, "turn/end")]
+    assert kinds[-3:] == ["tool/call", "tool/result", "turn/end"]
+    [answer] = [e["data"] for e in events if e["type"] == "tool/result"]
+    assert answer["error"] == {"name": "CancelledError", "code": "TOOL_CANCELLED"}
+    assert answer["message"]["content"][0]["isError"] is True
+    assert turn_ends(events) == [{"kind": "aborted", "reason": {"kind": "user"}}]
+
+
+async def test_a_run_resumed_after_a_crash_inside_a_tool_sees_the_call_answered(
+    tmp_path: Path,
+) -> None:
+    """The log as a worker killed inside a tool leaves it (copied while the tool runs):
+    its next open answers the call, outcome unknown, and the resumed run's request
+    carries that answer as Pydantic AI's own ``ToolReturnPart``; the tool runs no more."""
+    ran: list[str] = []
+
+    def agent_on(store: inboxlog.Store, script: Script) -> Agent[None, str]:
+        agent: Agent[None, str] = Agent(script.model, capabilities=[InboxlogCapability(store)])
+
+        @agent.tool_plain
+        def weather(city: str) -> str:
+            """The weather in a city."""
+            if not ran:  # the first run: the log as the crash leaves it
+                (tmp_path / "crashed").mkdir()
+                shutil.copy(tmp_path / "logs" / "chat.jsonl", tmp_path / "crashed")
+            ran.append(city)
+            return "sunny"
+
+        return agent
+
+    first = agent_on(
+        inboxlog.Store(tmp_path / "logs", durability="sync"),
+        Script(call_weather("Paris"), say("Sunny.")),
+    )
+    await first.run("Weather in Paris?", conversation_id="chat")
+    store = inboxlog.Store(tmp_path / "crashed", durability="sync")
+    with store.open("chat") as session:
+        assert session.open_report["repairedTurn"] == 1
+    resumed = Script(say("I cannot tell."))
+    result = await agent_on(store, resumed).run(conversation_id="chat")
+    assert ran == ["Paris"]
+    [seen] = resumed.seen
+    [answer] = seen[-1].parts
+    assert isinstance(answer, ToolReturnPart) and answer.tool_call_id == "c-Paris"
+    assert answer.outcome == "failed" and "unknown" in str(answer.content)
+    events = log_of(store)
+    assert [e["data"]["error"]["code"] for e in events if e["type"] == "tool/result"] == [
+        "TOOL_OUTCOME_UNKNOWN"
+    ]
+    assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
+    assert not any(e["type"] == pa.HISTORY for e in events)  # resuming copies nothing
+    assert fold_messages(events) == round_trip(result.all_messages())
+    assert [type(m).__name__ for m in fold_messages(events)] == [
+        "ModelRequest",
+        "ModelResponse",
+        "ModelRequest",
+        "ModelResponse",
+    ]
 
 
 # -- a run is a turn, a model request a step ---------------------------------------------
@@ -336,6 +506,19 @@ async def test_structured_output_and_tool_retries_pass_through_unchanged(
     assert fold_messages(events) == round_trip(result.all_messages())
     assert [e["data"]["step"] for e in events if e["type"] == "step/start"] == [1, 2, 3, 4]
     assert turn_ends(events) == [{"kind": "completed"}]
+    # Every call answered once, the retries (the tool's, the invalid output's) errors.
+    calls = [e["data"]["callId"] for e in events if e["type"] == "tool/call"]
+    results = [e["data"] for e in events if e["type"] == "tool/result"]
+    said = [b for e in events if e["type"] == "assistant/message" for b in content_of(e)]
+    assert [b["name"] for b in said] == ["checked_weather"] * 2 + ["final_result"] * 2
+    assert [r["message"]["source"]["callId"] for r in results] == [b["id"] for b in said]
+    assert calls == [b["id"] for b in said[:2]]  # the tools that ran; output is no tool run
+    assert [r.get("error", {}).get("code") for r in results] == [
+        "TOOL_RETRY",
+        None,
+        "TOOL_RETRY",
+        None,
+    ]
 
 
 async def test_iter_and_run_stream_are_one_turn_each(store: inboxlog.Store) -> None:
@@ -388,7 +571,8 @@ async def test_a_response_record_that_fails_fails_the_run_at_the_next_hook(
     assert end["kind"] == "error" and end["error"]["code"] == "InvalidInputError"
     last = fold_messages(events)[-1]
     assert isinstance(last, ModelResponse) and last.parts[0].part_kind == "tool-call"
-    assert sum(e["type"] == pa.MESSAGES for e in events) == 2  # the request, the response
+    assert sum(e["type"] == pa.MESSAGES for e in events) == 1  # the request
+    assert sum(e["type"] == "assistant/message" for e in events) == 1  # the response, once
 
 
 # -- the work a model request costs, and runs at once ----------------------------------------
@@ -397,10 +581,11 @@ async def test_a_response_record_that_fails_fails_the_run_at_the_next_hook(
 async def test_each_run_makes_the_same_few_worker_thread_calls(
     store: inboxlog.Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run of two model requests makes eight log calls off the event loop, however
-    long the conversation: the turn's start; per request its step, its record and its
-    response's (started while the tools run, waited for by the next hook); the model's
-    stop (the last step's end with the turn's close); the session's release."""
+    """A run of two model requests and one tool makes ten log calls off the event loop,
+    however long the conversation: the turn's start; per request its step, its record
+    and its response's (started at once, waited for before a tool starts or by the next
+    hook); per tool run its call (durable before the tool starts) and its result; the
+    model's stop (the last step's end with the turn's close); the session's release."""
     made: list[str] = []
     real, real_start = pa.call, pa.start
 
@@ -424,7 +609,8 @@ async def test_each_run_makes_the_same_few_worker_thread_calls(
         await agent.run(f"Weather in Paris? ({n})", conversation_id="chat")
         per_run.append(list(made))
     step = ["_boundary", "record_new", "record_new (started)"]
-    assert per_run == [["begin", *step, *step, "stop", "end"]] * 3
+    tool = ["calling", "answer"]
+    assert per_run == [["begin", *step, *tool, *step, "stop", "end"]] * 3
     assert turn_ends(log_of(store)) == [{"kind": "completed"}] * 3
 
 
@@ -616,6 +802,30 @@ def test_message_parts_and_fold_messages() -> None:
         {"type": pa.MESSAGES, "seq": 2, "time": 0, "data": {"messages": a}},
     ]
     assert fold_messages(events) == round_trip([say_b, say_a])
+
+
+async def test_a_log_of_the_previous_release_resumes(store: inboxlog.Store) -> None:
+    """The previous release kept each response in its ``pydantic-ai/messages`` records
+    and wrote no conversation events: its logs still resume, the history read from
+    both kinds of record in log order."""
+    earlier = [
+        ModelRequest(parts=[UserPromptPart("Weather in Paris?")]),
+        call_weather("Paris"),
+        ModelRequest(parts=[ToolReturnPart("weather", "sunny", "c-Paris")]),
+        say("Sunny in Paris."),
+    ]
+    with store.create("chat") as session:  # as that release wrote a run: its records only
+        session.open_turn()
+        data = ModelMessagesTypeAdapter.dump_python(earlier, mode="json")
+        session.append(pa.MESSAGES, {"messages": data, "from": 0})
+        session.propose_step()
+        session.decide({"kind": "enter", "messages": []})
+    script = Script(say("Still sunny."))
+    result = await agent_with(script.model, store).run("And now?", conversation_id="chat")
+    assert script.seen[0][:4] == round_trip(earlier)
+    events = log_of(store)
+    assert fold_messages(events) == round_trip(result.all_messages())
+    assert [m["role"] for m in store.messages("chat")] == ["user", "assistant"]
 
 
 async def test_a_history_rewritten_by_a_processor_is_recorded_whole(store: inboxlog.Store) -> None:

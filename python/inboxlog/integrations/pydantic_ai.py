@@ -11,25 +11,39 @@
 
 Written against ``pydantic-ai-slim`` 2.68, whose capability API has every hook this
 module uses (``wrap_run``, ``before_model_request``, ``prepare_model_request``,
-``after_node_run``). :class:`InboxlogCapability` is an ``AbstractCapability``, one
-instance for all of an agent's runs (each run's state is kept under its ``run_id``,
-so runs may go on at once); the run's ``conversation_id`` names the session (the capability
-opens it, creating it when it does not exist, for the length of the run and closes it
-after, so one worker writes it at a time), or ``InboxlogCapability(session)`` uses a
-session already open. Every way of running the agent (``run``, ``run_sync``, ``iter``,
-``run_stream``) is one inboxlog turn:
+``after_node_run``, ``wrap_tool_execute``). :class:`InboxlogCapability` is an
+``AbstractCapability``, one instance for all of an agent's runs (each run's state is
+kept under its ``run_id``, so runs may go on at once); the run's ``conversation_id``
+names the session (the capability opens it, creating it when it does not exist, for the
+length of the run and closes it after, so one worker writes it at a time), or
+``InboxlogCapability(session)`` uses a session already open. Every way of running the
+agent (``run``, ``run_sync``, ``iter``, ``run_stream``) is one inboxlog turn:
 
 - ``turn/start`` when the run starts; then the run's prompt is appended to the inbox's
   ``next-turn`` (durable before any model sees it, so a crash loses nothing).
-- The message history comes from the log: every message Pydantic AI adds to the run's
-  history is appended as a ``pydantic-ai/messages`` event ``{"messages": [...]}``
-  (``ModelMessagesTypeAdapter``'s JSON): each request once it is prepared, before the
-  model is called (with the tool results and the steering it carries), each response as
-  soon as it is in the history, the rest when the run ends. A hook that rewrote earlier
+- The conversation is written as it happens (SPEC §15.5): each model response as one
+  ``assistant/message`` (text, reasoning and tool-call blocks, ``usage``, who answered)
+  carrying the response whole, ``ModelMessagesTypeAdapter``'s JSON, in its
+  ``source.replayState`` under ``"pydantic-ai"`` (:data:`REPLAY`); each tool run as
+  ``tool/call``, durable before the tool starts (``wrap_tool_execute``), then
+  ``tool/result`` (a retry the tool asks for, ``TOOL_RETRY``, or an exception it raises,
+  ``TOOL_ERROR``, marked an error); a call answered without a run (its arguments failed
+  validation, an output tool) is answered as its request is recorded, and a tool still
+  running when the run ends on an exception (a cancellation) as the turn ends
+  (``TOOL_CANCELLED``, its outcome unknown).
+- The message history comes from the log: the responses from their
+  ``assistant/message``, the rest (each request once it is prepared, before the model is
+  called, with the tool results and the steering it carries; the rest when the run ends)
+  as ``pydantic-ai/messages`` events ``{"messages": [...]}``. A hook that rewrote earlier
   history (a history processor, compaction) is recorded as one ``pydantic-ai/history``
-  event holding the whole new history. :func:`fold_messages` reads the history back;
-  the capability puts it in front of the run, so a run needs no ``message_history=``,
-  and a run resumed on another worker after a crash sees exactly what was committed.
+  event holding the whole new history. :func:`fold_messages` reads the history back, in
+  log order (the previous release kept responses in its records too: its logs read the
+  same); the capability puts it in front of the run, so a run needs no
+  ``message_history=``, and a run resumed on another worker after a crash sees exactly
+  what was committed, every tool call answered: a call a crash cut off inside its tool
+  is answered on the next open (``TOOL_OUTCOME_UNKNOWN``, SPEC §15.4), and the resumed
+  request carries that answer as a ``ToolReturnPart`` (:func:`answer_calls`), so the
+  tool is not run again by itself.
   Each record's ``from`` is the seq of the last ``pydantic-ai/history`` (0 before
   any), so a run on a new worker reads the log from there, not from its start: what it
   reads is the current history (which Pydantic AI sends whole to the model), not what a
@@ -77,36 +91,55 @@ request takes that message first.
 
 The log's blocking calls run off the event loop on the integrations' worker threads
 (public :mod:`inboxlog` calls only), each hook's in at most one call: a run of n model
-requests (no plugins) makes 3n + 3 of them: the turn's start; per request the step, the
-request's record and the response's; the model's stop (the last step's end with the
-turn's close); the session's release. The hooks wait for each but the response's: it is
-written while the tools run, and the next hook waits until it is durable (and raises
-its error, ending the turn ``error``).
+requests and t tool runs (no plugins) makes 3n + 2t + 3 of them: the turn's start; per
+request the step, the request's record and the response's; per tool run its call and
+its result; the model's stop (the last step's end with the turn's close); the
+session's release. The hooks wait for each but the response's: it is written while
+the run goes on, and a tool waits until it is durable before its call is written (as
+does the next hook, which raises its error, ending the turn ``error``).
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, cast
 
 try:
     from pydantic import TypeAdapter
     from pydantic_ai.agent import CallToolsNode, ModelRequestNode
     from pydantic_ai.capabilities import AbstractCapability
-    from pydantic_ai.capabilities.abstract import AgentNode, NodeResult, WrapRunHandler
-    from pydantic_ai.exceptions import IncompleteToolCall, OutputTokenLimitExceeded
+    from pydantic_ai.capabilities.abstract import (
+        AgentNode,
+        NodeResult,
+        ValidatedToolArgs,
+        WrapRunHandler,
+        WrapToolExecuteHandler,
+    )
+    from pydantic_ai.exceptions import (
+        ApprovalRequired,
+        CallDeferred,
+        IncompleteToolCall,
+        OutputTokenLimitExceeded,
+        ToolRetryError,
+    )
     from pydantic_ai.messages import (
         ModelMessage,
         ModelMessagesTypeAdapter,
         ModelRequest,
         ModelRequestPart,
         ModelResponse,
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        ToolReturnPart,
         UserPromptPart,
     )
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
-    from pydantic_ai.tools import RunContext
+    from pydantic_ai.tools import RunContext, ToolDefinition
     from pydantic_graph import End
 except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subprocess
     if error.name not in ("pydantic_ai", "pydantic_graph", "pydantic") and not (
@@ -127,8 +160,8 @@ from inboxlog.integrations._common import (
     open_or_create,
     start,
 )
-from inboxlog.integrations._driver import Turn, input_id
-from inboxlog.types import Message, StepOutcome
+from inboxlog.integrations._driver import Turn, answers, input_id, result_text, text
+from inboxlog.types import Event, Message, StepOutcome
 
 MESSAGES = "pydantic-ai/messages"
 """The event type of messages added to the history: ``{"messages": [...], "from": seq}``
@@ -137,7 +170,12 @@ HISTORY = "pydantic-ai/history"
 """The event type of a rewritten history, replacing all before it: ``{"messages": [...],
 "from": seq}`` (``from``: its own seq, or an earlier one)."""
 
+REPLAY = "pydantic-ai"
+"""The key of an ``assistant/message``'s ``source.replayState`` holding the response
+whole, in ``ModelMessagesTypeAdapter``'s JSON: Pydantic AI's own ``ModelResponse``."""
+
 _USER_PROMPT: TypeAdapter[UserPromptPart] = TypeAdapter(UserPromptPart)
+_RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
 
 
 class InboxlogCapability(AbstractCapability[Any]):
@@ -196,7 +234,7 @@ class InboxlogCapability(AbstractCapability[Any]):
             raise
         try:
             ctx.messages[:0] = run.loaded
-            run.recorded = list(ctx.messages)
+            run.recorded = ctx.messages[: run.held]  # not an answer the log holds elsewhere
             if ctx.prompt is None and run.pending and not _ends_with_request(ctx.messages):
                 # No prompt, but input waits: a request for the first step to carry.
                 run.placeholder = ModelRequest(parts=[])
@@ -279,6 +317,19 @@ class InboxlogCapability(AbstractCapability[Any]):
             return ModelRequestNode(request=request)
         return result
 
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: ValidatedToolArgs,
+        handler: WrapToolExecuteHandler,
+    ) -> Any:
+        """Runs a tool between its ``tool/call``, durable before the tool starts, and its
+        ``tool/result``."""
+        return await self._active(ctx).execute(call, args, handler)
+
     def _active(self, ctx: RunContext[Any] | None) -> _Run:
         run = None if ctx is None else self._runs.get(ctx.run_id)
         if run is None:
@@ -314,6 +365,7 @@ class _Run:
         self.histories = histories
         self.owned = False
         self.loaded: list[ModelMessage] = []
+        self.held = 0  # how many of the first messages of the run's history the log holds
         self.start = 0  # the ``from`` of this run's records
         self.pending = False
         self.prompt_id = input_id()
@@ -322,6 +374,8 @@ class _Run:
         self.placeholder: ModelRequest | None = None
         self.last_response: ModelResponse | None = None
         self.writing: Job | None = None  # the response record in flight
+        self.answered: set[str] = set()  # the tool calls this run wrote a result for
+        self.running: dict[str, ToolCallPart] = {}  # the tools called and not answered
 
     def begin(
         self,
@@ -339,7 +393,8 @@ class _Run:
         self.turn = Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel)
         try:
             store = None if isinstance(target, inboxlog.Session) else target
-            self.loaded, self.start = self.histories.load(log, store)
+            self.loaded, self.held, self.start = self.histories.load(log, store)
+            self.answered = _returned(self.loaded)
             if self.loaded and given:
                 raise ValueError(
                     f'session "{log.id}" holds a history: run the agent without message_history='
@@ -351,7 +406,8 @@ class _Run:
             raise
         try:
             if given:
-                self.record(given)  # a given history seeds the log
+                self.seed(given)  # a given history seeds the log
+                self.held = len(given)
             self.pending = log.inbox.has_pending
         except BaseException as error:
             self.end([], error, None)
@@ -403,14 +459,102 @@ class _Run:
         ``quietly``, for a run already ending on another exception, which it re-raises
         once the turn is ended: nothing raises, not even a second cancellation, so that
         ending the turn is never skipped."""
-        if self.writing is None:
+        pending = self.writing
+        if pending is None:
             return
-        pending, self.writing = self.writing, None
         try:
-            await pending.outcome()
+            await pending.outcome()  # the tools of one response may wait for it at once
         except BaseException:
             if not quietly:
                 raise
+        finally:
+            if self.writing is pending:
+                self.writing = None
+
+    async def execute(
+        self, part: ToolCallPart, args: ValidatedToolArgs, handler: WrapToolExecuteHandler
+    ) -> Any:
+        """Runs one tool: its ``tool/call`` is durable before it starts (after the response
+        that made the call), so a crash inside it leaves the call answered on the next
+        open, never run again by itself; its ``tool/result`` follows, a retry the tool
+        asked for or an exception it raised marked an error."""
+        await self.written()
+        await call(self.calling, part)
+        try:
+            result = await handler(args)
+        except ToolRetryError as error:
+            answer = error.tool_retry
+            if isinstance(answer, ToolReturnPart):
+                await call(self.answer, answer)
+            raise
+        except (CallDeferred, ApprovalRequired):
+            raise  # no result yet: its request answers it, when the run resumes
+        except Exception as error:
+            failed = ToolReturnPart(part.tool_name, str(error), part.tool_call_id, outcome="failed")
+            await call(self.answer, failed, {"name": type(error).__name__, "code": "TOOL_ERROR"})
+            raise
+        returned = ToolReturnPart(part.tool_name, result, part.tool_call_id)
+        await call(self.answer, returned)
+        return result
+
+    def calling(self, part: ToolCallPart) -> None:
+        self.turn.calling(part.tool_call_id, part.tool_name, part.args_as_json_str())
+        self.running[part.tool_call_id] = part
+
+    def abandon(self, error: BaseException) -> None:
+        """Answers the tools still running as the run ends on ``error`` (a cancellation
+        unwinds them only after the run): their outcome is unknown."""
+        told = "The run ended before the tool returned: its outcome is unknown."
+        reason = {"name": type(error).__name__, "code": "TOOL_CANCELLED"}
+        for part in list(self.running.values()):
+            returned = ToolReturnPart(part.tool_name, told, part.tool_call_id, outcome="failed")
+            self.answer(returned, reason)
+
+    def answer(self, part: ToolReturnPart, error: dict[str, str] | None = None) -> None:
+        """Appends the ``tool/result`` that ``part`` (a tool's return, or a retry the model
+        is asked for) stands for, once per call."""
+        self.running.pop(part.tool_call_id, None)
+        if part.tool_call_id in self.answered:
+            return
+        self.answered.add(part.tool_call_id)
+        failed = part.outcome != "success"
+        if failed and error is None and part.outcome == "retried":
+            error = {"name": "ModelRetry", "code": "TOOL_RETRY"}
+        self.turn.answered(
+            part.tool_call_id,
+            [text(part.model_response_str())],
+            is_error=failed,
+            error=error,
+        )
+
+    def said(self, response: ModelResponse) -> None:
+        """Appends ``response`` as one ``assistant/message``; its tool calls are pending
+        until answered."""
+        content: list[dict[str, Any]] = []
+        for part in response.parts:
+            if isinstance(part, TextPart):
+                content.append(text(part.content))
+            elif isinstance(part, ThinkingPart):
+                content.append({"type": "reasoning", "text": part.content})
+            elif isinstance(part, ToolCallPart):
+                content.append(_call_block(part))
+        self.turn.said(
+            response.provider_response_id or f"pydantic-ai-{uuid.uuid4().hex}",
+            content,
+            provider=response.provider_name or "unknown",
+            model=response.model_name or "unknown",
+            usage=_usage(response),
+            replay_state={REPLAY: _RESPONSE.dump_python(response, mode="json")},
+        )
+
+    def converse(self, added: Sequence[ModelMessage]) -> None:
+        """Answers the tool calls the requests among ``added`` answer and no tool run
+        answered already (arguments that failed validation, an output tool)."""
+        for message in added:
+            if isinstance(message, ModelRequest):
+                for part in message.parts:
+                    if isinstance(part, ToolReturnPart):
+                        self.answer(part)
 
     def stop(self, messages: list[ModelMessage]) -> bool:
         """The model stopped (an ``End``): records the history, then ends the step and,
@@ -435,6 +579,7 @@ class _Run:
                 self.turn.finish(outcome or "completed")
                 self.histories.keep(self.log, self.recorded, self.start)
             else:
+                self.abandon(error)
                 self.turn.end(error, outcome)
         finally:
             self.release()
@@ -445,30 +590,56 @@ class _Run:
             self.log.close()
 
     def record(self, messages: Sequence[ModelMessage], kind: str = MESSAGES) -> None:
-        data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+        """Appends ``messages`` in order: each response a run added as its
+        ``assistant/message`` (which carries it whole, so it is stored once), the rest in
+        ``kind`` records; a given history, and a rewritten one (``HISTORY``), whole."""
         if kind == HISTORY:
             # Its own seq, or an earlier one if another event comes first: reading from
             # an earlier seq only reads more.
             last = self.log.last_seq
             self.start = 0 if last is None else last + 1
-        self.log.append(kind, {"messages": data, "from": self.start})
+            self._append(kind, messages)
+            return
+        batch: list[ModelMessage] = []
+        for message in messages:
+            if isinstance(message, ModelResponse):
+                self._append(kind, batch)
+                batch = []
+                self.said(message)
+            else:
+                batch.append(message)
+        self._append(kind, batch)
+
+    def seed(self, messages: Sequence[ModelMessage]) -> None:
+        """Appends a given history as one record: it was said before this log."""
+        self._append(MESSAGES, messages)
+
+    def _append(self, kind: str, messages: Sequence[ModelMessage]) -> None:
+        if messages:
+            data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+            self.log.append(kind, {"messages": data, "from": self.start})
 
     def has_new(self, messages: list[ModelMessage]) -> bool:
         """Whether the history differs from what the log holds (checked on the loop)."""
         done = self.recorded
-        return len(messages) != len(done) or (bool(done) and messages[-1] is not done[-1])
+        return len(messages) != len(done) or (bool(done) and not _same(messages[-1], done[-1]))
 
     def record_new(self, messages: list[ModelMessage]) -> None:
         """Appends what the history gained since the last record; the whole history when
         a hook rewrote what was already recorded."""
         self.live = messages
         done = self.recorded
-        if len(messages) >= len(done) and all(a is b for a, b in zip(messages, done, strict=False)):
+        if len(messages) >= len(done) and all(map(_same, messages, done)):
             added, kind = messages[len(done) :], MESSAGES
             if not added:
                 return
+            self.converse(added)  # its responses are said as they are recorded
         else:
             added, kind = messages, HISTORY
+            kept = {id(m) for m in done}
+            self.converse(
+                [m for m in messages if id(m) not in kept and isinstance(m, ModelRequest)]
+            )
         self.record(added, kind)
         self.recorded = list(messages)
 
@@ -503,8 +674,10 @@ class _Histories:
 
     def load(
         self, log: inboxlog.Session, store: inboxlog.Store | None
-    ) -> tuple[list[ModelMessage], int]:
-        """The session's history and the ``from`` of its next records."""
+    ) -> tuple[list[ModelMessage], int, int]:
+        """The session's history, how many of its first messages the records hold as
+        they are (the rest answer calls from ``tool/result`` events, :func:`answer_calls`)
+        and the ``from`` of its next records."""
         with self._lock:
             kept = self._by_id.pop(log.id, None)
         if kept is not None:
@@ -512,16 +685,18 @@ class _Histories:
             last = log.last_seq
             if seq is not None and created == log.header["createdAt"] and last is not None:
                 if last == seq:
-                    return list(messages), start
+                    return list(messages), len(messages), start
                 tail = log.events(seq + 1) if last > seq else []
                 if tail and not any(e["type"] == HISTORY for e in tail):
-                    return [*messages, *fold_messages(tail)], start
+                    added = ModelMessagesTypeAdapter.validate_python(_history_json(tail))
+                    return (*_answer_calls([*messages, *added], tail), start)
         start = 0 if store is None else history_start(store, log.id)
         events = log.events(start)
         history = [e for e in events if e["type"] == HISTORY]
         if history:  # written by a worker whose records carry no ``from``
             start = history[-1]["seq"]
-        return fold_messages(events), start
+        messages = ModelMessagesTypeAdapter.validate_python(_history_json(events))
+        return (*_answer_calls(messages, events), start)
 
     def keep(self, log: inboxlog.Session, messages: list[ModelMessage], start: int) -> None:
         with self._lock:
@@ -556,12 +731,88 @@ def message_parts(message: Message) -> list[ModelRequestPart]:
 
 def fold_messages(events: Iterable[Mapping[str, Any]]) -> list[ModelMessage]:
     """The Pydantic AI message history a log's events hold: every ``pydantic-ai/messages``
-    message in order, from the last ``pydantic-ai/history`` on.
+    message in order, from the last ``pydantic-ai/history`` on, with every tool call
+    that only a ``tool/result`` answers (one repair wrote for a call a crash cut off)
+    answered as a ``ToolReturnPart``.
 
     Reads any log, e.g. ``store.inspect(id)[1]``; the result is what
     ``agent.run(..., message_history=...)`` takes.
     """
-    return ModelMessagesTypeAdapter.validate_python(_history_json(events))
+    events = list(events)
+    return answer_calls(ModelMessagesTypeAdapter.validate_python(_history_json(events)), events)
+
+
+def answer_calls(
+    messages: list[ModelMessage], events: Sequence[Mapping[str, Any]]
+) -> list[ModelMessage]:
+    """``messages`` with each tool call they leave unanswered that a ``tool/result``
+    among ``events`` answers given its result: a ``ToolReturnPart`` with the result's
+    text (``outcome="failed"`` for an error), in the request after the call's response.
+    A run resumed from the history then sends the model its calls answered, and runs
+    none of them again by itself."""
+    return _answer_calls(messages, events)[0]
+
+
+def _answer_calls(
+    messages: list[ModelMessage], events: Sequence[Mapping[str, Any]]
+) -> tuple[list[ModelMessage], int]:
+    """:func:`answer_calls`, and how many of the first messages it left as they were."""
+    results = answers([cast("Event", e) for e in events if e["type"] == "tool/result"])
+    held = len(messages)
+    if not results:
+        return messages, held
+    done = _returned(messages)
+    messages = list(messages)
+    out: list[ModelMessage] = []
+    for i, message in enumerate(messages):
+        out.append(message)
+        if not isinstance(message, ModelResponse):
+            continue
+        returns: list[ModelRequestPart] = [
+            ToolReturnPart(
+                part.tool_name,
+                result_text(results[part.tool_call_id]),
+                part.tool_call_id,
+                outcome="failed" if _is_error(results[part.tool_call_id]) else "success",
+            )
+            for part in message.parts
+            if isinstance(part, ToolCallPart)
+            and part.tool_call_id in results
+            and part.tool_call_id not in done
+        ]
+        if returns:
+            held = min(held, i + 1)
+            following = messages[i + 1] if i + 1 < len(messages) else None
+            if isinstance(following, ModelRequest):
+                messages[i + 1] = replace(following, parts=[*returns, *following.parts])
+            else:
+                out.append(ModelRequest(parts=returns))
+    return out, held
+
+
+def _same(message: ModelMessage, recorded: ModelMessage) -> bool:
+    """Whether ``message`` is the recorded one, or the copy of a recorded request that
+    a run without a prompt sends again (the same parts): nothing to record."""
+    if message is recorded:
+        return True
+    both = isinstance(message, ModelRequest) and isinstance(recorded, ModelRequest)
+    return both and message.parts is recorded.parts
+
+
+def _returned(messages: Sequence[ModelMessage]) -> set[str]:
+    """The ids of the tool calls the requests among ``messages`` answer."""
+    return {
+        part.tool_call_id
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for part in m.parts
+        if isinstance(part, ToolReturnPart)
+    }
+
+
+def _is_error(result: Mapping[str, Any]) -> bool:
+    content = result.get("message", {}).get("content", [])
+    return any(isinstance(b, dict) and b.get("isError") for b in content)
 
 
 def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
@@ -572,7 +823,33 @@ def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
             messages.extend(event["data"]["messages"])
         elif kind == HISTORY:
             messages = list(event["data"]["messages"])
+        elif kind == "assistant/message":
+            source = event["data"].get("message", {}).get("source", {})
+            state = source.get("replayState") if isinstance(source, dict) else None
+            if isinstance(state, dict) and REPLAY in state:
+                messages.append(state[REPLAY])
     return messages
+
+
+def _call_block(part: ToolCallPart) -> dict[str, Any]:
+    """A tool call's ``tool-call`` block, its arguments the model's JSON text."""
+    block: dict[str, Any] = {"type": "tool-call", "id": part.tool_call_id}
+    block["name"] = part.tool_name
+    block["arguments"] = part.args_as_json_str()
+    return block
+
+
+def _usage(response: ModelResponse) -> dict[str, int]:
+    """A response's usage in the reference's keys."""
+    usage = response.usage
+    out = {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens}
+    if usage.cache_read_tokens:
+        out["cacheReadTokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        out["cacheWriteTokens"] = usage.cache_write_tokens
+    if usage.output_reasoning_tokens:
+        out["reasoningTokens"] = usage.output_reasoning_tokens
+    return out
 
 
 def _with_ids(metadata: dict[str, Any] | None, entered: list[Message]) -> dict[str, Any] | None:
@@ -589,9 +866,11 @@ def _ends_with_request(messages: Sequence[ModelMessage]) -> bool:
 __all__ = [
     "HISTORY",
     "MESSAGES",
+    "REPLAY",
     "InboxlogCapability",
     "StepRejectedError",
     "TurnEndedError",
+    "answer_calls",
     "fold_messages",
     "history_start",
     "message_parts",
