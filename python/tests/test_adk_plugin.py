@@ -206,6 +206,34 @@ def test_a_failing_tool_is_answered_as_an_error_before_the_turn_ends(
     assert store.verify(LOG)["pendingToolCalls"] == 0
 
 
+def test_a_long_running_tool_is_left_for_its_later_answer(store: inboxlog.Store) -> None:
+    # ADK waits for a long-running tool's answer from elsewhere: the log has its call,
+    # and no answer made up for it, now or when the session is next taken.
+    from google.adk.tools.long_running_tool import LongRunningFunctionTool
+
+    def weather(city: str) -> None:
+        """Starts looking up the weather in a city."""
+
+    service = InboxlogSessionService(store)
+    llm = ScriptedLlm(Reply(tool="Paris"), Reply(text="Hi."))
+    agent = LlmAgent(name="assistant", model=llm, tools=[LongRunningFunctionTool(weather)])
+    app = App(name="app", root_agent=agent, plugins=[InboxlogPlugin(service)])
+    runner = Runner(app=app, session_service=service)
+
+    async def run(text: str) -> None:
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for _ in runner.run_async(user_id="u", session_id="chat", new_message=message):
+            pass
+
+    asyncio.run(service.create_session(app_name="app", user_id="u", session_id="chat"))
+    asyncio.run(run(Q))
+    asyncio.run(run("Hello?"))
+    events = events_of(store)
+    assert [e["data"]["name"] for e in events if e["type"] == "tool/call"] == ["weather"]
+    assert [e for e in events if e["type"] == "tool/result"] == []
+    assert "function_response" not in json.dumps([e for e in events if e["type"] == "adk/event"])
+
+
 def test_steering_posted_elsewhere_during_the_final_call_gets_one_more_call(
     tmp_path: Path,
 ) -> None:

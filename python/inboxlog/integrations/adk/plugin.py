@@ -341,7 +341,8 @@ class InboxlogPlugin(BasePlugin):
 
     def _said(self, run: _Run, context: InvocationContext, event: Event) -> None:
         provider, model = _source(context, event)
-        run.asked.extend(c.id for c in event.get_function_calls() if c.id)
+        waits = event.long_running_tool_ids or set()  # answered later, by the user
+        run.asked.extend(c.id for c in event.get_function_calls() if c.id and c.id not in waits)
         run.turn.said(
             event.id,
             _blocks(event),
@@ -373,10 +374,11 @@ class InboxlogPlugin(BasePlugin):
         tool_context: ToolContext,
         result: dict[str, Any],
     ) -> dict[str, Any] | None:
-        """The tool's result is written as ``tool/result``."""
+        """The tool's result is written as ``tool/result`` (not a long-running tool's
+        empty one: its answer comes later, as ADK's)."""
         run = self._runs.get(tool_context.invocation_id)
         call_id = tool_context.function_call_id
-        if run is not None and call_id:
+        if run is not None and call_id and (result or not tool.is_long_running):
             await self._answered(run, call_id, [text(_result_text(result))])
         return None
 

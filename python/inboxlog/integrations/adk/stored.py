@@ -152,7 +152,8 @@ def unanswered_calls(
 ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """The function calls among stored ADK ``events`` (as JSON) that no later event
     answers (a ``function_response`` with its id), with the event that made them, in
-    order. Calls without an id are left out: nothing could answer them by id."""
+    order. Calls without an id are left out (nothing could answer them by id), and so
+    are long-running ones (ADK waits for their answer from elsewhere)."""
     answered = {
         part["function_response"].get("id")
         for event in events
@@ -166,7 +167,8 @@ def unanswered_calls(
             for part in (event.get("content") or {}).get("parts") or ()
             if part.get("function_call") and part["function_call"].get("id") not in answered
         ]
-        calls = [c for c in calls if c.get("id")]
+        waits = set(event.get("long_running_tool_ids") or ())
+        calls = [c for c in calls if c.get("id") and c["id"] not in waits]
         if calls:
             found.append((event, calls))
     return found
