@@ -41,8 +41,8 @@ held by that service as its one writer, and the turn is written through that han
   (``after_tool_callback``; ``on_tool_error_callback`` marks an error; a call ADK seals
   for an aborted invocation is answered from that event, and one still unanswered when
   the run ends, before its turn ends). Each call is answered once, the first answer
-  kept. The session service gives ADK the log's answers to calls
-  a crash cut off (:mod:`inboxlog.integrations.adk.sessions`).
+  kept. The session service gives ADK the log's answers to calls a crash cut off
+  (:mod:`inboxlog.integrations.adk.sessions`).
 - Endings, as the driver decides them: ``completed`` / ``max-tokens`` when the run ends
   (``after_run_callback``); ``blocked`` (:class:`StepRejectedError`, which ADK re-raises as the
   ``__cause__`` of its ``RuntimeError`` for a failed plugin callback) and ``error`` (a
@@ -322,8 +322,8 @@ class InboxlogPlugin(BasePlugin):
     ) -> Event | None:
         """A model response ADK is about to store (its function calls' ids given, before
         any of them runs) is written as ``assistant/message``; an answer ADK gives a call
-        that no tool callback answered (ADK sealing the calls of a run closed early) as
-        its ``tool/result``."""
+        that no tool callback answered (ADK sealing an aborted invocation's calls) as its
+        ``tool/result``."""
         run = self._runs.get(invocation_context.invocation_id)
         if run is None or run.ended:
             return None
@@ -550,8 +550,10 @@ def _source(context: InvocationContext, event: Event) -> tuple[str, str]:
     name = event.model_version or str(getattr(model, "model", "") or "")
     if "/" in name:  # LiteLLM's "provider/model"
         provider, _, name = name.partition("/")
-    elif name.startswith("gemini") or type(model).__module__.startswith("google.adk.models"):
+    elif name.startswith("gemini"):
         provider = "google"
+    elif name.startswith("claude"):
+        provider = "anthropic"
     else:
         provider = type(model).__name__
     return provider, name

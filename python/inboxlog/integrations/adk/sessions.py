@@ -436,8 +436,9 @@ class InboxlogSessionService(BaseSessionService):
                 text = result_text(result)
                 failed = is_error(result)
                 response = {"error": text} if failed else {"result": text}
-                answer = types.FunctionResponse(id=asked["id"], name=asked.get("name"))
-                answer.response = response
+                answer = types.FunctionResponse(
+                    id=asked["id"], name=asked.get("name"), response=response
+                )
                 parts.append(types.Part(function_response=answer))
                 if failed:
                     codes.append(str((result.get("error") or {}).get("code", "TOOL_ERROR")))
