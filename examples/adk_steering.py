@@ -12,7 +12,8 @@ No API key needed: the agent's model is a scripted ``BaseLlm`` (swap in a real o
 2. steering: while the tool runs, another process posts a message to the session's
    ``next-step`` with ``store.post``; the second model call carries it;
 3. a worker killed (SIGKILL) during its tool: the next worker to take the session closes
-   the turn ``interrupted`` and continues from exactly the history the log committed.
+   the turn ``interrupted``, answers the tool call it cut off (its outcome unknown: the
+   tool is not run again) and continues from exactly the history the log committed.
 """
 
 from __future__ import annotations
@@ -151,7 +152,11 @@ def main() -> None:
     print(f"worker killed during its tool (exit {worker.wait()})")
     worker.stdout.close()
 
-    print("answer:", asyncio.run(ask(store, "Still there?")))
+    answer = asyncio.run(ask(store, "Still there?"))
+    for event in store.inspect(LOG)[1]:
+        if event["type"] == "tool/result" and "error" in event["data"]:
+            print(f"cut-off call answered: {event['data']['error']['code']}")
+    print("answer:", answer)
     ends = [e["data"]["reason"]["kind"] for e in store.inspect(LOG)[1] if e["type"] == "turn/end"]
     print(f"turns ended: {', '.join(ends)}")
 

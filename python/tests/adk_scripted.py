@@ -28,6 +28,8 @@ class Reply:
     error: BaseException | None = None
     hang: bool = False
     before: Callable[[], None] | None = None
+    usage: tuple[int, int] | None = None
+    """The (prompt, answer) tokens the response reports."""
 
 
 def seen_of(request: LlmRequest) -> Seen:
@@ -38,7 +40,9 @@ def seen_of(request: LlmRequest) -> Seen:
             if part.text is not None:
                 out.append(("user" if content.role == "user" else "assistant", part.text))
             elif part.function_response is not None:
-                out.append(("tool", str((part.function_response.response or {}).get("result"))))
+                # ADK answers a call {"result": ...}, or {"error": ...} when it failed.
+                response = part.function_response.response or {}
+                out.append(("tool", str(response.get("result", response.get("error")))))
     return out
 
 
@@ -77,10 +81,16 @@ class ScriptedLlm(BaseLlm):
             if self._calling is not None:
                 self._calling.set()
             await asyncio.Event().wait()
+        usage = None
+        if reply.usage is not None:
+            usage = types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=reply.usage[0], candidates_token_count=reply.usage[1]
+            )
         if reply.tool is not None:
             call = types.FunctionCall(name="weather", args={"city": reply.tool})
             yield LlmResponse(
-                content=types.Content(role="model", parts=[types.Part(function_call=call)])
+                content=types.Content(role="model", parts=[types.Part(function_call=call)]),
+                usage_metadata=usage,
             )
             return
         yield LlmResponse(
@@ -88,4 +98,5 @@ class ScriptedLlm(BaseLlm):
             finish_reason=types.FinishReason.MAX_TOKENS
             if reply.length
             else types.FinishReason.STOP,
+            usage_metadata=usage,
         )

@@ -5,6 +5,7 @@ call one step claimed at ``before_model_callback``."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -140,6 +141,97 @@ POSTER = (
     "import inboxlog, sys; inboxlog.Store(sys.argv[1]).post(sys.argv[2], 'next-step', "
     "{'id': 'p1', 'content': 'In Fahrenheit.'})"
 )
+
+
+def test_the_conversation_is_written_as_it_happens(store: inboxlog.Store) -> None:
+    # SPEC §15.5: each model response one assistant/message, each tool run a tool/call
+    # in the log before the tool runs, then its tool/result.
+    logged: list[list[str]] = []
+    agent = Agent(
+        store,
+        Reply(tool="Paris", usage=(12, 3)),
+        Reply(text="Sunny."),
+        during_tool=lambda: logged.append([e["type"] for e in events_of(store)]),
+    )
+    asyncio.run(agent.run())
+    events = events_of(store)
+    kinds = [e["type"] for e in events if e["type"].split("/")[0] in ("user", "assistant", "tool")]
+    assert kinds == [
+        "user/message",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "assistant/message",
+    ]
+    assert logged[0][-1] == "tool/call", "the call is in the log before the tool runs"
+    first, call, result, answer = (
+        e for e in events if e["type"] in ("assistant/message", "tool/call", "tool/result")
+    )
+    [block] = first["data"]["message"]["content"]
+    assert block["type"] == "tool-call" and block["name"] == "weather"
+    assert json.loads(block["arguments"]) == {"city": "Paris"}
+    assert first["data"]["usage"] == {"inputTokens": 12, "outputTokens": 3}
+    assert first["data"]["message"]["source"]["model"] == "scripted"
+    assert (call["data"]["callId"], call["data"]["name"]) == (block["id"], "weather")
+    assert json.loads(call["data"]["arguments"]) == {"city": "Paris"}
+    [tool_result] = result["data"]["message"]["content"]
+    assert tool_result["toolCallId"] == block["id"]
+    assert tool_result["content"] == [{"type": "text", "text": PARIS}]
+    assert answer["data"]["message"]["content"] == [{"type": "text", "text": "Sunny."}]
+    assert [(e["data"]["turn"], e["data"]["step"]) for e in (first, call, result, answer)] == [
+        (1, 1),
+        (1, 1),
+        (1, 1),
+        (1, 2),
+    ]
+    assert [m["role"] for m in store.messages(LOG)] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_failing_tool_is_answered_as_an_error_before_the_turn_ends(
+    store: inboxlog.Store,
+) -> None:
+    def broken() -> None:
+        raise ConnectionError("the weather service is down")
+
+    agent = Agent(store, Reply(tool="Paris"), during_tool=broken)
+    with pytest.raises(ConnectionError):
+        asyncio.run(agent.run())
+    events = events_of(store)
+    [result] = [e for e in events if e["type"] == "tool/result"]
+    assert result["data"]["error"] == {"name": "ConnectionError", "code": "TOOL_ERROR"}
+    [block] = result["data"]["message"]["content"]
+    assert block["isError"] is True
+    assert "the weather service is down" in block["content"][0]["text"]
+    assert turn_ends(events)[-1]["kind"] == "error"
+    assert store.verify(LOG)["pendingToolCalls"] == 0
+
+
+def test_a_long_running_tool_is_left_for_its_later_answer(store: inboxlog.Store) -> None:
+    # ADK waits for a long-running tool's answer from elsewhere: the log has its call,
+    # and no answer made up for it, now or when the session is next taken.
+    from google.adk.tools.long_running_tool import LongRunningFunctionTool
+
+    def weather(city: str) -> None:
+        """Starts looking up the weather in a city."""
+
+    service = InboxlogSessionService(store)
+    llm = ScriptedLlm(Reply(tool="Paris"), Reply(text="Hi."))
+    agent = LlmAgent(name="assistant", model=llm, tools=[LongRunningFunctionTool(weather)])
+    app = App(name="app", root_agent=agent, plugins=[InboxlogPlugin(service)])
+    runner = Runner(app=app, session_service=service)
+
+    async def run(text: str) -> None:
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for _ in runner.run_async(user_id="u", session_id="chat", new_message=message):
+            pass
+
+    asyncio.run(service.create_session(app_name="app", user_id="u", session_id="chat"))
+    asyncio.run(run(Q))
+    asyncio.run(run("Hello?"))
+    events = events_of(store)
+    assert [e["data"]["name"] for e in events if e["type"] == "tool/call"] == ["weather"]
+    assert [e for e in events if e["type"] == "tool/result"] == []
+    assert "function_response" not in json.dumps([e for e in events if e["type"] == "adk/event"])
 
 
 def test_steering_posted_elsewhere_during_the_final_call_gets_one_more_call(
@@ -286,7 +378,12 @@ def test_an_event_stream_closed_early_ends_the_turn_aborted(store: inboxlog.Stor
 
     asyncio.run(close_early())
     assert len(agent.llm.seen) == 1
-    assert turn_ends(events_of(store)) == [{"kind": "aborted", "reason": {"kind": "user"}}]
+    events = events_of(store)
+    assert turn_ends(events) == [{"kind": "aborted", "reason": {"kind": "user"}}]
+    # The call the model made, whose tool never started, is answered before the turn ends.
+    [result] = [e for e in events if e["type"] == "tool/result"]
+    assert result["data"]["error"]["code"] == "TOOL_NOT_STARTED"
+    assert store.verify(LOG)["pendingToolCalls"] == 0
 
 
 def test_the_sync_runner_on_its_own_thread_and_loop(store: inboxlog.Store) -> None:
@@ -346,9 +443,15 @@ def test_a_worker_killed_mid_run_is_resumed_elsewhere_interrupted(tmp_path: Path
     store = inboxlog.Store(where, durability="none")
     agent = Agent(store, Reply(text="Sunny."))
     asyncio.run(agent.run("Still there?"))
-    assert agent.llm.seen == [[user(Q), user("Still there?")]]
+    # The call the kill cut off is answered from the log (SPEC §15.4), as ADK's own
+    # function response, and its tool is not run again.
+    [[asked, (role, answer), still]] = agent.llm.seen
+    assert (asked, role, still) == (user(Q), "tool", user("Still there?"))
+    assert "unknown" in answer
     events = events_of(store)
     assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
+    [result] = [e for e in events if e["type"] == "tool/result"]
+    assert result["data"]["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
 
 
 RUNNER = textwrap.dedent(

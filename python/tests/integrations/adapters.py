@@ -435,8 +435,9 @@ def adk_model(script: Script) -> Any:
         for content in request.contents:
             for part in content.parts or ():
                 if part.function_response is not None:
-                    result = (part.function_response.response or {}).get("result")
-                    out.append(("tool", str(result)))
+                    # ADK answers a call {"result": ...}, or {"error": ...} when it failed.
+                    response = part.function_response.response or {}
+                    out.append(("tool", str(response.get("result", response.get("error")))))
                 elif part.text:
                     out.append(("user" if content.role == "user" else "assistant", part.text))
         return out

@@ -147,9 +147,10 @@ INTEGRATIONS = {
             "turn 1: step 2 took p1",
             "turn 1 ended: completed",
             "worker killed during its tool (exit -9)",
-            # Turn 1's five, the killed worker's input (its tool call, committed without
-            # a result, ADK leaves out), then the new input.
-            "model call sees 7 contents, the last: user 'Still there?'",
+            # Turn 1's five, the killed worker's three (its input, its tool call and the
+            # call's answer from the log: outcome unknown), then the new input.
+            "cut-off call answered: TOOL_OUTCOME_UNKNOWN",
+            "model call sees 9 contents, the last: user 'Still there?'",
             "turns ended: completed, interrupted, completed",
         ],
         "## With Google ADK",

@@ -33,6 +33,16 @@ held by that service as its one writer, and the turn is written through that han
   appended to the session as the agent's event before the steering; the last answer is
   what the callback returns, so ADK records and acts on it as usual (function calls in
   it run as tools). Other plugins' model callbacks do not see the extra call.
+- The conversation (SPEC §15.5), written through the turn as it happens: each model
+  response ADK is about to store (``on_event_callback``, its function calls' ids given)
+  as one ``assistant/message``, each tool run as ``tool/call`` before the tool starts
+  (``before_tool_callback``: durable first, so a crash inside the tool leaves the call
+  answered on the next open, never run again by itself) and ``tool/result`` after it
+  (``after_tool_callback``; ``on_tool_error_callback`` marks an error; a call ADK seals
+  for an aborted invocation is answered from that event, and one still unanswered when
+  the run ends, before its turn ends). Each call is answered once, the first answer
+  kept. The session service gives ADK the log's answers to calls a crash cut off
+  (:mod:`inboxlog.integrations.adk.sessions`).
 - Endings, as the driver decides them: ``completed`` / ``max-tokens`` when the run ends
   (``after_run_callback``); ``blocked`` (:class:`StepRejectedError`, which ADK re-raises as the
   ``__cause__`` of its ``RuntimeError`` for a failed plugin callback) and ``error`` (a
@@ -53,10 +63,11 @@ loop calls it.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from google.adk.agents.callback_context import CallbackContext
@@ -65,10 +76,12 @@ from google.adk.events.event import Event
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from inboxlog.integrations._common import StepRejectedError, TurnEndedError, call
-from inboxlog.integrations._driver import ABORTS, Turn, input_id
+from inboxlog.integrations._driver import ABORTS, Turn, input_id, text
 from inboxlog.integrations.adk.sessions import InboxlogSessionService
 from inboxlog.types import Message, StepOutcome
 
@@ -120,6 +133,12 @@ class _Run:
     outcome: StepOutcome = "completed"
     started: bool = False
     keys: tuple[str, str, str] = ("", "", "")
+    asked: list[str] = field(default_factory=list)
+    """The ids of the calls in this run's model responses, in order."""
+    dispatched: set[str] = field(default_factory=set)
+    """The calls whose ``tool/call`` this run wrote."""
+    answered: set[str] = field(default_factory=set)
+    """The calls whose ``tool/result`` this run wrote."""
 
 
 class InboxlogPlugin(BasePlugin):
@@ -281,6 +300,7 @@ class InboxlogPlugin(BasePlugin):
                 content=answer.content,
             )
             await self.service.append_event(context.session, event)
+            await call(self._said, run, context, event)
             request.contents.append(answer.content)
         await self._boundary(run, context, request)
         run.request = request
@@ -294,6 +314,110 @@ class InboxlogPlugin(BasePlugin):
         if last is None:
             raise RuntimeError("the model gave no answer to the call for pending steering")
         return last
+
+    # -- the conversation (SPEC §15.5) -------------------------------------------------
+
+    async def on_event_callback(
+        self, *, invocation_context: InvocationContext, event: Event
+    ) -> Event | None:
+        """A model response ADK is about to store (its function calls' ids given, before
+        any of them runs) is written as ``assistant/message``; an answer ADK gives a call
+        that no tool callback answered (ADK sealing an aborted invocation's calls) as its
+        ``tool/result``."""
+        run = self._runs.get(invocation_context.invocation_id)
+        if run is None or run.ended:
+            return None
+        if _from_model(event):
+            await call(self._said, run, invocation_context, event)
+        for answer in event.get_function_responses():
+            if answer.id in run.asked and answer.id not in run.answered:
+                response = answer.response or {}
+                failure = None
+                if "error" in response:
+                    failure = {"name": "ToolError", "code": event.error_code or "TOOL_ERROR"}
+                content = [text(_result_text(response))]
+                await self._answered(run, answer.id, content, failure)
+        return None
+
+    def _said(self, run: _Run, context: InvocationContext, event: Event) -> None:
+        provider, model = _source(context, event)
+        waits = event.long_running_tool_ids or set()  # answered later, by the user
+        run.asked.extend(c.id for c in event.get_function_calls() if c.id and c.id not in waits)
+        run.turn.said(
+            event.id,
+            _blocks(event),
+            provider=provider,
+            model=model,
+            usage=_usage(event.usage_metadata),
+            interrupted=bool(event.interrupted),
+        )
+
+    async def before_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        """The call is written as ``tool/call`` before the tool runs, durably where the
+        store is ``sync``: a crash inside the tool leaves it answered on the next open
+        (its outcome unknown), never run again by itself."""
+        run = self._runs.get(tool_context.invocation_id)
+        call_id = tool_context.function_call_id
+        if run is not None and not run.ended and call_id:
+            arguments = json.dumps(tool_args, ensure_ascii=False, default=str)
+            await call(run.turn.calling, call_id, tool.name, arguments)
+            run.dispatched.add(call_id)
+        return None
+
+    async def after_tool_callback(
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        result: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        """The tool's result is written as ``tool/result`` (not a long-running tool's
+        empty one: its answer comes later, as ADK's)."""
+        run = self._runs.get(tool_context.invocation_id)
+        call_id = tool_context.function_call_id
+        if run is not None and call_id and (result or not tool.is_long_running):
+            await self._answered(run, call_id, [text(_result_text(result))])
+        return None
+
+    async def on_tool_error_callback(
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        error: Exception,
+    ) -> dict[str, Any] | None:
+        """The tool failed (or its call was cancelled): ``tool/result`` marked as an
+        error, before the error ends the step; an answer another callback gives for the
+        error reaches the model, the log keeps this first one."""
+        if isinstance(error, asyncio.CancelledError):
+            said = "The tool was cancelled while it ran: its outcome is unknown."
+            failure = {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+        else:
+            said = f"{type(error).__name__}: {error}"
+            failure = {"name": type(error).__name__, "code": "TOOL_ERROR"}
+        run = self._runs.get(tool_context.invocation_id)
+        call_id = tool_context.function_call_id
+        if run is not None and call_id:
+            await self._answered(run, call_id, [text(said)], failure)
+        return None
+
+    async def _answered(
+        self,
+        run: _Run,
+        call_id: str,
+        content: list[dict[str, Any]],
+        error: dict[str, str] | None = None,
+    ) -> None:
+        """Writes call ``call_id``'s ``tool/result``, once (the first answer stays)."""
+        if not run.turn.current or call_id in run.answered:
+            return
+        run.answered.add(call_id)
+        is_error = error is not None
+        await call(lambda: run.turn.answered(call_id, content, is_error=is_error, error=error))
 
     # -- endings -----------------------------------------------------------------------
 
@@ -321,12 +445,17 @@ class InboxlogPlugin(BasePlugin):
             await self._let_go(run)
             return
         try:
-            if error is None:
-                await call(run.turn.finish, run.outcome)
-            else:
-                await call(run.turn.end, error)
+            await call(self._close, run, error)
         finally:
             await self._let_go(run)
+
+    def _close(self, run: _Run, error: BaseException | None) -> None:
+        """Answers the calls left unanswered, then ends the turn as the run ended."""
+        _answer_the_rest(run)
+        if error is None:
+            run.turn.finish(run.outcome)
+        else:
+            run.turn.end(error)
 
     async def _let_go(self, run: _Run) -> None:
         for inv, other in list(self._runs.items()):
@@ -354,13 +483,107 @@ class InboxlogPlugin(BasePlugin):
             if run.ended:
                 return
             run.ended = True
+        _answer_the_rest(run)
         run.turn.end(asyncio.CancelledError())
+
+
+def _answer_the_rest(run: _Run) -> None:
+    """Answers each call of the run still without a result as a step must before it
+    ends (SPEC §15.4), blocking: outcome unknown when its tool started (a ``tool/call``),
+    not started otherwise (the run ended between the model's answer and its tools)."""
+    if not run.turn.current:
+        return
+    for call_id in [c for c in run.asked if c not in run.answered]:
+        run.answered.add(call_id)
+        if call_id in run.dispatched:
+            said = "The run ended while the tool ran: its outcome is unknown."
+            error = {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+        else:
+            said = "The run ended before the tool started: it did not run."
+            error = {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+        run.turn.answered(call_id, [text(said)], is_error=True, error=error)
 
 
 def _steering_waits(turn: Turn) -> bool:
     """Whether ``next-step`` holds input (posts taken in first)."""
     turn.log.inbox.receive()
     return bool(turn.log.inbox.next_step)
+
+
+def _from_model(event: Event) -> bool:
+    """Whether ``event`` is a whole model response (not a tool's, not a user's)."""
+    content = event.content
+    return (
+        not event.partial
+        and event.author != "user"
+        and content is not None
+        and content.role == "model"
+        and bool(content.parts)
+    )
+
+
+def _blocks(event: Event) -> list[dict[str, Any]]:
+    """A model response's parts as the conversation's blocks: text, reasoning (a
+    thought), tool calls (their arguments as JSON text); any other part kept whole
+    under ``adk``, as ADK's JSON."""
+    blocks: list[dict[str, Any]] = []
+    for part in event.content.parts or () if event.content else ():
+        asked = part.function_call
+        if asked is not None:
+            arguments = json.dumps(asked.args or {}, ensure_ascii=False, default=str)
+            blocks.append(
+                {"type": "tool-call", "id": asked.id, "name": asked.name, "arguments": arguments}
+            )
+        elif part.text is not None and not part.thought:
+            blocks.append(text(part.text))
+        elif part.text is not None:
+            blocks.append({"type": "reasoning", "text": part.text})
+        else:
+            blocks.append({"type": "adk", "part": part.model_dump(mode="json", exclude_none=True)})
+    return blocks
+
+
+def _source(context: InvocationContext, event: Event) -> tuple[str, str]:
+    """Who answered: the provider and the model (the one the response names, else the
+    agent's)."""
+    model = getattr(context.agent, "canonical_model", None)
+    name = event.model_version or str(getattr(model, "model", "") or "")
+    if "/" in name:  # LiteLLM's "provider/model"
+        provider, _, name = name.partition("/")
+    elif name.startswith("gemini"):
+        provider = "google"
+    elif name.startswith("claude"):
+        provider = "anthropic"
+    else:
+        provider = type(model).__name__
+    return provider, name
+
+
+def _usage(metadata: types.GenerateContentResponseUsageMetadata | None) -> dict[str, int] | None:
+    """ADK's token counts in the reference's keys."""
+    if metadata is None:
+        return None
+    usage = {
+        "inputTokens": metadata.prompt_token_count or 0,
+        "outputTokens": metadata.candidates_token_count or 0,
+    }
+    for key, count in (
+        ("cacheReadTokens", metadata.cached_content_token_count),
+        ("reasoningTokens", metadata.thoughts_token_count),
+    ):
+        if count:
+            usage[key] = count
+    return usage
+
+
+def _result_text(result: Any) -> str:
+    """A tool's result as text: a string as it is (also as ADK's ``{"result": ...}``),
+    anything else as JSON."""
+    if isinstance(result, dict) and set(result) == {"result"}:
+        result = result["result"]
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, default=str)
 
 
 def _calls_tools(response: LlmResponse) -> bool:

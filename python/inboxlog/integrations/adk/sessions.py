@@ -41,6 +41,16 @@ Where things are kept (ids: :mod:`inboxlog.integrations.adk.ids`):
   for writing: the last state-bearing record's scope deltas are applied if the scope does
   not name it yet. Never twice, never lost.
 
+**Calls a crash cut off.** ADK stores a model's function calls before its tools run, and
+a worker killed inside a tool leaves one without an answer in ADK's history; the log
+answers it when it is next opened (SPEC §15.4, the ``tool/result`` the plugin's
+``tool/call`` lets repair write). Taking the session for writing gives ADK that answer:
+for each function call no event answers and the log has a ``tool/result`` for, one
+``adk/event`` of the calling agent with the ``function_response`` (``{"error": text}``
+and the result's code as ``error_code``, as ADK seals an aborted run's calls, or
+``{"result": text}``). So the next model call sees the call answered, and ADK never runs
+it again by itself.
+
 **One writer per session.** ``append_event`` takes the session's log as its writer and
 keeps it (reads of a session this service holds come from what it keeps in memory). A
 second worker's ``append_event`` on that session is refused with
@@ -66,7 +76,7 @@ import copy
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,10 +91,12 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
+from google.genai import types
 from typing_extensions import override
 
 import inboxlog
 from inboxlog.integrations._common import call
+from inboxlog.integrations._driver import answers, result_text
 from inboxlog.integrations.adk import ids
 from inboxlog.integrations.adk.stored import (
     CREATED,
@@ -92,9 +104,11 @@ from inboxlog.integrations.adk.stored import (
     MARKER,
     SCOPE,
     STATE,
+    is_error,
     read_recent,
     scope_record,
     scope_state,
+    unanswered_calls,
 )
 from inboxlog.integrations.adk.stored import Stored as _Stored
 from inboxlog.integrations.adk.stored import fold as _fold
@@ -384,7 +398,8 @@ class InboxlogSessionService(BaseSessionService):
                 except inboxlog.NotFoundError:
                     raise SessionNotFoundError(f"Session {session.id} not found.") from None
                 try:
-                    stored = _fold(log.events())
+                    events = log.events()
+                    stored = _fold(events)
                     names = (session.app_name, session.user_id, session.id)
                     if stored is None or (stored.app, stored.user, stored.session) != names:
                         raise SessionNotFoundError(f"Session {session.id} not found.")
@@ -394,9 +409,53 @@ class InboxlogSessionService(BaseSessionService):
                     log.close()
                     raise
                 held = self._held[log_id] = _Held(log, stored)
+                self._answer_cut_off_calls(held, session, events)
             else:
                 self._check_fresh(session, held.stored)
         return held
+
+    def _answer_cut_off_calls(
+        self, held: _Held, session: Session, events: Sequence[LogEvent]
+    ) -> None:
+        """Gives ADK the answer to each function call of the session that has none, when
+        the log holds one (SPEC §15.4: the ``tool/result`` repair wrote for a call a
+        crash cut off, or the tool's own when the worker died before ADK stored it), as
+        ADK's own answer to a call: a ``function_response`` event of the calling agent,
+        as it seals an aborted invocation's calls. So the next model call sees the call
+        answered, and ADK never runs the tool again by itself."""
+        with held.lock:
+            stored = [data for _, _, data in held.stored.events]
+        cut_off = unanswered_calls(stored)
+        found = answers(events) if cut_off else {}
+        for call_event, calls in cut_off:
+            parts, codes = [], []
+            for asked in calls:
+                result = found.get(str(asked.get("id")))
+                if result is None:
+                    continue
+                text = result_text(result)
+                failed = is_error(result)
+                response = {"error": text} if failed else {"result": text}
+                answer = types.FunctionResponse(
+                    id=asked["id"], name=asked.get("name"), response=response
+                )
+                parts.append(types.Part(function_response=answer))
+                if failed:
+                    codes.append(str((result.get("error") or {}).get("code", "TOOL_ERROR")))
+            if not parts:
+                continue
+            event = Event(
+                invocation_id=call_event.get("invocation_id", ""),
+                author=call_event.get("author", ""),
+                branch=call_event.get("branch"),
+                isolation_scope=call_event.get("isolation_scope"),
+                content=types.Content(role="user", parts=parts),
+                error_code=codes[0] if codes else None,
+            )
+            self._write(held, event.model_dump(mode="json", exclude_none=True))
+            self._commit_event_to_session(session, event)
+            session.last_update_time = event.timestamp
+            session._storage_update_marker = held.stored.marker
 
     @staticmethod
     def _check_fresh(session: Session, stored: _Stored) -> None:

@@ -147,6 +147,41 @@ class Stored:
             self.since_head += (_size(event) if size is None else size) if self.head_size else 0
 
 
+def unanswered_calls(
+    events: Sequence[dict[str, Any]],
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The function calls among stored ADK ``events`` (as JSON) that no later event
+    answers (a ``function_response`` with its id), with the event that made them, in
+    order. Calls without an id are left out (nothing could answer them by id), and so
+    are long-running ones (ADK waits for their answer from elsewhere)."""
+    answered = {
+        part["function_response"].get("id")
+        for event in events
+        for part in (event.get("content") or {}).get("parts") or ()
+        if part.get("function_response")
+    }
+    found = []
+    for event in events:
+        calls = [
+            part["function_call"]
+            for part in (event.get("content") or {}).get("parts") or ()
+            if part.get("function_call") and part["function_call"].get("id") not in answered
+        ]
+        waits = set(event.get("long_running_tool_ids") or ())
+        calls = [c for c in calls if c.get("id") and c["id"] not in waits]
+        if calls:
+            found.append((event, calls))
+    return found
+
+
+def is_error(result: dict[str, Any]) -> bool:
+    """Whether a ``tool/result``'s data says its call failed (``isError``)."""
+    return any(
+        isinstance(block, dict) and block.get("type") == "tool-result" and block.get("isError")
+        for block in (result.get("message") or {}).get("content") or ()
+    )
+
+
 def _start(seq: int, head: dict[str, Any]) -> Stored:
     return Stored(
         app=head["app"],
