@@ -49,6 +49,8 @@ PROTOTYPES: dict[str, list[Any]] = {
     "inboxlog_session_fail": [_p, _s, _s, _err],
     "inboxlog_session_baseline": [_p, _i64, _out, _err],
     "inboxlog_fold_consumed_work": [_s, _out, _err],
+    "inboxlog_session_surface": [_p, _out, _err],
+    "inboxlog_store_surface": [_p, _s, _out, _err],
 }
 
 

@@ -79,3 +79,52 @@ def test_python_reads_a_session_c_created(c: C, tmp_path: Path) -> None:
     with store.open("from-c") as s:
         assert list(s.inbox.next_turn[0]) == ["id", "z", "y"]
         assert s.events() == events
+
+
+def test_a_conversation_a_c_host_wrote_reads_the_same_everywhere(c: C, tmp_path: Path) -> None:
+    """SPEC §15: a C host writes a model response with a tool call, dispatches the tool
+    and dies inside it; Python's open answers the call, and the surface C reads from
+    its store equals the one Python reads."""
+    source = '{"kind":"model","provider":"c","model":"host"}'
+    reply = (
+        '{"turn":1,"step":1,"message":{"id":"a1","role":"assistant","content":['
+        '{"type":"text","text":"Looking."},'
+        '{"type":"tool-call","id":"k1","name":"lookup","arguments":"{\\"q\\":1}"}],'
+        f'"source":{source}}}}}'
+    )
+    cstore = c.handle("inboxlog_store_open_jsonl", str(tmp_path).encode(), b"sync")
+    try:
+        cs = c.handle("inboxlog_session_create", cstore, b"host", None)
+        assert (
+            c.call(
+                "inboxlog_inbox_append",
+                cs,
+                b"next-turn",
+                b'{"id":"q","role":"user","content":"find"}',
+            )[0]
+            == OK
+        )
+        turn = ctypes.c_uint64()
+        assert c.call("inboxlog_session_open_turn", cs, None, ctypes.byref(turn))[0] == OK
+        c.string("inboxlog_session_propose_step", cs)
+        c.string(
+            "inboxlog_session_decide",
+            cs,
+            b'{"kind":"enter","messages":[{"id":"q","role":"user","content":"find"}]}',
+            None,
+        )
+        c.string("inboxlog_session_append", cs, b"assistant/message", reply.encode(), None)
+        call = b'{"turn":1,"step":1,"callId":"k1","name":"lookup","arguments":"{\\"q\\":1}"}'
+        c.string("inboxlog_session_append", cs, b"tool/call", call, None)
+        c.lib.inboxlog_session_free(cs)  # the host dies inside the tool
+        store = inboxlog.Store(tmp_path)
+        with store.open("host") as s:
+            assert s.open_report["repairedTurn"] == 1
+            python_side = {"nodes": s.surface(), "messages": s.messages()}
+        c_side = c.string("inboxlog_store_surface", cstore, b"host")
+    finally:
+        c.lib.inboxlog_store_free(cstore)
+    assert c_side == python_side == store.surface("host")
+    answer = python_side["messages"][-1]["content"][0]
+    assert answer["toolCallId"] == "k1" and answer["isError"] is True
+    assert [m["role"] for m in python_side["messages"]] == ["user", "assistant", "user"]
