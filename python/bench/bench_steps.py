@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import statistics
 import sys
 import tempfile
@@ -44,6 +45,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--only", nargs="*", default=sorted(ADAPTERS))
     args = parser.parse_args()
+    logging.disable(logging.WARNING)  # ADK warns that the scripted model reports no usage
     print(f"inboxlog from {Path(inboxlog.__file__).parent}")
     with tempfile.TemporaryDirectory() as root:
         store = inboxlog.Store(Path(root) / "logs", durability="none")
