@@ -52,7 +52,12 @@ directory named like that as ./NAME.
 verify prints one line per session. A log that opens, on stdout:
     ID: ok, N events, P pending, droppedUnrun=false
 with, when opening it for writing will repair it (not an error; `repair` does it now):
-    ...; open will repair: drop B torn byte(s), close interrupted turn T
+    ...; open will repair: drop B torn byte(s), answer C tool call(s), close interrupted turn T
+then, one per line, the events the conversation's rules name (not errors either: the
+first 100 of each kind): a surface op that breaks them (kept off the surface), or an
+assistant/message, tool/call or tool/result of an older shape than an append takes now:
+      seq S: kept off the surface: WHY
+      seq S: an older shape: WHY
 A log that opening would refuse, on stderr, located from the error's attributes:
     ID: REFUSED (KIND) at PATH line L, byte B, seq S: MESSAGE
 "ok" means the session will open; whether another writer holds it now is not checked.
@@ -229,6 +234,8 @@ def _verify(store: Store, args: argparse.Namespace) -> int:
         if report["tornBytes"]:
             repairs.append(f"drop {report['tornBytes']} torn byte(s)")
         if report["openTurn"] is not None:
+            if report["pendingToolCalls"]:
+                repairs.append(f"answer {report['pendingToolCalls']} tool call(s)")
             repairs.append(f"close interrupted turn {report['openTurn']}")
         print(
             f"{session_id}: ok, {report['events']} events, {pending} pending, "
@@ -236,6 +243,11 @@ def _verify(store: Store, args: argparse.Namespace) -> int:
             + (f"; open will repair: {', '.join(repairs)}" if repairs else ""),
             flush=True,
         )
+        # Not errors (the log opens): what the conversation's rules say of older events.
+        for finding in report["offSurface"]:
+            print(f"  seq {finding['seq']}: kept off the surface: {finding['why']}")
+        for finding in report["olderShapes"]:
+            print(f"  seq {finding['seq']}: an older shape: {finding['why']}")
     _progress(len(ids), len(ids), "")
     return 0
 

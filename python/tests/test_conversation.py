@@ -252,3 +252,39 @@ def test_aio_reads_the_surface(tmp_path: Path) -> None:
         assert [m["id"] for m in await store.messages("c")] == ["a-hi"]
 
     asyncio.run(go())
+
+
+def test_verify_names_pending_calls_older_shapes_and_ops_off_the_surface(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A call left pending in an open turn, which opening will answer; and a log of an
+    earlier release (format version 1, no checksums, written by hand) holding an
+    assistant/message of an older shape and a replace of a seq not on the surface: both
+    open, and verify names what each holds."""
+    store = inboxlog.Store(tmp_path)
+    with store.create("pending") as s:
+        turn = one_turn(s)
+        s.append("assistant/message", assistant(turn, "calling", ("c9", "t", "{}")))
+    lines = [
+        {"format": "inboxlog", "version": 1, "id": "v1", "createdAt": 1},
+        {"type": "assistant/message", "seq": 0, "time": 1, "data": {"text": "old"}},
+        {
+            "type": "user/message",
+            "seq": 1,
+            "time": 1,
+            "data": {"id": "s"},
+            "surfaceOp": {"op": "replace", "start": 7, "end": 7},
+            "sourceEventSeqs": [0],
+        },
+    ]
+    lines[1]["surfaceOp"] = "append"
+    (tmp_path / "v1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["verify", str(tmp_path), "pending", "v1"]) == 0
+    out = capsys.readouterr().out
+    assert "pending: ok, 6 events, 0 pending, droppedUnrun=false; open will repair: " in out
+    assert "answer 1 tool call(s), close interrupted turn 1" in out
+    assert "v1: ok, 2 events" in out
+    assert "  seq 1: kept off the surface: user/message seq 1 replaces 7..7" in out
+    assert "  seq 0: an older shape: assistant/message data" in out
+    assert store.surface("v1")["nodes"] == [0]
+    assert store.messages("v1") == []  # the older shape has no message to project
