@@ -15,7 +15,9 @@ changes). It shows:
    ``interrupted``, and a run without a prompt continues from exactly the history the
    log committed;
 4. the conversation itself in the log (``store.messages``): each response, each tool
-   call and its result, as any reader of the log sees it, not only Pydantic AI.
+   call and its result, as any reader of the log sees it, not only Pydantic AI; stored
+   once: the records of Pydantic AI's requests cite the prompts and tool results those
+   events hold, by seq, rather than repeat them.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import inboxlog
-from inboxlog.integrations.pydantic_ai import InboxlogCapability, fold_messages
+from inboxlog.integrations.pydantic_ai import MESSAGES, REF, InboxlogCapability, fold_messages
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -177,7 +180,23 @@ async def main(root: Path) -> None:
     print(f"answer: {resumed.output}")
     print_turns(store.inspect("chat")[1][len(events) :])
     print_transcript(store.messages("chat"))
+    print_records(store.inspect("chat")[1])
     print(f"log: {root / 'chat.jsonl'}")
+
+
+def print_records(events: Sequence[Mapping[str, Any]]) -> None:
+    """What Pydantic AI's request records hold of the conversation: each prompt and tool
+    result a reference to the event holding it, so it is stored once."""
+    kinds = {e["seq"]: e["type"] for e in events}
+    for event in events:
+        if event["type"] == MESSAGES:
+            for message in event["data"]["messages"]:
+                for part in message.get("parts", []):
+                    if REF in part:
+                        shown = f"cites event {part[REF]} ({kinds[part[REF]]})"
+                    else:
+                        shown = f"holds a {part['part_kind']} part"
+                    print(f"record {event['seq']}: {shown}")
 
 
 def print_transcript(messages: list[dict[str, Any]]) -> None:

@@ -285,6 +285,9 @@ async def test_a_run_resumed_after_a_crash_inside_a_tool_sees_the_call_answered(
     assert turn_ends(events) == [{"kind": "interrupted"}, {"kind": "completed"}]
     assert not any(e["type"] == pa.HISTORY for e in events)  # resuming copies nothing
     assert fold_messages(events) == round_trip(result.all_messages())
+    # The resumed request's record cites repair's answer rather than repeating it.
+    repaired = next(e["seq"] for e in events if e["type"] == "tool/result")
+    assert [p[pa.REF] for p in cited_parts(events) if "tool_name" in p] == [repaired]
     assert [type(m).__name__ for m in fold_messages(events)] == [
         "ModelRequest",
         "ModelResponse",
@@ -826,6 +829,97 @@ async def test_a_log_of_the_previous_release_resumes(store: inboxlog.Store) -> N
     events = log_of(store)
     assert fold_messages(events) == round_trip(result.all_messages())
     assert [m["role"] for m in store.messages("chat")] == ["user", "assistant"]
+
+
+def cited_parts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request parts of the ``pydantic-ai/messages`` records."""
+    return [
+        part
+        for e in events
+        if e["type"] == pa.MESSAGES
+        for m in e["data"]["messages"]
+        if m["kind"] == "request"
+        for part in m["parts"]
+    ]
+
+
+def two_tools(script: Script, store: inboxlog.Store) -> Agent[None, Any]:
+    agent = agent_with(script.model, store)
+
+    @agent.tool_plain
+    def forecast(city: str) -> dict[str, Any]:
+        """Tomorrow's weather in a city, as data."""
+        return {"city": city, "highs": [21, 23]}
+
+    return agent
+
+
+def weather_and_forecast() -> Script:
+    return Script(
+        call_weather("Paris"),
+        ModelResponse(parts=[ToolCallPart("forecast", {"city": "Paris"}, tool_call_id="c-f")]),
+        say("Sunny, then warmer."),
+    )
+
+
+async def test_the_conversation_is_stored_once(store: inboxlog.Store) -> None:
+    """A request's record holds no prompt and no tool return that a ``user/message`` or a
+    ``tool/result`` holds: it cites the event by seq, with what the event does not hold
+    (timestamps), and the ``tool/result`` carries the tool's name and its return as Pydantic
+    AI made it; the history read back, also by a new worker, is the one Pydantic AI made."""
+    agent = two_tools(weather_and_forecast(), store)
+    result = await agent.run("Weather in Paris?", conversation_id="chat")
+    events = log_of(store)
+    by_seq = {e["seq"]: e for e in events}
+    parts = cited_parts(events)
+    assert [by_seq[p[pa.REF]]["type"] for p in parts] == [
+        "user/message",
+        "tool/result",
+        "tool/result",
+    ]
+    assert all("content" not in p and "tool_call_id" not in p for p in parts)
+    results = [e["data"] for e in events if e["type"] == "tool/result"]
+    assert [r[pa.REPLAY] for r in results] == [
+        {"tool_name": "weather"},
+        {"tool_name": "forecast", "json": True},  # its text is the return's JSON
+    ]
+    assert fold_messages(events) == round_trip(result.all_messages())
+
+    later = Script(say("Still sunny."))
+    resumed = await agent_with(later.model, store).run("And now?", conversation_id="chat")
+    assert later.seen[0][:-1] == round_trip(result.all_messages())
+    assert fold_messages(log_of(store)) == round_trip(resumed.all_messages())
+
+
+async def test_a_log_of_the_release_that_recorded_requests_whole_resumes(
+    store: inboxlog.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The release before kept each request whole in its record, beside the
+    ``user/message`` and ``tool/result`` events (which carried no ``pydantic-ai`` key):
+    its logs resume, the history read as that release wrote it."""
+    with monkeypatch.context() as m:  # the run as that release recorded it
+        m.setattr(pa._Run, "_cite", lambda run, part: part)
+        m.setattr(pa, "_returned_as", lambda part, said: {})
+        first = await two_tools(weather_and_forecast(), store).run(
+            "Weather in Paris?", conversation_id="chat"
+        )
+    events = log_of(store)
+    assert not any(pa.REF in p for p in cited_parts(events))
+    assert not any(pa.REPLAY in e["data"] for e in events if e["type"] == "tool/result")
+    later = Script(say("Still sunny."))
+    result = await agent_with(later.model, store).run("And now?", conversation_id="chat")
+    assert later.seen[0][:-1] == round_trip(first.all_messages())
+    events = log_of(store)
+    assert fold_messages(events) == round_trip(result.all_messages())
+    assert sum(pa.REF in p for p in cited_parts(events)) == 1  # the new prompt, cited
+
+
+def test_a_record_citing_an_event_not_read_is_refused() -> None:
+    data = ModelMessagesTypeAdapter.dump_python([ModelRequest(parts=[])], mode="json")
+    data[0]["parts"] = [{pa.REF: 7, "timestamp": "2026-01-01T00:00:00Z"}]
+    events = [{"type": pa.MESSAGES, "seq": 8, "time": 0, "data": {"messages": data}}]
+    with pytest.raises(ValueError, match="cites event 7, not read"):
+        fold_messages(events)
 
 
 async def test_a_history_rewritten_by_a_processor_is_recorded_whole(store: inboxlog.Store) -> None:

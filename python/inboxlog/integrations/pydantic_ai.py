@@ -27,28 +27,36 @@ agent (``run``, ``run_sync``, ``iter``, ``run_stream``) is one inboxlog turn:
   ``source.replayState`` under ``"pydantic-ai"`` (:data:`REPLAY`); each tool run as
   ``tool/call``, durable before the tool starts (``wrap_tool_execute``), then
   ``tool/result`` (a retry the tool asks for, ``TOOL_RETRY``, or an exception it raises,
-  ``TOOL_ERROR``, marked an error); a call answered without a run (its arguments failed
-  validation, an output tool) is answered as its request is recorded, and a tool still
-  running when the run ends on an exception (a cancellation) as the turn ends
-  (``TOOL_CANCELLED``, its outcome unknown).
+  ``TOOL_ERROR``, marked an error), whose ``"pydantic-ai"`` key holds what Pydantic AI's
+  ``ToolReturnPart`` needs beside the text: the tool's name and, unless the text is it,
+  the return value's JSON (``"json": true`` when the text is that JSON); a call answered
+  without a run (its arguments failed validation, an output tool) is answered as its
+  request is recorded, and a tool still running when the run ends on an exception (a
+  cancellation) as the turn ends (``TOOL_CANCELLED``, its outcome unknown).
 - The message history comes from the log: the responses from their
-  ``assistant/message``, the rest (each request once it is prepared, before the model is
+  ``assistant/message``, the requests (each once it is prepared, before the model is
   called, with the tool results and the steering it carries; the rest when the run ends)
-  as ``pydantic-ai/messages`` events ``{"messages": [...]}``. A hook that rewrote earlier
-  history (a history processor, compaction) is recorded as one ``pydantic-ai/history``
-  event holding the whole new history. :func:`fold_messages` reads the history back, in
-  log order (the previous release kept responses in its records too: its logs read the
-  same); the capability puts it in front of the run, so a run needs no
-  ``message_history=``, and a run resumed on another worker after a crash sees exactly
-  what was committed, every tool call answered: a call a crash cut off inside its tool
-  is answered on the next open (``TOOL_OUTCOME_UNKNOWN``, SPEC §15.4), and the resumed
-  request carries that answer as a ``ToolReturnPart`` (:func:`answer_calls`), so the
-  tool is not run again by itself.
+  from ``pydantic-ai/messages`` events ``{"messages": [...]}``, which keep only what no
+  conversation event holds (instructions, system prompts, timestamps, run ids, retry
+  prompts): a prompt a step entered stands as a reference to its ``user/message``, a
+  tool's return to its ``tool/result`` (``{"eventSeq": seq, ...}``, :data:`REF`, with
+  the part's keys the event does not hold), so the conversation is stored once. A hook
+  that rewrote earlier history (a history processor, compaction) is recorded as one
+  ``pydantic-ai/history`` event holding the whole new history. :func:`fold_messages`
+  reads the history back, in log order (earlier releases kept requests whole in their
+  records, and the one before them responses too: their logs read the same); the
+  capability puts it in front of the run, so a run needs no ``message_history=``, and a
+  run resumed on another worker after a crash sees exactly what was committed, every
+  tool call answered: a call a crash cut off inside its tool is answered on the next
+  open (``TOOL_OUTCOME_UNKNOWN``, SPEC §15.4), and the resumed request carries that
+  answer as a ``ToolReturnPart`` (:func:`answer_calls`), so the tool is not run again
+  by itself.
   Each record's ``from`` is the seq of the last ``pydantic-ai/history`` (0 before
   any), so a run on a new worker reads the log from there, not from its start: what it
   reads is the current history (which Pydantic AI sends whole to the model), not what a
-  compaction dropped. Between the runs of one capability the history stays in memory: a
-  run reads only the events appended since its last run (by another worker, say).
+  compaction dropped; a record cites only events from its ``from`` on. Between the runs
+  of one capability the history stays in memory: a run reads only the events appended
+  since its last run (by another worker, say).
 The turn runs on the turn driver every integration shares
 (``inboxlog/integrations/_driver.py``); this module maps Pydantic AI's hooks onto it:
 
@@ -101,6 +109,8 @@ does the next hook, which raises its error, ending the turn ``error``).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -164,17 +174,24 @@ from inboxlog.integrations._driver import Turn, answers, input_id, result_text, 
 from inboxlog.types import Event, Message, StepOutcome
 
 MESSAGES = "pydantic-ai/messages"
-"""The event type of messages added to the history: ``{"messages": [...], "from": seq}``
-(``from``: the seq of the last ``pydantic-ai/history`` before it, or 0)."""
+"""The event type of requests added to the history: ``{"messages": [...], "from": seq}``
+(``from``: the seq of the last ``pydantic-ai/history`` before it, or 0); a request part a
+``user/message`` or ``tool/result`` holds is a reference to it (:data:`REF`)."""
 HISTORY = "pydantic-ai/history"
 """The event type of a rewritten history, replacing all before it: ``{"messages": [...],
-"from": seq}`` (``from``: its own seq, or an earlier one)."""
+"from": seq}`` (``from``: its own seq, or an earlier one), whole: a new worker reads
+from it, not the events before it."""
 
 REPLAY = "pydantic-ai"
 """The key of an ``assistant/message``'s ``source.replayState`` holding the response
 whole, in ``ModelMessagesTypeAdapter``'s JSON: Pydantic AI's own ``ModelResponse``."""
 
+REF = "eventSeq"
+"""The key of a request part in a record that stands for a conversation event: the
+event's seq, beside the part's keys the event does not hold (e.g. ``timestamp``)."""
+
 _USER_PROMPT: TypeAdapter[UserPromptPart] = TypeAdapter(UserPromptPart)
+_PART: TypeAdapter[ModelRequestPart] = TypeAdapter(cast("type[ModelRequestPart]", ModelRequestPart))
 _RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
 
 
@@ -376,6 +393,9 @@ class _Run:
         self.writing: Job | None = None  # the response record in flight
         self.answered: set[str] = set()  # the tool calls this run wrote a result for
         self.running: dict[str, ToolCallPart] = {}  # the tools called and not answered
+        self.results: dict[str, Event] = {}  # the tool/result events a record may cite
+        self.users: list[Event] = []  # the user/message events no record cites yet
+        self.seen = 0  # the last seq looked at for user/message events
 
     def begin(
         self,
@@ -393,14 +413,18 @@ class _Run:
         self.turn = Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel)
         try:
             store = None if isinstance(target, inboxlog.Session) else target
-            self.loaded, self.held, self.start = self.histories.load(log, store)
+            self.loaded, self.held, self.start, read = self.histories.load(log, store)
             self.answered = _returned(self.loaded)
+            for event in read:  # a result repair wrote, for the resumed request to cite
+                if event["type"] == "tool/result" and event["seq"] >= self.start:
+                    self.results.update(dict.fromkeys(answers([event]), event))
             if self.loaded and given:
                 raise ValueError(
                     f'session "{log.id}" holds a history: run the agent without message_history='
                 )
             own = [] if self.prompt is None else [self.prompt_message()]
             self.turn.start(own)  # refused while another run holds the session
+            self.seen = log.last_seq or 0
         except BaseException:
             self.release()
             raise
@@ -520,12 +544,15 @@ class _Run:
         failed = part.outcome != "success"
         if failed and error is None and part.outcome == "retried":
             error = {"name": "ModelRetry", "code": "TOOL_RETRY"}
-        self.turn.answered(
+        said = part.model_response_str()
+        event = self.turn.answered(
             part.tool_call_id,
-            [text(part.model_response_str())],
+            [text(said)],
             is_error=failed,
             error=error,
+            **_returned_as(part, said),
         )
+        self.results[part.tool_call_id] = event
 
     def said(self, response: ModelResponse) -> None:
         """Appends ``response`` as one ``assistant/message``; its tool calls are pending
@@ -612,12 +639,40 @@ class _Run:
 
     def seed(self, messages: Sequence[ModelMessage]) -> None:
         """Appends a given history as one record: it was said before this log."""
-        self._append(MESSAGES, messages)
+        self._append(MESSAGES, messages, cite=False)
 
-    def _append(self, kind: str, messages: Sequence[ModelMessage]) -> None:
-        if messages:
-            data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
-            self.log.append(kind, {"messages": data, "from": self.start})
+    def _append(self, kind: str, messages: Sequence[ModelMessage], *, cite: bool = True) -> None:
+        """Appends one record of ``messages``; in a ``pydantic-ai/messages`` record a
+        request's part that a conversation event holds (a prompt a step entered, a tool's
+        return) is that event's seq and what the event does not hold (:data:`REF`)."""
+        if not messages:
+            return
+        data = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+        if kind == MESSAGES and cite:
+            for message in data:
+                if message.get("kind") == "request":
+                    message["parts"] = [self._cite(part) for part in message["parts"]]
+        self.log.append(kind, {"messages": data, "from": self.start})
+
+    def _cite(self, part: dict[str, Any]) -> dict[str, Any]:
+        """``part`` as a reference to the event that holds it, when one does (at or after
+        this run's ``from``, so that a new worker reads it); else ``part`` whole."""
+        kind = part.get("part_kind")
+        if kind == "tool-return":
+            event = self.results.get(str(part.get("tool_call_id")))
+            return part if event is None else _reference(part, event, self.start)
+        if kind != "user-prompt":
+            return part
+        if self.log.last_seq is not None and self.log.last_seq > self.seen:
+            news = self.log.events(self.seen + 1)
+            self.users.extend(e for e in news if e["type"] == "user/message")
+            self.seen = self.log.last_seq
+        for i, event in enumerate(self.users):
+            cited = _reference(part, event, self.start)
+            if cited is not part:
+                del self.users[i]  # a prompt entered once is one part
+                return cited
+        return part
 
     def has_new(self, messages: list[ModelMessage]) -> bool:
         """Whether the history differs from what the log holds (checked on the loop)."""
@@ -674,10 +729,10 @@ class _Histories:
 
     def load(
         self, log: inboxlog.Session, store: inboxlog.Store | None
-    ) -> tuple[list[ModelMessage], int, int]:
+    ) -> tuple[list[ModelMessage], int, int, list[Event]]:
         """The session's history, how many of its first messages the records hold as
-        they are (the rest answer calls from ``tool/result`` events, :func:`answer_calls`)
-        and the ``from`` of its next records."""
+        they are (the rest answer calls from ``tool/result`` events, :func:`answer_calls`),
+        the ``from`` of its next records and the events read."""
         with self._lock:
             kept = self._by_id.pop(log.id, None)
         if kept is not None:
@@ -685,18 +740,23 @@ class _Histories:
             last = log.last_seq
             if seq is not None and created == log.header["createdAt"] and last is not None:
                 if last == seq:
-                    return list(messages), len(messages), start
+                    return list(messages), len(messages), start, []
                 tail = log.events(seq + 1) if last > seq else []
                 if tail and not any(e["type"] == HISTORY for e in tail):
-                    added = ModelMessagesTypeAdapter.validate_python(_history_json(tail))
-                    return (*_answer_calls([*messages, *added], tail), start)
+                    try:
+                        recorded = _history_json(tail)
+                    except _Unresolved:  # a record cites an event before the tail
+                        pass
+                    else:
+                        added = ModelMessagesTypeAdapter.validate_python(recorded)
+                        return (*_answer_calls([*messages, *added], tail), start, tail)
         start = 0 if store is None else history_start(store, log.id)
         events = log.events(start)
         history = [e for e in events if e["type"] == HISTORY]
         if history:  # written by a worker whose records carry no ``from``
             start = history[-1]["seq"]
         messages = ModelMessagesTypeAdapter.validate_python(_history_json(events))
-        return (*_answer_calls(messages, events), start)
+        return (*_answer_calls(messages, events), start, events)
 
     def keep(self, log: inboxlog.Session, messages: list[ModelMessage], start: int) -> None:
         with self._lock:
@@ -730,13 +790,16 @@ def message_parts(message: Message) -> list[ModelRequestPart]:
 
 
 def fold_messages(events: Iterable[Mapping[str, Any]]) -> list[ModelMessage]:
-    """The Pydantic AI message history a log's events hold: every ``pydantic-ai/messages``
-    message in order, from the last ``pydantic-ai/history`` on, with every tool call
-    that only a ``tool/result`` answers (one repair wrote for a call a crash cut off)
-    answered as a ``ToolReturnPart``.
+    """The Pydantic AI message history a log's events hold: the responses of the
+    ``assistant/message`` events and the requests of the ``pydantic-ai/messages``
+    records in log order, from the last ``pydantic-ai/history`` on, each request part a
+    record cites (:data:`REF`) rebuilt from the ``user/message`` or ``tool/result`` it
+    cites, and every tool call that only a ``tool/result`` answers (one repair wrote for
+    a call a crash cut off) answered as a ``ToolReturnPart``.
 
-    Reads any log, e.g. ``store.inspect(id)[1]``; the result is what
-    ``agent.run(..., message_history=...)`` takes.
+    Reads any log, e.g. ``store.inspect(id)[1]``, or its events from
+    :func:`history_start` on; a record citing an event not among ``events`` raises
+    ``ValueError``. The result is what ``agent.run(..., message_history=...)`` takes.
     """
     events = list(events)
     return answer_calls(ModelMessagesTypeAdapter.validate_python(_history_json(events)), events)
@@ -815,7 +878,16 @@ def _is_error(result: Mapping[str, Any]) -> bool:
     return any(isinstance(b, dict) and b.get("isError") for b in content)
 
 
+class _Unresolved(ValueError):
+    """A record cites an event that is not among the events read."""
+
+
 def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
+    """The history's messages in ``ModelMessagesTypeAdapter``'s JSON, each part a record
+    cites (:data:`REF`) rebuilt from the event it cites (only the messages a later
+    rewrite did not replace: a record a rewrite dropped may cite what was not read)."""
+    events = list(events)
+    held = {e["seq"]: e for e in events if e["type"] in ("user/message", "tool/result")}
     messages: list[Any] = []
     for event in events:
         kind = event["type"]
@@ -828,7 +900,116 @@ def _history_json(events: Iterable[Mapping[str, Any]]) -> list[Any]:
             state = source.get("replayState") if isinstance(source, dict) else None
             if isinstance(state, dict) and REPLAY in state:
                 messages.append(state[REPLAY])
-    return messages
+    return [_resolved(m, held) for m in messages]
+
+
+def _resolved(message: Any, held: Mapping[int, Mapping[str, Any]]) -> Any:
+    """A recorded message with the parts it cites rebuilt from ``held`` (by seq)."""
+    if not isinstance(message, dict) or message.get("kind") != "request":
+        return message
+    parts = message.get("parts")
+    if not isinstance(parts, list) or not any(isinstance(p, dict) and REF in p for p in parts):
+        return message
+    rebuilt: list[Any] = []
+    for part in parts:
+        if isinstance(part, dict) and REF in part:
+            event = held.get(part[REF])
+            if event is None:
+                raise _Unresolved(
+                    f"a pydantic-ai/messages record cites event {part[REF]}, not read"
+                )
+            part = _rebuilt(part, event)
+        rebuilt.append(part)
+    return {**message, "parts": rebuilt}
+
+
+def _held(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The keys of a request part's JSON that a conversation event holds: a
+    ``UserPromptPart``'s for a ``user/message`` (a message a step entered), a
+    ``ToolReturnPart``'s for a ``tool/result`` (with its ``pydantic-ai`` key, written
+    as the tool returned: the tool's name and its return value's JSON, when the text
+    does not say it)."""
+    data = event["data"]
+    if event["type"] == "user/message":
+        if not isinstance(data, dict) or not isinstance(data.get("content"), (str, list)):
+            return None
+        try:
+            found = message_parts(cast("Message", data))
+        except ValueError:  # content Pydantic AI does not take: no part to give back
+            return None
+        if len(found) != 1:
+            return None
+        prompt: dict[str, Any] = _PART.dump_python(found[0], mode="json")
+        prompt.pop("timestamp", None)
+        return prompt
+    if event["type"] == "tool/result":
+        ids = list(answers([cast("Event", event)]))
+        if len(ids) != 1:
+            return None
+        extra = data.get(REPLAY)
+        extra = extra if isinstance(extra, dict) else {}
+        held = {"tool_call_id": ids[0], "part_kind": "tool-return"}
+        said = result_text(data)
+        held["content"] = extra.get("content", _json(said) if extra.get("json") else said)
+        held["outcome"] = "failed" if _is_error(data) else "success"
+        if "tool_name" in extra:
+            held["tool_name"] = extra["tool_name"]
+        return held
+    return None
+
+
+def _rebuilt(reference: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, Any]:
+    """The part JSON ``reference`` stands for, the rest of it from ``event``."""
+    held = _held(event)
+    if held is None:
+        raise _Unresolved(f"event {event['seq']} holds no request part")
+    return {**held, **{k: v for k, v in reference.items() if k != REF}}
+
+
+def _reference(part: dict[str, Any], event: Mapping[str, Any], start: int) -> dict[str, Any]:
+    """``part`` (JSON) as a reference to ``event``: its seq and the keys the event does
+    not hold (those with a default value left out when reading fills them in); ``part``
+    itself when the event does not give it back exactly, or a new worker would not read
+    the event (before ``start``)."""
+    held = _held(event) if event["seq"] >= start else None
+    if held is None or any(k not in part for k in held):
+        return part
+    rest = {k: v for k, v in part.items() if k not in held or held[k] != v}
+    lean = {k: v for k, v in rest.items() if v is not None and v != []}
+    for kept in (lean, rest):
+        reference = {REF: event["seq"], **kept}
+        try:
+            if (
+                _PART.dump_python(_PART.validate_python(_rebuilt(reference, event)), mode="json")
+                == part
+            ):
+                return reference
+        except ValueError:
+            pass
+    return part
+
+
+def _returned_as(part: ToolReturnPart, said: str) -> dict[str, Any]:
+    """The ``tool/result``'s extra key for a tool's return: what the request's
+    ``ToolReturnPart`` needs beside the text, its tool's name and, unless the text is
+    it, ``"json": true`` when the text is the return value's JSON, else that JSON."""
+    extra: dict[str, Any] = {"tool_name": part.tool_name}
+    if not (isinstance(part.content, str) and part.content == said):
+        with contextlib.suppress(ValueError):  # not JSON: the request's record keeps it
+            content = _PART.dump_python(part, mode="json")["content"]
+            if _json(said) == content:
+                extra["json"] = True
+            else:
+                extra["content"] = content
+    return {REPLAY: extra}
+
+
+def _json(said: str) -> Any:
+    """``said`` read as JSON (``None`` when it is not)."""
+    try:
+        return json.loads(said)
+    except ValueError:
+        return None
 
 
 def _call_block(part: ToolCallPart) -> dict[str, Any]:
@@ -866,6 +1047,7 @@ def _ends_with_request(messages: Sequence[ModelMessage]) -> bool:
 __all__ = [
     "HISTORY",
     "MESSAGES",
+    "REF",
     "REPLAY",
     "InboxlogCapability",
     "StepRejectedError",
