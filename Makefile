@@ -250,10 +250,12 @@ $(VENV)/.installed: $(VENV)/.ready $(DIST)/.wheel
 
 FLEET_PG_SCHEMA := inboxlog_fleet_$(shell date +%s)_$(shell echo $$PPID)
 
-test-python: $(VENV)/.installed browser
+# The browser tests show a session the C library wrote (called through ctypes): c-lib
+# builds it and INBOXLOG_LIB names it.
+test-python: $(VENV)/.installed browser c-lib
 	$(VENV)/bin/ruff format --check python/inboxlog python/tests python/bench examples
 	$(VENV)/bin/ruff check python/inboxlog python/tests python/bench examples
-	cd python && ../$(VENV)/bin/pytest
+	cd python && INBOXLOG_LIB=$(C_LIBDIR)/libinboxlog.so ../$(VENV)/bin/pytest
 	cd "$$(mktemp -d)" && $(CURDIR)/$(VPY) $(CURDIR)/tests/readme_examples.py run-python $(CURDIR)/README.md
 	@# The Pydantic AI example (#23): a tool call, steering posted from another process, a
 	@# killed worker resumed; no network.

@@ -700,6 +700,88 @@ def test_the_conversation_is_shown_as_text(
     assert_clean(browser)
 
 
+def test_a_session_a_c_host_wrote_shows_its_conversation(
+    browser: WebDriver, server: Server, root: Path, store: inboxlog.Store
+) -> None:
+    """A C host (the C library, called through ctypes as tests/e2e calls it: `make test`
+    builds it first and names it in INBOXLOG_LIB) writes a turn in the shapes of SPEC
+    §15.1: the page shows its tool call, the result and the answer as text."""
+    import ctypes
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "e2e_c", HERE.parents[2] / "tests" / "e2e" / "conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    e2e = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(e2e)
+    c = e2e.C()
+    source = '"source":{"kind":"model","provider":"c","model":"host"}'
+    calling = (
+        '{"turn":1,"step":1,"message":{"id":"a1","role":"assistant","content":['
+        '{"type":"text","text":"Let me look."},'
+        '{"type":"tool-call","id":"k1","name":"lookup","arguments":"{\\"q\\":\\"tides\\"}"}],'
+        + source
+        + "}}"
+    )
+    result = (
+        '{"turn":1,"step":1,"message":{"id":"r1","role":"user","content":[{"type":"tool-result",'
+        '"toolCallId":"k1","content":[{"type":"text","text":"high tide at 6"}]}],'
+        '"source":{"kind":"tool","callId":"k1"}}}'
+    )
+    answer = (
+        '{"turn":1,"step":2,"message":{"id":"a2","role":"assistant","content":['
+        '{"type":"text","text":"High tide is at six."}],' + source + "}}"
+    )
+    prompt = b'{"id":"q","role":"user","content":"When is high tide?"}'
+    cstore = c.handle("inboxlog_store_open_jsonl", str(root).encode(), b"none")
+    try:
+        cs = c.handle("inboxlog_session_create", cstore, b"by-c-host", None)
+        assert c.call("inboxlog_inbox_append", cs, b"next-turn", prompt)[0] == e2e.OK
+        turn = ctypes.c_uint64()
+        assert c.call("inboxlog_session_open_turn", cs, None, ctypes.byref(turn))[0] == e2e.OK
+        c.string("inboxlog_session_propose_step", cs)
+        c.string(
+            "inboxlog_session_decide", cs, b'{"kind":"enter","messages":[' + prompt + b"]}", None
+        )
+        c.string("inboxlog_session_append", cs, b"assistant/message", calling.encode(), None)
+        call = (
+            b'{"turn":1,"step":1,"callId":"k1","name":"lookup","arguments":"{\\"q\\":\\"tides\\"}"}'
+        )
+        c.string("inboxlog_session_append", cs, b"tool/call", call, None)
+        c.string("inboxlog_session_append", cs, b"tool/result", result.encode(), None)
+        again = ctypes.c_bool()
+        assert (
+            c.call("inboxlog_session_end_step", cs, b"continue", None, ctypes.byref(again))[0] == 0
+        )
+        c.string("inboxlog_session_propose_step", cs)
+        c.string("inboxlog_session_decide", cs, b'{"kind":"enter","messages":[]}', None)
+        c.string("inboxlog_session_append", cs, b"assistant/message", answer.encode(), None)
+        assert (
+            c.call("inboxlog_session_end_step", cs, b"completed", None, ctypes.byref(again))[0] == 0
+        )
+        c.string("inboxlog_session_close_turn", cs, None)
+        assert c.call("inboxlog_session_close", cs)[0] == e2e.OK
+        c.lib.inboxlog_session_free(cs)
+    finally:
+        c.lib.inboxlog_store_free(cstore)
+    events = store.inspect("by-c-host")[1]
+    kinds = {e["seq"]: e["type"] for e in events}
+    open_session(browser, server, "by-c-host")
+    until(browser, lambda: max(row_seqs(browser)) == events[-1]["seq"], "the last event shown")
+    [call_seq] = [seq for seq, ty in kinds.items() if ty == "tool/call"]
+    shown = row_body(browser, call_seq)
+    assert shown.find_element(By.CSS_SELECTOR, ".ev-tool-name").text == "lookup"
+    assert shown.find_element(By.CSS_SELECTOR, ".ev-args").text == '{"q":"tides"}'
+    talk = ("assistant/message", "tool/result")
+    bodies = {seq: row_body(browser, seq).text for seq, ty in kinds.items() if ty in talk}
+    assert any("high tide at 6" in bodies[seq] for seq, ty in kinds.items() if ty == "tool/result")
+    said = [bodies[seq] for seq, ty in kinds.items() if ty == "assistant/message"]
+    assert "Let me look." in said[0] and "lookup" in said[0]
+    assert "High tide is at six." in said[1]
+    assert_clean(browser)
+
+
 @pytest.mark.parametrize("integration", ["adk", "langgraph", "openai_agents", "pydantic_ai"])
 def test_a_session_an_integration_wrote_shows_its_conversation(
     browser: WebDriver, server: Server, store: inboxlog.Store, integration: str
