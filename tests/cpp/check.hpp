@@ -71,7 +71,11 @@ inline void expect_follower_sees_writer(const inboxlog::Store &store, const std:
         const std::string proposal = s.propose_step(); // takes the post in first
         EXPECT(contains(proposal, R"("id":"p)" + n + "\""));
         s.decide(R"({"kind":"enter","messages":[{"id":"p)" + n + R"("}]})");
-        s.append("assistant/message", R"({"answers":"p)" + n + R"("})");
+        s.append("assistant/message",
+                 R"({"turn":)" + std::to_string(k + 1) + R"(,"step":1,"message":{"id":"a)" + n +
+                     R"(","role":"assistant","content":[{"type":"text","text":"done"}],)"
+                     R"("source":{"kind":"model","provider":"c++","model":"host"}},"answers":"p)" +
+                     n + R"("})");
         EXPECT(!s.end_step("completed"));
         s.close_turn();
     }
