@@ -182,7 +182,7 @@ KILLED = textwrap.dedent(
 def test_a_worker_killed_inside_a_tool_leaves_every_call_answered(tmp_path: Path) -> None:
     root = tmp_path / "logs"
     child = subprocess.run(
-        [sys.executable, "-c", KILLED, str(root)], capture_output=True, text=True, check=False
+        [sys.executable, "-P", "-c", KILLED, str(root)], capture_output=True, text=True, check=False
     )
     assert child.returncode == -signal.SIGKILL, child.stderr
     assert child.stdout == "inside the tool\n"

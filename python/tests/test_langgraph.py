@@ -431,7 +431,7 @@ IN_TOOL = textwrap.dedent(
 def kill_inside_the_tool(logs: Path) -> None:
     """Runs IN_TOOL in a child process and kills it with SIGKILL inside its tool."""
     ready = logs.parent / "ready"
-    argv = [sys.executable, "-c", IN_TOOL, str(logs), str(ready), str(HERE)]
+    argv = [sys.executable, "-P", "-c", IN_TOOL, str(logs), str(ready), str(HERE)]
     with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) as worker:
         deadline = time.monotonic() + 120
         while not ready.exists():
