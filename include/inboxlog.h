@@ -32,6 +32,9 @@
  *                      inboxlog_projection_free, inboxlog_projection_apply,
  *                      inboxlog_projection_apply_all, inboxlog_projection_baseline
  *   Conversation       inboxlog_session_surface, inboxlog_store_surface
+ *   Approvals          inboxlog_session_ask_approval, inboxlog_session_decide_approval,
+ *                      inboxlog_session_approvals, inboxlog_session_park,
+ *                      inboxlog_session_resume_parked, inboxlog_store_decide
  *   Notifications      inboxlog_session_watch, inboxlog_session_poll,
  *                      inboxlog_session_take_observer_failures
  *   Fleet              inboxlog_store_post, inboxlog_store_remove_pending,
@@ -205,6 +208,23 @@ typedef enum inboxlog_status {
      * whether the call committed or that its outcome is unknown.
      */
     INBOXLOG_STATUS_UNAVAILABLE = 16,
+    /**
+     * A compaction is running; nothing was written.
+     */
+    INBOXLOG_STATUS_BUSY = 17,
+    /**
+     * The surface changed under a compaction; its end with the error was written.
+     */
+    INBOXLOG_STATUS_CONFLICT = 18,
+    /**
+     * Approvals of the turn are still pending (a resume, end_step or close_turn);
+     * nothing was written.
+     */
+    INBOXLOG_STATUS_APPROVALS_PENDING = 19,
+    /**
+     * A decision for an approval already decided, recorded as rejected.
+     */
+    INBOXLOG_STATUS_ALREADY_DECIDED = 20,
     /**
      * A required pointer argument was NULL.
      */
@@ -1002,6 +1022,100 @@ int inboxlog_store_surface(const struct inboxlog_store *store,
                            const char *id,
                            char **out_json,
                            char **error);
+
+/**
+ * Asks for a person's approval of a tool call: writes approval/asked. request_json is
+ * {"id","toolName","callId"?,"arguments"?,"reason"?}: callId names a tool call still
+ * waiting for its result, arguments is any JSON, reason a string. PROTOCOL with no
+ * open turn or a parked one; INVALID_INPUT for an id asked before in this log, an empty
+ * id or tool name, a call not waiting, or another key. Nothing is written when refused.
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread; calls on one session serialize.
+ */
+int inboxlog_session_ask_approval(const struct inboxlog_session *session,
+                                  const char *request_json,
+                                  char **error);
+
+/**
+ * Decides approval approval_id: outcome is "allowed-once", "rejected", "cancelled" or
+ * "unavailable". Writes approval/decided and, when the outcome does not allow the call
+ * the approval names and that call still waits, the tool/result answering it
+ * TOOL_NOT_ALLOWED. Allowed while parked. A decision for an approval that is not
+ * pending is recorded as agent/inbox/rejected {"decision":...} and then refused:
+ * ALREADY_DECIDED, or NOT_FOUND for an id never asked.
+ *
+ * Ownership: nothing is returned.
+ * Threads: any thread; calls on one session serialize.
+ */
+int inboxlog_session_decide_approval(const struct inboxlog_session *session,
+                                     const char *approval_id,
+                                     const char *outcome_name,
+                                     char **error);
+
+/**
+ * The session's approvals, after taking posted decisions in:
+ * {"pending":[approval/asked data…],"parked":{"turn","approvals":[id…],"ready"}|null}.
+ * "ready" says every approval the parked turn names is decided, so
+ * inboxlog_session_resume_parked may hand the run on.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread; calls on one session serialize.
+ */
+int inboxlog_session_approvals(const struct inboxlog_session *session,
+                               char **out_json,
+                               char **error);
+
+/**
+ * Parks the open turn on its pending approvals: writes turn/parked
+ * {"turn","approvals":[id…],"state"?}; state_json (NULL for none) is whatever the host
+ * needs to resume the run. The turn stays open with no process alive for it: opening
+ * the session leaves it open. While parked, the step-boundary calls and appends are
+ * PROTOCOL; deciding, cancel and fail are not. PROTOCOL with no open turn, a parked
+ * one, or no pending approval.
+ *
+ * Ownership: nothing is returned; state_json is only read.
+ * Threads: any thread; calls on one session serialize.
+ */
+int inboxlog_session_park(const struct inboxlog_session *session,
+                          const char *state_json,
+                          char **error);
+
+/**
+ * Hands the parked run on, after taking posted decisions in: writes turn/resumed
+ * {"turn"}, the one commit after which the run continues here, and gives
+ * {"turn","parked":{turn/parked data},"decisions":[{"id","outcome"}…]}.
+ * APPROVALS_PENDING while an approval it names is pending; PROTOCOL when the turn is
+ * not parked; nothing is written then.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread; calls on one session serialize.
+ */
+int inboxlog_session_resume_parked(const struct inboxlog_session *session,
+                                   char **out_json,
+                                   char **error);
+
+/**
+ * Decides approval approval_id of session id from anywhere, whether the session is
+ * open or not: the decision travels as a post does (inboxlog_store_post), exactly
+ * once; the session's writer takes it in where it takes posts in and writes
+ * approval/decided carrying "post"; the first decision taken in wins, and a later one
+ * (or one for an unknown id) is recorded as agent/inbox/rejected {"decision":...}
+ * (already_decided, not_found). NOT_FOUND when there is no session id; INVALID_INPUT
+ * for a bad id, an empty approval_id or an unknown outcome.
+ *
+ * Ownership: *out_post receives the post id once the decision is durable, a new
+ * string owned by the caller; free it with inboxlog_string_free.
+ * Threads: any thread, any number at once.
+ */
+int inboxlog_store_decide(const struct inboxlog_store *store,
+                          const char *id,
+                          const char *approval_id,
+                          const char *outcome_name,
+                          char **out_post,
+                          char **error);
 
 /**
  * Starts collecting notifications for inboxlog_session_poll: every event committed

@@ -425,6 +425,24 @@ public:
         detail::call(inboxlog_session_fail, h_.get(), error.c_str(), detail::opt(extra));
     }
 
+    /// Asks for a person's approval: {"id","toolName","callId"?,"arguments"?,"reason"?}.
+    void ask_approval(const std::string &request) {
+        detail::call(inboxlog_session_ask_approval, h_.get(), request.c_str());
+    }
+    /// Decides an approval: "allowed-once", "rejected", "cancelled" or "unavailable".
+    void decide_approval(const std::string &approval_id, const std::string &outcome) {
+        detail::call(inboxlog_session_decide_approval, h_.get(), approval_id.c_str(), outcome.c_str());
+    }
+    /// {"pending":[asked...],"parked":{"turn","approvals","ready"}|null}, after taking
+    /// posted decisions in.
+    std::string approvals() { return detail::str(inboxlog_session_approvals, h_.get()); }
+    /// Parks the open turn on its pending approvals, with the host's state (JSON).
+    void park(const std::string &state = {}) {
+        detail::call(inboxlog_session_park, h_.get(), detail::opt(state));
+    }
+    /// Hands the parked run on: {"turn","parked":{...},"decisions":[{"id","outcome"}...]}.
+    std::string resume_parked() { return detail::str(inboxlog_session_resume_parked, h_.get()); }
+
     /// The C handle, still owned by this Session.
     inboxlog_session *get() const noexcept { return h_.get(); }
 
@@ -598,6 +616,11 @@ public:
     /// {"nodes":[seq...],"messages":[message...]}.
     std::string surface(const std::string &id) const {
         return detail::str(inboxlog_store_surface, h_.get(), id.c_str());
+    }
+    /// Decides approval `approval_id` of session `id` from anywhere, exactly once;
+    /// returns the post id once the decision is durable.
+    std::string decide(const std::string &id, const std::string &approval_id, const std::string &outcome) const {
+        return detail::str(inboxlog_store_decide, h_.get(), id.c_str(), approval_id.c_str(), outcome.c_str());
     }
     /// Posts `message` (JSON) to the `target` list of session `id`, open or not,
     /// wherever its writer runs; returns the post id once the post is durable.

@@ -9,7 +9,9 @@ use std::collections::HashSet;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::conversation::{Calls, Conversation, Pending, Surface};
+use crate::conversation::{
+    ApprovalOutcome, Approvals, Asked, Calls, Conversation, Parked, Pending, Surface,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::header::Header;
@@ -28,9 +30,10 @@ pub const EVERY_BYTES: u64 = 4 << 20;
 pub const EVERY_EVENTS: u64 = 10_000;
 
 /// The version of the checkpoints written now: 2 holds the conversation (the surface and
-/// the pending tool calls). A checkpoint of version 1 is of an earlier release: it is
-/// not used (the log is replayed from seq 0) and the next close replaces it.
-const VERSION: u64 = 2;
+/// the pending tool calls), 3 its approvals too. A checkpoint of version 1 or 2 is of an
+/// earlier release: it is not used (the log is replayed from seq 0) and the next close
+/// replaces it.
+const VERSION: u64 = 3;
 
 /// What the checksum of a checkpoint follows.
 const CRC_KEY: &str = ",\"crc32c\":\"";
@@ -88,7 +91,21 @@ struct Stored<'a> {
     surface: Vec<&'a RawValue>,
     calls: Vec<StoredCall>,
     dispatched: Vec<(String, u64)>,
+    #[serde(borrow)]
+    approvals: StoredApprovals<'a>,
     crc32c: &'a str,
+}
+
+/// The approvals as a checkpoint stores them: the pending ones as `[seq, asked data]`,
+/// the decided ones as `[id, outcome]`, the `turn/parked` data or `null`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredApprovals<'a> {
+    #[serde(borrow)]
+    pending: Vec<(u64, &'a RawValue)>,
+    decided: Vec<(String, String)>,
+    #[serde(borrow)]
+    parked: Option<&'a RawValue>,
 }
 
 /// Only the version of a checkpoint, read before the rest.
@@ -138,7 +155,8 @@ impl Checkpoint {
     /// end: `{"checkpoint":2,"seq":…,"offset":…,"chain":"hhhhhhhh","synced":…,"time":…,
     /// "lastTurn":…,"openTurn":…,"steps":…,"openStep":…,"nextTurn":[…],"nextStep":[…],
     /// "posts":[…],"surface":[event…],"calls":[{"id","turn","step","dispatched"}…],
-    /// "dispatched":[[id,seq]…],"crc32c":"hhhhhhhh"}` (core/FORMAT.md#checkpoints).
+    /// "dispatched":[[id,seq]…],"approvals":{"pending":[[seq,asked]…],"decided":[[id,
+    /// outcome]…],"parked":data|null},"crc32c":"hhhhhhhh"}` (core/FORMAT.md#checkpoints).
     pub fn to_json(&self, binding: &Binding) -> String {
         let log = &self.log;
         let opt = |v: Option<u64>| v.map_or("null".to_owned(), |v| v.to_string());
@@ -205,6 +223,7 @@ impl Checkpoint {
             out.push_str(&format!(",{seq}]"));
         }
         out.push(']');
+        write_approvals(&mut out, &self.conversation.approvals);
         let crc = crc32c::crc32c(out.as_bytes());
         out.push_str(&format!("{CRC_KEY}{crc:08x}\"}}"));
         out
@@ -231,7 +250,7 @@ impl Checkpoint {
         }
         let version = json::from_str::<Version>(text).map(|v| v.checkpoint);
         match version {
-            Ok(1) => return Ok(None),
+            Ok(1 | 2) => return Ok(None),
             Ok(VERSION) => {}
             Ok(v) => return Err(bad(format!("unknown checkpoint version {v}"))),
             Err(e) => return Err(bad(format!("{e}"))),
@@ -276,9 +295,12 @@ impl Checkpoint {
                 dispatched: c.dispatched,
             })
             .collect();
+        let approvals =
+            read_approvals(s.approvals).map_err(|why| bad(format!("its approvals: {why}")))?;
         let conversation = Conversation {
             surface: Surface::from_events(surface),
             calls: Calls::from_parts(pending, s.dispatched),
+            approvals,
         };
         let checkpoint = Checkpoint {
             log,
@@ -309,7 +331,7 @@ impl Checkpoint {
         } else if self.posts != replayed.posts {
             Some("its post ids are not the replay's".to_owned())
         } else if !self.conversation.same(&replayed.conversation) {
-            Some("its surface or pending tool calls are not the replay's".to_owned())
+            Some("its surface, pending tool calls or approvals are not the replay's".to_owned())
         } else {
             None
         };
@@ -325,6 +347,62 @@ impl Checkpoint {
             .with_seq(self.seq())),
         }
     }
+}
+
+/// `,"approvals":{…}` (see [`Checkpoint::to_json`]).
+fn write_approvals(out: &mut String, approvals: &Approvals) {
+    out.push_str(",\"approvals\":{\"pending\":[");
+    for (i, asked) in approvals.pending().iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!("[{},{}]", asked.seq, asked.data));
+    }
+    out.push_str("],\"decided\":[");
+    for (i, (id, outcome)) in approvals.decided().iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        json::write_string(out, id);
+        out.push_str(&format!(",\"{outcome}\"]"));
+    }
+    out.push_str("],\"parked\":");
+    match approvals.parked() {
+        Some(parked) => out.push_str(&parked.data),
+        None => out.push_str("null"),
+    }
+    out.push('}');
+}
+
+/// Reads back what [`write_approvals`] wrote.
+fn read_approvals(stored: StoredApprovals<'_>) -> std::result::Result<Approvals, String> {
+    let pending = stored
+        .pending
+        .into_iter()
+        .map(|(seq, data)| {
+            Asked::parse(seq, data.get())
+                .ok_or_else(|| format!("asked data {} has no id", data.get()))
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let decided = stored
+        .decided
+        .into_iter()
+        .map(|(id, outcome)| {
+            Ok((
+                id,
+                ApprovalOutcome::parse(&outcome).map_err(|e| e.message().to_owned())?,
+            ))
+        })
+        .collect::<std::result::Result<_, String>>()?;
+    let parked = match stored.parked {
+        None => None,
+        Some(data) => Some(
+            Parked::parse(data.get())
+                .ok_or_else(|| format!("parked data {} is not a turn/parked's", data.get()))?,
+        ),
+    };
+    Ok(Approvals::from_parts(pending, decided, parked))
 }
 
 /// The post ids in order (how a checkpoint writes them).

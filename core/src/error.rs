@@ -68,6 +68,17 @@ error_kinds! {
     /// The store's server cannot be reached or went away mid-call (ARCHITECTURE.md#postgresql); the message
     /// says whether the call committed, or that its outcome is unknown.
     Unavailable = 16 => "unavailable",
+    /// A compaction is running (SPEC §16); nothing was written.
+    Busy = 17 => "busy",
+    /// The surface changed under a compaction (SPEC §16); its `compaction/end` with the
+    /// error was written.
+    Conflict = 18 => "conflict",
+    /// Approvals of the turn are still pending (ARCHITECTURE.md#approvals): a resume,
+    /// `end_step` or `close_turn`; nothing was written.
+    ApprovalsPending = 19 => "approvals_pending",
+    /// A decision for an approval already decided (ARCHITECTURE.md#approvals), recorded
+    /// as rejected.
+    AlreadyDecided = 20 => "already_decided",
 }
 
 impl ErrorKind {
@@ -252,7 +263,9 @@ mod tests {
     #[test]
     fn codes_are_stable_and_unique() {
         let codes: Vec<u32> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
-        assert_eq!(codes, (1..=16).collect::<Vec<_>>());
+        assert_eq!(codes, (1..=20).collect::<Vec<_>>());
+        assert_eq!(ErrorKind::ApprovalsPending.name(), "approvals_pending");
+        assert_eq!(ErrorKind::AlreadyDecided.code(), 20);
         assert_eq!(ErrorKind::InvalidSplice.name(), "invalid_splice");
         assert_eq!(ErrorKind::Reentrant.to_string(), "reentrant");
         assert_eq!(ErrorKind::Fenced.code(), 15);

@@ -37,12 +37,14 @@ pub mod store;
 mod txn;
 pub mod wire;
 
-pub use conversation::SurfaceView;
+pub use conversation::{ApprovalOutcome, SurfaceView};
 pub use edit::Edit;
 pub use error::{Error, ErrorKind, Result};
 pub use event::{
-    ASSISTANT_MESSAGE, END_SEED, Envelope, Event, INBOX_REJECTED, INBOX_SPLICED, REPLAYED,
-    STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, USER_MESSAGE, is_reserved,
+    APPROVAL_ASKED, APPROVAL_DECIDED, ASSISTANT_MESSAGE, COMPACTION_END, COMPACTION_PRUNE,
+    COMPACTION_START, COMPACTION_SUMMARY, END_SEED, Envelope, Event, INBOX_REJECTED, INBOX_SPLICED,
+    REPLAYED, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_PARKED, TURN_RESUMED,
+    TURN_START, USER_MESSAGE, is_reserved,
 };
 pub use extra::{Extra, LIBRARY_KEYS};
 pub use fleet::Follower;
@@ -59,6 +61,9 @@ pub use observer::{InboxNotice, ObserverFailures};
 pub use projection::{Baseline, QueueProjection};
 pub use protocol::{Decided, Decision, Proposal, TurnClaim};
 pub use reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
-pub use session::{InboxOps, OpenReport, Peek, Session, StepBoundary, TryAppend, VerifyReport};
+pub use session::{
+    InboxOps, OpenReport, ParkedTurn, Peek, Session, StepBoundary, TryAppend, VerifyReport,
+};
 pub use splice::{SpliceRecord, Target, normalize};
+pub use txn::Resumed;
 pub use wire::{FromJson, ToJson};

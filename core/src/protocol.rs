@@ -67,6 +67,23 @@ impl Concluded {
 }
 
 impl Phase {
+    /// The state of turn `turn`, found open and parked when the log was opened
+    /// (ARCHITECTURE.md#approvals): `steps` entered, `open_step` open or none, nothing
+    /// concluded yet.
+    pub fn reopened(turn: u64, steps: u64, open_step: Option<u64>) -> Phase {
+        Phase::Turn(TurnState {
+            turn,
+            steps,
+            proposed: steps > 0,
+            stage: match open_step {
+                Some(step) => Stage::Step { step },
+                None => Stage::Between,
+            },
+            concluded: None,
+            max_tokens: false,
+        })
+    }
+
     /// The state, as named in `protocol` errors.
     pub fn describe(&self) -> String {
         match self {

@@ -60,6 +60,9 @@ mod projection;
 // The conversation: the model-visible surface.
 mod conversation;
 
+// Approvals: a person in the loop.
+mod approvals;
+
 // Notifications.
 mod notifications;
 
@@ -70,6 +73,7 @@ mod fleet;
 #[cfg(feature = "testing")]
 pub mod fuzzing;
 
+pub use approvals::*;
 #[cfg(feature = "testing")]
 pub use boundary::inboxlog_test_panic;
 pub use conversation::*;

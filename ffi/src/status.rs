@@ -51,6 +51,15 @@ pub enum inboxlog_status {
     /// The store's server cannot be reached or went away mid-call; the message says
     /// whether the call committed or that its outcome is unknown.
     Unavailable = 16,
+    /// A compaction is running; nothing was written.
+    Busy = 17,
+    /// The surface changed under a compaction; its end with the error was written.
+    Conflict = 18,
+    /// Approvals of the turn are still pending (a resume, end_step or close_turn);
+    /// nothing was written.
+    ApprovalsPending = 19,
+    /// A decision for an approval already decided, recorded as rejected.
+    AlreadyDecided = 20,
     /// A required pointer argument was NULL.
     NullArgument = 100,
     /// A string argument was not valid UTF-8.
@@ -93,7 +102,7 @@ pub extern "C" fn inboxlog_version() -> *const c_char {
 /// Every status, in code order: the enum's variants (cbindgen reads the enum as
 /// written, so it cannot be generated from the core's list); the tests below and
 /// `ffi/tests/header.rs` hold both to `ErrorKind::ALL`.
-pub(crate) const ALL_STATUSES: [inboxlog_status; 21] = [
+pub(crate) const ALL_STATUSES: [inboxlog_status; 25] = [
     inboxlog_status::Ok,
     inboxlog_status::Io,
     inboxlog_status::Corrupt,
@@ -111,6 +120,10 @@ pub(crate) const ALL_STATUSES: [inboxlog_status; 21] = [
     inboxlog_status::Reentrant,
     inboxlog_status::Fenced,
     inboxlog_status::Unavailable,
+    inboxlog_status::Busy,
+    inboxlog_status::Conflict,
+    inboxlog_status::ApprovalsPending,
+    inboxlog_status::AlreadyDecided,
     inboxlog_status::NullArgument,
     inboxlog_status::InvalidUtf8,
     inboxlog_status::InvalidJson,

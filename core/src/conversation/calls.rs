@@ -179,15 +179,28 @@ pub(crate) fn interrupted_result(call: &Pending, seq: u64) -> (String, Option<Ve
         ),
         None => ("ToolNotStartedError", "TOOL_NOT_STARTED", NOT_STARTED),
     };
+    let message_id = format!("interrupted-tool-result-{}-{seq}", call.id);
+    let data = error_result(call, &message_id, name, code, text);
+    (data, call.dispatched.map(|seq| vec![seq]))
+}
+
+/// The data of a `tool/result` that answers `call` with an error the library names
+/// (`name`, `code`) and `text` telling the model why, in the reference's shape.
+pub(crate) fn error_result(
+    call: &Pending,
+    message_id: &str,
+    name: &str,
+    code: &str,
+    text: &str,
+) -> String {
     let id = json::quote(&call.id);
-    let message_id = json::quote(&format!("interrupted-tool-result-{}-{seq}", call.id));
-    let data = format!(
-        r#"{{"turn":{},"step":{},"message":{{"id":{message_id},"role":"user","content":[{{"type":"tool-result","toolCallId":{id},"content":[{{"type":"text","text":{}}}],"isError":true}}],"source":{{"kind":"tool","callId":{id}}}}},"error":{{"name":"{name}","code":"{code}"}}}}"#,
+    format!(
+        r#"{{"turn":{},"step":{},"message":{{"id":{},"role":"user","content":[{{"type":"tool-result","toolCallId":{id},"content":[{{"type":"text","text":{}}}],"isError":true}}],"source":{{"kind":"tool","callId":{id}}}}},"error":{{"name":"{name}","code":"{code}"}}}}"#,
         call.turn,
         call.step,
+        json::quote(message_id),
         json::quote(text),
-    );
-    (data, call.dispatched.map(|seq| vec![seq]))
+    )
 }
 
 #[cfg(test)]

@@ -5,17 +5,25 @@
 //! appends (`shape`); the surface rules on every append and, leniently, on load.
 //! Pure: no I/O.
 
+mod approval;
 mod calls;
 mod shape;
 mod surface;
 
+pub use approval::ApprovalOutcome;
+pub(crate) use approval::{
+    Approvals, Asked, Parked, asked_data, decided_data, not_allowed_result, parked_data,
+};
 pub(crate) use calls::{Calls, Pending, interrupted_result};
 pub(crate) use shape::check as check_shape;
 pub(crate) use surface::Surface;
 
 use crate::error::{Result, invalid};
 use crate::event::Event;
-pub(crate) use crate::event::{ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, USER_MESSAGE};
+pub(crate) use crate::event::{
+    APPROVAL_ASKED, APPROVAL_DECIDED, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_PARKED,
+    TURN_RESUMED, USER_MESSAGE,
+};
 use surface::Undo;
 
 /// The model-visible surface as a reader gets it (ARCHITECTURE.md#the-surface): the
@@ -38,11 +46,13 @@ impl SurfaceView {
     }
 }
 
-/// The conversation's replay state: the surface and the pending tool calls.
+/// The conversation's replay state: the surface, the pending tool calls and the
+/// approvals.
 #[derive(Clone, Default)]
 pub(crate) struct Conversation {
     pub surface: Surface,
     pub calls: Calls,
+    pub approvals: Approvals,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -50,6 +60,7 @@ impl std::fmt::Debug for Conversation {
         f.debug_struct("Conversation")
             .field("surface", &self.surface.seqs())
             .field("calls", &self.calls)
+            .field("approvals", &self.approvals)
             .finish()
     }
 }
@@ -59,12 +70,13 @@ impl std::fmt::Debug for Conversation {
 pub(crate) struct Journal {
     surface: Vec<Undo>,
     calls: Option<Calls>,
+    approvals: Option<Approvals>,
 }
 
 impl Journal {
     /// Whether nothing was changed.
     pub fn is_empty(&self) -> bool {
-        self.surface.is_empty() && self.calls.is_none()
+        self.surface.is_empty() && self.calls.is_none() && self.approvals.is_none()
     }
 }
 
@@ -81,6 +93,12 @@ impl Conversation {
             journal.surface.push(self.surface.apply(event, plan));
         }
         self.note_calls(event, journal);
+        if Approvals::touched_by(event) {
+            if journal.approvals.is_none() {
+                journal.approvals = Some(self.approvals.clone());
+            }
+            self.approvals.note(event);
+        }
         Ok(())
     }
 
@@ -96,6 +114,9 @@ impl Conversation {
             Err(why) => Some(why),
         };
         self.calls.note(event);
+        if Approvals::touched_by(event) {
+            self.approvals.note(event);
+        }
         broken
     }
 
@@ -118,11 +139,15 @@ impl Conversation {
         if let Some(calls) = journal.calls {
             self.calls = calls;
         }
+        if let Some(approvals) = journal.approvals {
+            self.approvals = approvals;
+        }
     }
 
     /// Whether two states are the same (a checkpoint against a replay).
     pub fn same(&self, other: &Conversation) -> bool {
         self.calls == other.calls
+            && self.approvals == other.approvals
             && self.surface.len() == other.surface.len()
             && self
                 .surface

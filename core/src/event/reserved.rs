@@ -36,11 +36,29 @@ pub const TOOL_CALL: &str = "tool/call";
 /// `tool/result`: a tool call's result (ARCHITECTURE.md#the-conversation).
 pub const TOOL_RESULT: &str = "tool/result";
 
+/// `approval/asked`: a tool call waits for a person's decision (ARCHITECTURE.md#approvals).
+pub const APPROVAL_ASKED: &str = "approval/asked";
+/// `approval/decided`: the decision on an `approval/asked` (ARCHITECTURE.md#approvals).
+pub const APPROVAL_DECIDED: &str = "approval/decided";
+/// `turn/parked`: the open turn waits for decisions with no process alive for it
+/// (ARCHITECTURE.md#approvals).
+pub const TURN_PARKED: &str = "turn/parked";
+/// `turn/resumed`: a parked turn's run handed on (ARCHITECTURE.md#approvals).
+pub const TURN_RESUMED: &str = "turn/resumed";
+/// `compaction/start`: a compaction began (SPEC §16).
+pub const COMPACTION_START: &str = "compaction/start";
+/// `compaction/summary`: a compaction's summary (SPEC §16).
+pub const COMPACTION_SUMMARY: &str = "compaction/summary";
+/// `compaction/end`: a compaction ended (SPEC §16).
+pub const COMPACTION_END: &str = "compaction/end";
+/// `compaction/prune`: a tool result shortened (SPEC §16).
+pub const COMPACTION_PRUNE: &str = "compaction/prune";
+
 /// The types opening a session reads (those that change the log state, the inbox or
 /// the conversation's surface and pending tool calls): a store that can read events by
 /// type hands the session these and the last event, and nothing else is needed to
 /// replay.
-pub const REPLAYED: [&str; 10] = [
+pub const REPLAYED: [&str; 16] = [
     TURN_START,
     TURN_END,
     STEP_START,
@@ -51,6 +69,12 @@ pub const REPLAYED: [&str; 10] = [
     ASSISTANT_MESSAGE,
     TOOL_CALL,
     TOOL_RESULT,
+    APPROVAL_ASKED,
+    APPROVAL_DECIDED,
+    TURN_PARKED,
+    TURN_RESUMED,
+    COMPACTION_START,
+    COMPACTION_END,
 ];
 
 /// What the library knows about an event's data, parsed once when the event is built.
@@ -107,13 +131,18 @@ struct ReasonKind<'a> {
 struct Empty {}
 
 /// `agent/inbox/rejected {"message":m,"reason":{…}}`: `m` is any JSON (what was
-/// posted); or `{"edit":e,"reason":{…}}` for a posted edit (SPEC §11.3).
+/// posted); or `{"edit":e,"reason":{…}}` for a posted edit (SPEC §11.3), `{"move":…}`
+/// for a posted move and `{"decision":…}` for a decision (SPEC §17).
 #[derive(Deserialize)]
 struct RejectedData<'a> {
     #[serde(borrow, default)]
     message: Given<'a>,
     #[serde(borrow, default)]
     edit: Given<'a>,
+    #[serde(borrow, default, rename = "move")]
+    moved: Given<'a>,
+    #[serde(borrow, default)]
+    decision: Given<'a>,
     #[serde(borrow)]
     reason: &'a RawValue,
 }
@@ -138,6 +167,14 @@ struct RejectedEdit<'a> {
     id: Cow<'a, str>,
 }
 
+/// A rejected move or decision: its `id` is checked.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Identified<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+}
+
 #[derive(Deserialize)]
 #[allow(dead_code)]
 struct RejectedReason<'a> {
@@ -150,7 +187,7 @@ struct RejectedReason<'a> {
 
 /// `ty`, shared rather than copied when it is a type the library knows.
 pub(super) fn known_type(ty: &str) -> Cow<'static, str> {
-    const KNOWN: [&str; 11] = [
+    const KNOWN: [&str; 19] = [
         TURN_START,
         TURN_END,
         STEP_START,
@@ -162,6 +199,14 @@ pub(super) fn known_type(ty: &str) -> Cow<'static, str> {
         ASSISTANT_MESSAGE,
         TOOL_CALL,
         TOOL_RESULT,
+        APPROVAL_ASKED,
+        APPROVAL_DECIDED,
+        TURN_PARKED,
+        TURN_RESUMED,
+        COMPACTION_START,
+        COMPACTION_SUMMARY,
+        COMPACTION_END,
+        COMPACTION_PRUNE,
     ];
     match KNOWN.iter().find(|&&k| k == ty) {
         Some(&k) => Cow::Borrowed(k),
@@ -177,12 +222,27 @@ pub(super) fn safe(name: &str, n: u64) -> Result<u64> {
     Ok(n)
 }
 
-/// Whether `ty` is written only by the library (ARCHITECTURE.md#reserved-events); `user/message` is not, a host
-/// may append it with any JSON object as data.
+/// Whether `ty` is written only by the library (ARCHITECTURE.md#reserved-events): the
+/// turns, the inbox, approvals and compaction; `user/message` is not, a host may append
+/// it with any JSON object as data.
 pub fn is_reserved(ty: &str) -> bool {
     matches!(
         ty,
-        TURN_START | TURN_END | STEP_START | STEP_END | INBOX_SPLICED | END_SEED | INBOX_REJECTED
+        TURN_START
+            | TURN_END
+            | STEP_START
+            | STEP_END
+            | INBOX_SPLICED
+            | END_SEED
+            | INBOX_REJECTED
+            | APPROVAL_ASKED
+            | APPROVAL_DECIDED
+            | TURN_PARKED
+            | TURN_RESUMED
+            | COMPACTION_START
+            | COMPACTION_SUMMARY
+            | COMPACTION_END
+            | COMPACTION_PRUNE
     )
 }
 
@@ -240,7 +300,26 @@ impl Body {
             }
             INBOX_REJECTED => {
                 let d = json::from_str::<RejectedData<'_>>(text).map_err(shape)?;
+                let what = [d.message.0, d.edit.0, d.moved.0, d.decision.0];
+                let given = what.iter().filter(|w| w.is_some()).count();
                 match (d.message.0, d.edit.0) {
+                    _ if given != 1 => {
+                        return Err(invalid(
+                            "agent/inbox/rejected data must hold exactly one of \"message\", \"edit\", \"move\" and \"decision\"",
+                        ));
+                    }
+                    (None, None) => {
+                        let (key, value) = match (d.moved.0, d.decision.0) {
+                            (Some(m), _) => ("move", m),
+                            (_, Some(d)) => ("decision", d),
+                            _ => unreachable!("one is given"),
+                        };
+                        if json::from_str::<Identified<'_>>(value.get()).is_err() {
+                            return Err(invalid(format!(
+                                "agent/inbox/rejected {key} must be an object with a string \"id\""
+                            )));
+                        }
+                    }
                     (Some(_), None) => {}
                     (None, Some(edit)) => {
                         let e = json::from_str::<RejectedEdit<'_>>(edit.get());
@@ -250,11 +329,7 @@ impl Body {
                             ));
                         }
                     }
-                    _ => {
-                        return Err(invalid(
-                            "agent/inbox/rejected data must hold either \"message\" or \"edit\"",
-                        ));
-                    }
+                    (Some(_), Some(_)) => unreachable!("exactly one is given"),
                 }
                 if !d.reason.get().starts_with('{') {
                     return Err(invalid("agent/inbox/rejected reason must be an object"));

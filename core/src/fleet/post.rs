@@ -23,13 +23,14 @@ use serde::Deserialize;
 use crate::edit::not_pending;
 use crate::error::{Error, ErrorKind, Result};
 use crate::error_fields::ErrorFields;
-use crate::event::{Event, INBOX_REJECTED, INBOX_SPLICED};
+use crate::event::{APPROVAL_DECIDED, Event, INBOX_REJECTED, INBOX_SPLICED};
 use crate::json;
 use crate::observer::Notice;
 use crate::store::{LogWriter, Mailbox, Posted};
 use crate::txn::{Ledger, Txn};
 
-/// The post id an `agent/inbox/spliced` or `agent/inbox/rejected` event carries.
+/// The post id an `agent/inbox/spliced`, `agent/inbox/rejected` or `approval/decided`
+/// event carries.
 pub(crate) fn post_id(event: &Event) -> Option<String> {
     // Most splices are not posts: skip the parse unless the key may be there.
     static KEY: LazyLock<memchr::memmem::Finder<'static>> =
@@ -39,7 +40,7 @@ pub(crate) fn post_id(event: &Event) -> Option<String> {
         post: Option<String>,
     }
     let ty = event.ty();
-    if ty != INBOX_SPLICED && ty != INBOX_REJECTED {
+    if ty != INBOX_SPLICED && ty != INBOX_REJECTED && ty != APPROVAL_DECIDED {
         return None;
     }
     let data = event.data();
@@ -164,6 +165,9 @@ fn write_post(
                     format!(r#"{{"id":{}}}"#, json::quote(message.id())),
                 ),
                 Posted::Edit { edit, .. } => (EDIT, edit.stub_json()),
+                Posted::Decision { id, outcome, .. } => {
+                    ("decision", crate::conversation::decided_data(id, *outcome))
+                }
                 Posted::Invalid { .. } => (MESSAGE, "null".to_owned()),
             };
             let data = rejected(key, &stub, &e, posted.post());
@@ -206,6 +210,11 @@ fn stage(txn: &mut Txn<'_>, posted: &Posted) -> Result<()> {
                 Ok(None) => unreachable!("an edit removes one message"),
                 Err(e) => txn.reject(rejected(EDIT, &edit.to_json(), &e, post)),
             }
+        }
+        // A decision not taken in is recorded as rejected by the staging itself; the
+        // error it answers is for a local caller, not for a post.
+        Posted::Decision { post, id, outcome } => {
+            txn.decide_approval(id, *outcome, Some(post)).map(drop)
         }
         Posted::Invalid {
             post,

@@ -10,6 +10,7 @@
 //! reading a stored log reports ([`OpenReport`], [`VerifyReport`], [`Peek`]) in
 //! `reports`.
 
+mod approvals;
 mod boundary;
 mod inbox_ops;
 mod intake;
@@ -40,6 +41,7 @@ use crate::splice::Target;
 use crate::store::LogWriter;
 use crate::txn::{Ledger, Txn};
 
+pub use approvals::ParkedTurn;
 pub use boundary::StepBoundary;
 pub use inbox_ops::InboxOps;
 pub(crate) use open::Filled;

@@ -250,7 +250,9 @@ impl Session {
                 conversation,
             } = filled;
             let mut ledger = Ledger::new(log, inbox, conversation);
-            if let Some(turn) = ledger.log.open_turn {
+            if let Some(turn) = ledger.log.open_turn
+                && !ledger.take_up_parked()
+            {
                 // Closing it reuses the last event's time: nothing happened since.
                 let time = ledger.log.last_time;
                 ledger.transact(writer.as_mut(), time, None, |txn| txn.interrupt(turn))?;
@@ -300,7 +302,10 @@ impl Session {
         };
         let mut ledger = Ledger::new(log, inbox, conversation);
         let mut writer = opened.writer;
-        if let Some(turn) = ledger.log.open_turn {
+        // A turn parked on approvals stays open (ARCHITECTURE.md#approvals).
+        if let Some(turn) = ledger.log.open_turn
+            && !ledger.take_up_parked()
+        {
             // Closing it reuses the last event's time: nothing happened since.
             let time = ledger.log.last_time;
             ledger
@@ -382,6 +387,11 @@ impl Session {
             torn_bytes: verified.torn_bytes,
             open_turn: rebuilt.log.open_turn,
             open_step: rebuilt.log.open_step,
+            parked: rebuilt
+                .conversation
+                .approvals
+                .parked()
+                .is_some_and(|p| Some(p.turn) == rebuilt.log.open_turn),
             next_turn: rebuilt.inbox.len(Target::NextTurn),
             next_step: rebuilt.inbox.len(Target::NextStep),
             pending_tool_calls: rebuilt.conversation.calls.pending().len(),
@@ -399,7 +409,13 @@ impl Session {
         validate_session_id(id)?;
         let mut rebuilt = Rebuilt::resuming();
         let verified = store.peek(id, &mut rebuilt)?;
-        let Rebuilt { log, inbox, .. } = rebuilt;
+        let Rebuilt {
+            log,
+            inbox,
+            conversation,
+            ..
+        } = rebuilt;
+        let approvals = &conversation.approvals;
         Ok(Peek {
             header: verified.header,
             events: log.next_seq,
@@ -411,6 +427,8 @@ impl Session {
                 next_turn: inbox.list(Target::NextTurn),
                 next_step: inbox.list(Target::NextStep),
             },
+            approvals: approvals.pending().iter().map(|a| a.data.clone()).collect(),
+            parked: super::ParkedTurn::of(approvals),
         })
     }
 

@@ -29,8 +29,12 @@ pub struct VerifyReport {
     pub events: u64,
     /// Bytes of a torn tail that opening would drop.
     pub torn_bytes: u64,
-    /// The turn left open, which opening would close as `interrupted`.
+    /// The turn left open, which opening would close as `interrupted` unless it is
+    /// parked on approvals ([`VerifyReport::parked`]).
     pub open_turn: Option<u64>,
+    /// Whether the open turn is parked on approvals (ARCHITECTURE.md#approvals):
+    /// opening leaves it open.
+    pub parked: bool,
     /// The step left open in that turn, which opening would end first.
     pub open_step: Option<u64>,
     /// Messages pending in `next-turn` after replay.
@@ -52,7 +56,7 @@ impl VerifyReport {
     /// Whether opening for writing would change the file (drop a torn tail or close an
     /// interrupted turn).
     pub fn needs_repair(&self) -> bool {
-        self.torn_bytes > 0 || self.open_turn.is_some()
+        self.torn_bytes > 0 || (self.open_turn.is_some() && !self.parked)
     }
 }
 
@@ -75,4 +79,9 @@ pub struct Peek {
     pub open_step: Option<u64>,
     /// The inbox as of the last event (ARCHITECTURE.md#queue-projection).
     pub baseline: Baseline,
+    /// The approvals waiting for a decision, each its `approval/asked` data (JSON
+    /// text), in order (ARCHITECTURE.md#approvals).
+    pub approvals: Vec<String>,
+    /// The open turn, when it is parked on approvals.
+    pub parked: Option<super::ParkedTurn>,
 }

@@ -17,6 +17,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub use crate::checkpoint::{Binding, Checkpoint, Events, Replay, events};
+use crate::conversation::ApprovalOutcome;
 use crate::edit::Edit;
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
@@ -139,6 +140,23 @@ pub trait Store: Send + Sync {
         self.deliver(id, &Post::Edit(Edit::replace(message_id, message.clone())?))
     }
 
+    /// Posts decision `outcome` on approval `approval_id` of session `id`
+    /// ([`Store::deliver`], ARCHITECTURE.md#approvals): its owner writes it as
+    /// `approval/decided`, or records it rejected (`not_found`, `already_decided`:
+    /// the first decision taken in wins).
+    fn decide(&self, id: &str, approval_id: &str, outcome: ApprovalOutcome) -> Result<String> {
+        if approval_id.is_empty() {
+            return Err(invalid("the approval id must not be empty"));
+        }
+        self.deliver(
+            id,
+            &Post::Decision {
+                id: approval_id.to_owned(),
+                outcome,
+            },
+        )
+    }
+
     /// The mailbox of session `id`, for the session's writer to take posts in
     /// (ARCHITECTURE.md#posting).
     fn mailbox(&self, id: &str) -> Result<Box<dyn Mailbox>>;
@@ -162,6 +180,20 @@ pub trait Store: Send + Sync {
             torn_bytes: 0,
         })
     }
+}
+
+/// A decision as a mailbox recorded it: `{"id","outcome"}`.
+fn parse_decision(body: &str) -> Result<Post> {
+    #[derive(serde::Deserialize)]
+    struct Wire {
+        id: String,
+        outcome: String,
+    }
+    let wire: Wire = json::from_str(body).map_err(|e| invalid(format!("not a decision: {e}")))?;
+    Ok(Post::Decision {
+        id: wire.id,
+        outcome: ApprovalOutcome::parse(&wire.outcome)?,
+    })
 }
 
 /// The last `limit` of `events` (of `types`, when given), in their order.
@@ -201,6 +233,13 @@ pub enum Post {
     },
     /// An edit of the pending input.
     Edit(Edit),
+    /// A decision on an approval (ARCHITECTURE.md#approvals).
+    Decision {
+        /// The approval's id.
+        id: String,
+        /// How it was decided.
+        outcome: ApprovalOutcome,
+    },
 }
 
 impl Post {
@@ -210,6 +249,7 @@ impl Post {
         match self {
             Post::Message { target, .. } => target.as_str(),
             Post::Edit(_) => EDIT_KIND,
+            Post::Decision { .. } => DECISION_KIND,
         }
     }
 
@@ -219,6 +259,9 @@ impl Post {
         match self {
             Post::Message { message, .. } => Cow::Borrowed(message.json()),
             Post::Edit(edit) => Cow::Owned(edit.to_json()),
+            Post::Decision { id, outcome } => {
+                Cow::Owned(crate::conversation::decided_data(id, *outcome))
+            }
         }
     }
 
@@ -231,12 +274,16 @@ impl Post {
                 message,
             },
             Post::Edit(edit) => Posted::Edit { post, edit },
+            Post::Decision { id, outcome } => Posted::Decision { post, id, outcome },
         }
     }
 }
 
 /// The kind a mailbox records for an edit, beside the targets' names.
 pub const EDIT_KIND: &str = "edit";
+
+/// The kind a mailbox records for a decision on an approval (body `{"id","outcome"}`).
+pub const DECISION_KIND: &str = "decision";
 
 /// One post waiting in a session's mailbox (ARCHITECTURE.md#posting).
 #[derive(Debug)]
@@ -257,6 +304,15 @@ pub enum Posted {
         /// The edit.
         edit: Edit,
     },
+    /// A readable decision on an approval (ARCHITECTURE.md#approvals).
+    Decision {
+        /// The post's id, unique in the store, carried into the log as `"post"`.
+        post: String,
+        /// The approval's id.
+        id: String,
+        /// How it was decided.
+        outcome: ApprovalOutcome,
+    },
     /// A post that cannot be taken in as it is (not a valid message, an unknown
     /// target): it is recorded as `agent/inbox/rejected` with `error` as the reason.
     Invalid {
@@ -276,6 +332,7 @@ impl Posted {
         match self {
             Posted::Message { post, .. }
             | Posted::Edit { post, .. }
+            | Posted::Decision { post, .. }
             | Posted::Invalid { post, .. } => post,
         }
     }
@@ -285,6 +342,8 @@ impl Posted {
     pub fn parse(post: String, kind: &str, body: &str) -> Posted {
         let parsed = if kind == EDIT_KIND {
             Edit::from_json(body).map(Post::Edit)
+        } else if kind == DECISION_KIND {
+            parse_decision(body)
         } else {
             Target::parse(kind).and_then(|target| {
                 Message::from_json(body).map(|message| Post::Message { target, message })
@@ -626,6 +685,10 @@ mod tests {
             },
             Post::Edit(edit.clone()),
             Post::Edit(Edit::remove("a").unwrap()),
+            Post::Decision {
+                id: "ap\"1".into(),
+                outcome: ApprovalOutcome::Rejected,
+            },
         ] {
             let read = Posted::parse("p".into(), post.kind(), &post.body());
             let back = match read {
@@ -633,6 +696,7 @@ mod tests {
                     target, message, ..
                 } => Post::Message { target, message },
                 Posted::Edit { edit, .. } => Post::Edit(edit),
+                Posted::Decision { id, outcome, .. } => Post::Decision { id, outcome },
                 Posted::Invalid { error, .. } => panic!("{error}"),
             };
             assert_eq!(back, post);
@@ -641,6 +705,8 @@ mod tests {
         for (kind, body, says) in [
             ("edit", r#"{"op":"drop","id":"a"}"#, "op"),
             ("edit", r#"{"id":"a"}"#, "not an edit"),
+            ("decision", r#"{"id":"a"}"#, "not a decision"),
+            ("decision", r#"{"id":"a","outcome":"ok"}"#, "got \"ok\""),
             ("later", r#"{"id":"a"}"#, "target"),
             ("next-turn", r#"{"x":1}"#, "id"),
         ] {

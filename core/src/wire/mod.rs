@@ -22,6 +22,7 @@
 //! error fields are printed by their own module below (`error_fields`), since the
 //! fleet writes them into `agent/inbox/rejected` events too.
 
+mod approvals;
 mod protocol;
 mod reports;
 
@@ -39,7 +40,9 @@ use crate::observer::{InboxNotice, ObserverFailures};
 
 pub use crate::error_fields::ErrorFields;
 pub use crate::event::key as event_key;
+pub use approvals::ApprovalRequest;
 pub use protocol::cancel_cause_named;
+pub use reports::parked as parked_json;
 
 /// A value the bindings hand out as JSON text: one compact spelling for every face.
 pub trait ToJson {

@@ -12,7 +12,8 @@ use crate::fold::ConsumedWork;
 use crate::json;
 use crate::message::Message;
 use crate::projection::Baseline;
-use crate::session::{OpenReport, Peek, VerifyReport};
+use crate::session::{OpenReport, ParkedTurn, Peek, VerifyReport};
+use crate::txn::Resumed;
 
 impl ToJson for OpenReport {
     /// `{"tornBytes":N,"repairedTurn":N|null}`.
@@ -26,7 +27,7 @@ impl ToJson for OpenReport {
 
 impl ToJson for VerifyReport {
     /// `{"header":{…},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
-    /// "needsRepair":bool,"nextTurn":N,"nextStep":N,"pendingToolCalls":N,
+    /// "parked":bool,"needsRepair":bool,"nextTurn":N,"nextStep":N,"pendingToolCalls":N,
     /// "offSurface":[{"seq","why"}…],"olderShapes":[{"seq","why"}…]}`.
     fn to_json(&self) -> String {
         Object::new()
@@ -35,6 +36,7 @@ impl ToJson for VerifyReport {
             .num("tornBytes", self.torn_bytes)
             .opt("openTurn", self.open_turn)
             .opt("openStep", self.open_step)
+            .num("parked", self.parked)
             .num("needsRepair", self.needs_repair())
             .num("nextTurn", self.next_turn)
             .num("nextStep", self.next_step)
@@ -67,7 +69,7 @@ impl ToJson for SurfaceView {
 
 impl ToJson for Peek {
     /// `{"header":{…},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
-    /// "baseline":{…}}`.
+    /// "baseline":{…},"approvals":[asked…],"parked":{…}|null}`.
     fn to_json(&self) -> String {
         Object::new()
             .raw("header", &self.header.to_json())
@@ -76,6 +78,39 @@ impl ToJson for Peek {
             .opt("openTurn", self.open_turn)
             .opt("openStep", self.open_step)
             .raw("baseline", &self.baseline.to_json())
+            .raw("approvals", &format!("[{}]", self.approvals.join(",")))
+            .raw("parked", &parked(self.parked.as_ref()))
+            .end()
+    }
+}
+
+/// `{"turn":N,"approvals":[id…],"ready":bool}` or `null`.
+pub fn parked(parked: Option<&ParkedTurn>) -> String {
+    parked.map_or_else(
+        || "null".to_owned(),
+        |p| {
+            let ids: Vec<String> = p.approvals.iter().map(|id| json::quote(id)).collect();
+            Object::new()
+                .num("turn", p.turn)
+                .raw("approvals", &format!("[{}]", ids.join(",")))
+                .num("ready", p.ready)
+                .end()
+        },
+    )
+}
+
+impl ToJson for Resumed {
+    /// `{"turn":N,"parked":{turn/parked data},"decisions":[{"id","outcome"}…]}`.
+    fn to_json(&self) -> String {
+        let decisions: Vec<String> = self
+            .decisions
+            .iter()
+            .map(|(id, outcome)| crate::conversation::decided_data(id, *outcome))
+            .collect();
+        Object::new()
+            .num("turn", self.turn)
+            .raw("parked", &self.parked)
+            .raw("decisions", &format!("[{}]", decisions.join(",")))
             .end()
     }
 }

@@ -15,6 +15,7 @@ mod common;
 #[path = "../pg_common/mod.rs"]
 mod pg_common;
 
+mod approvals;
 mod checkpoint;
 mod child;
 mod conversation;

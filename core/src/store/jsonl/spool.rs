@@ -368,6 +368,7 @@ mod tests {
             .map(|p| match p {
                 Posted::Message { message, .. } => message.id(),
                 Posted::Edit { edit, .. } => edit.id(),
+                Posted::Decision { id, .. } => id,
                 Posted::Invalid { .. } => "?",
             })
             .collect()

@@ -15,10 +15,12 @@
 //!     line text NOT NULL,                          -- the ARCHITECTURE.md#events event, compact JSON text
 //!     crc integer,                                 -- CRC-32C of `line`'s bytes (version 5; NULL before)
 //!     PRIMARY KEY (session, seq));
-//! CREATE INDEX events_replayed ON <schema>.events (session, seq)  -- version 7
+//! CREATE INDEX events_replay ON <schema>.events (session, seq)  -- version 8
 //!     WHERE type IN ('turn/start', 'turn/end', 'step/start', 'step/end',
 //!                    'agent/inbox/spliced', 'session/end-seed', 'user/message',
-//!                    'assistant/message', 'tool/call', 'tool/result');
+//!                    'assistant/message', 'tool/call', 'tool/result',
+//!                    'approval/asked', 'approval/decided', 'turn/parked',
+//!                    'turn/resumed', 'compaction/start', 'compaction/end');
 //! CREATE SEQUENCE <schema>.post_numbers;       -- the global post order (version 2)
 //! CREATE TABLE <schema>.posts (                -- the mailboxes (ARCHITECTURE.md#posting)
 //!     session text NOT NULL REFERENCES <schema>.sessions (id) ON DELETE CASCADE,
@@ -64,6 +66,11 @@
 //! (one pass over `events`, under the set-up lock) and drops the old one; workers of
 //! version 6 would write checkpoints without the conversation, so stop them first.
 //!
+//! Version 8 reads approvals and compactions on open (ARCHITECTURE.md#approvals): the
+//! partial index `events_replay` adds their types and replaces version 7's
+//! `events_replayed`, built and dropped as above; stop version 7 workers first (they
+//! would write checkpoints without the approvals).
+//!
 //! `events` has no foreign key: the key cost every inserted row a row-locking lookup of
 //! its session (about three times the insert's own cost in a bulk insert), and proved
 //! nothing an append does not prove already, since every append moves its session's row
@@ -90,12 +97,13 @@ use crate::event::REPLAYED;
 use crate::json;
 
 /// The version of the tables this library reads and writes.
-pub const SCHEMA_VERSION: i32 = 7;
+pub const SCHEMA_VERSION: i32 = 8;
 
 /// The versions upgraded in place to [`SCHEMA_VERSION`]: 1 (no mailbox), 2 (no `owner`
 /// column), 3 (a foreign key on `events.session`), 4 (no `events.crc`), 5 (no
-/// `checkpoints`) and 6 (the replayed index without the conversation's types).
-const UPGRADED: [i32; 6] = [1, 2, 3, 4, 5, 6];
+/// `checkpoints`), 6 (the replayed index without the conversation's types) and 7 (the
+/// replayed index without the approvals' and compactions' types).
+const UPGRADED: [i32; 7] = [1, 2, 3, 4, 5, 6, 7];
 
 /// The checksum stored beside an event's line: the CRC-32C of its bytes, as the signed
 /// 32-bit integer PostgreSQL's `integer` holds (the same bits).
@@ -217,9 +225,10 @@ impl Sql {
                      PRIMARY KEY (session, seq));
                  ALTER TABLE {s}.events DROP CONSTRAINT IF EXISTS events_session_fkey;
                  ALTER TABLE {s}.events ADD COLUMN IF NOT EXISTS crc integer;
-                 CREATE INDEX IF NOT EXISTS events_replayed ON {s}.events (session, seq)
+                 CREATE INDEX IF NOT EXISTS events_replay ON {s}.events (session, seq)
                      WHERE type IN ({});
                  DROP INDEX IF EXISTS {s}.events_reserved;
+                 DROP INDEX IF EXISTS {s}.events_replayed;
                  CREATE SEQUENCE IF NOT EXISTS {s}.post_numbers;
                  CREATE TABLE IF NOT EXISTS {s}.posts (
                      session text NOT NULL REFERENCES {s}.sessions (id) ON DELETE CASCADE,
@@ -559,7 +568,7 @@ fn create(client: &mut Client, sql: &Sql, connector: &Connector) -> Result<i32> 
             SCHEMA_VERSION
         }
         Some(_) => {
-            // Version 1 to 6: the mailbox, the owner column, the events' checksum
+            // Version 1 to 7: the mailbox, the owner column, the events' checksum
             // column, the checkpoints and the replayed index were added and the
             // events' foreign key and the older index dropped just above.
             tx.execute(
@@ -626,12 +635,12 @@ mod tests {
     #[test]
     fn versions_other_than_ours_are_refused_naming_both() {
         check_version(SCHEMA_VERSION, "s").unwrap();
-        let newer = check_version(8, "s").unwrap_err();
+        let newer = check_version(9, "s").unwrap_err();
         assert_eq!(newer.kind(), ErrorKind::FormatUnsupported);
         assert_eq!(
             newer.to_string(),
-            "PostgreSQL schema \"s\" holds inboxlog tables of version 8 (written by a newer \
-             inboxlog); this inboxlog reads version 7"
+            "PostgreSQL schema \"s\" holds inboxlog tables of version 9 (written by a newer \
+             inboxlog); this inboxlog reads version 8"
         );
         let older = check_version(0, "s").unwrap_err();
         assert!(
@@ -718,7 +727,8 @@ mod tests {
             list,
             "'turn/start', 'turn/end', 'step/start', 'step/end', 'agent/inbox/spliced', \
              'session/end-seed', 'user/message', 'assistant/message', 'tool/call', \
-             'tool/result'"
+             'tool/result', 'approval/asked', 'approval/decided', 'turn/parked', \
+             'turn/resumed', 'compaction/start', 'compaction/end'"
         );
     }
 }

@@ -8,6 +8,8 @@
 //! one append succeeded does [`Ledger::transact`] change the state and queue the
 //! notices observers are to see; a refused call or a failed write changes nothing.
 
+mod approvals;
+
 use serde_json::value::RawValue;
 
 use crate::conversation::{self, Conversation, Journal, TOOL_RESULT};
@@ -25,6 +27,8 @@ use crate::protocol::{self, Decided, Decision, Phase, Proposal, Transition, Turn
 use crate::reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
 use crate::splice::{SpliceRecord, Target};
 use crate::store::LogWriter;
+
+pub use approvals::Resumed;
 
 /// How a staged splice affects notifications.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +65,19 @@ impl Ledger {
             phase: Phase::Idle,
             staged: Vec::new(),
             effects: Vec::new(),
+        }
+    }
+
+    /// Takes up a turn the log left parked on approvals (ARCHITECTURE.md#approvals): it
+    /// stays open, in the step it was parked in, for `resume_parked` to hand on.
+    /// Whether the open turn was such a turn.
+    pub fn take_up_parked(&mut self) -> bool {
+        match (self.log.open_turn, self.conversation.approvals.parked()) {
+            (Some(turn), Some(parked)) if parked.turn == turn => {
+                self.phase = Phase::reopened(turn, self.log.steps, self.log.open_step);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -189,6 +206,7 @@ impl<'a> Txn<'a> {
     /// (ARCHITECTURE.md#the-conversation), and a surface type without a `surfaceOp`
     /// gets `"append"`.
     pub fn append(&mut self, ty: &str, data: String, mut envelope: Envelope) -> Result<Event> {
+        self.refuse_parked("append")?;
         conversation::check_shape(ty, &data)?;
         if envelope.surface_op.is_none()
             && matches!(
@@ -326,12 +344,14 @@ impl<'a> Txn<'a> {
 
     /// `open_turn` (ARCHITECTURE.md#protocol), the host's extras on `turn/start`.
     pub fn open_turn(&mut self, extra: &Extra) -> Result<u64> {
+        self.refuse_parked("open_turn")?;
         let t = protocol::open_turn(&self.phase, self.log.last_turn)?;
         self.run(t, extra).map(|(turn, _)| turn)
     }
 
     /// `propose_step` (ARCHITECTURE.md#protocol): the claimed messages with the step they would enter.
     pub fn propose_step(&mut self, claim: TurnClaim) -> Result<Proposal> {
+        self.refuse_parked("propose_step")?;
         let t = protocol::propose_step(&self.phase, claim)?;
         let ((turn, step), messages) = self.run(t, &Extra::none())?;
         Ok(Proposal {
@@ -343,39 +363,50 @@ impl<'a> Txn<'a> {
 
     /// `decide` (ARCHITECTURE.md#protocol).
     pub fn decide(&mut self, decision: Decision, extra: &Extra) -> Result<Decided> {
+        self.refuse_parked("decide")?;
         let t = protocol::decide(&self.phase, decision)?;
         self.run(t, extra).map(|(decided, _)| decided)
     }
 
     /// `end_step` (ARCHITECTURE.md#protocol): whether another step must be proposed.
     pub fn end_step(&mut self, outcome: StepOutcome, extra: &Extra) -> Result<bool> {
+        self.refuse_parked("end_step")?;
+        self.refuse_pending("end_step")?;
         let t = protocol::end_step(&self.phase, outcome, self.steering())?;
         self.run(t, extra).map(|(again, _)| again)
     }
 
     /// `close_turn` (ARCHITECTURE.md#protocol).
     pub fn close_turn(&mut self, extra: &Extra) -> Result<Decided> {
+        self.refuse_parked("close_turn")?;
+        self.refuse_pending("close_turn")?;
         let t = protocol::close_turn(&self.phase, self.steering())?;
         self.run(t, extra).map(|(decided, _)| decided)
     }
 
-    /// `cancel` (ARCHITECTURE.md#protocol).
+    /// `cancel` (ARCHITECTURE.md#protocol): every pending approval is decided
+    /// `cancelled` first (ARCHITECTURE.md#approvals).
     pub fn cancel(&mut self, cause: CancelCause, keep_inbox: bool, extra: &Extra) -> Result<()> {
+        self.cancel_approvals()?;
         let t = protocol::cancel(&self.phase, cause, keep_inbox);
         self.run(t, extra).map(drop)
     }
 
-    /// `fail` (ARCHITECTURE.md#protocol).
+    /// `fail` (ARCHITECTURE.md#protocol): every pending approval is decided
+    /// `cancelled` first (ARCHITECTURE.md#approvals).
     pub fn fail(&mut self, error: TurnError, extra: &Extra) -> Result<()> {
         let t = protocol::fail(&self.phase, error)?;
+        self.cancel_approvals()?;
         self.run(t, extra).map(drop)
     }
 
     /// Closes `turn`, which the previous writer left open
     /// (ARCHITECTURE.md#opening-a-stored-log): answers each tool call it left without a
     /// result (ARCHITECTURE.md#tool-calls-across-a-crash), then ends its open step and
-    /// the turn.
+    /// the turn. Its pending approvals are decided `cancelled` first
+    /// (ARCHITECTURE.md#approvals).
     pub fn interrupt(&mut self, turn: u64) -> Result<()> {
+        self.cancel_approvals()?;
         let pending = self.conversation.calls.pending().to_vec();
         for call in &pending {
             let seq = self.log.next_seq;
