@@ -36,6 +36,10 @@
                                                  prints the post id (an edit that finds
                                                  MID no longer pending is recorded as
                                                  rejected in the log)
+    python -m inboxlog approve ROOT ID APPROVAL_ID [--reject]
+                                                 decide a tool call waiting for approval,
+                                                 from anywhere, exactly once: allowed once
+                                                 (or rejected); prints the post id
     python -m inboxlog serve   ROOT [--host 127.0.0.1] [--port 8765] [--token T]
                                [--allow-host NAME[:PORT]]... [--read-only]
                                                  the web console and its JSON + SSE API
@@ -91,7 +95,7 @@ from typing import NoReturn
 
 from . import FORMAT_VERSION, InboxlogError, Store, fold_consumed_work, import_reference
 from ._native import _json_text
-from .types import Event, Message
+from .types import ApprovalOutcome, Event, Message
 
 _EXAMPLES = {
     "list": "example:\n  inboxlog list sessions/",
@@ -107,6 +111,10 @@ _EXAMPLES = {
     "fold": "example:\n  inboxlog fold sessions/ s1 --json",
     "transcript": (
         "examples:\n  inboxlog transcript sessions/ s1\n  inboxlog transcript sessions/ s1 --json"
+    ),
+    "approve": (
+        "examples:\n  inboxlog approve sessions/ s1 approval-7\n"
+        "  inboxlog approve sessions/ s1 approval-7 --reject"
     ),
     "serve": (
         "examples:\n  inboxlog serve sessions/\n"
@@ -416,6 +424,13 @@ def _post(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _approve(store: Store, args: argparse.Namespace) -> int:
+    """Decides an approval from anywhere (SPEC §17.3); prints the post id."""
+    outcome: ApprovalOutcome = "rejected" if args.reject else "allowed-once"
+    print(store.decide(args.id, args.approval_id, outcome))
+    return 0
+
+
 def _serve_refusal(args: argparse.Namespace) -> str | None:
     """Why ``serve`` must not start with these arguments, or ``None``."""
     from .console.security import check_token, is_loopback, parse_host
@@ -514,6 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("fold", _fold, "the consumed-work fold of a log"),
         ("transcript", _transcript, "what the model sees next: the surface's messages"),
         ("post", _post, "post a message to a session, or edit its pending input"),
+        ("approve", _approve, "allow (or --reject) a tool call waiting for approval"),
         ("serve", _serve, "serve the web console and its API over the store"),
     ]:
         sub = commands.add_parser(
@@ -530,8 +546,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             help="the PostgreSQL schema of the tables (with a URL ROOT; default inboxlog)",
         )
         sub.set_defaults(run=fn)
-        if name in ("inspect", "repair", "delete", "tail", "fold", "post", "transcript"):
+        if name in ("inspect", "repair", "delete", "tail", "fold", "post", "transcript", "approve"):
             sub.add_argument("id", help="session id")
+        if name == "approve":
+            sub.add_argument("approval_id", help="the approval's id (approval/asked data id)")
+            sub.add_argument(
+                "--reject", action="store_true", help="reject the call instead of allowing it once"
+            )
         if name == "tail":
             sub.add_argument("-f", "--follow", action="store_true", help="wait for new events")
             sub.add_argument("--json", action="store_true", help="one JSON event per line")

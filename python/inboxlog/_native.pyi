@@ -6,6 +6,8 @@ from os import PathLike
 from typing import Any, ClassVar, Final, SupportsIndex, TypeAlias, TypeVar, final, overload
 
 from inboxlog.types import (
+    ApprovalAsked,
+    ApprovalOutcome,
     Baseline,
     ConsumedWork,
     Decided,
@@ -16,6 +18,7 @@ from inboxlog.types import (
     OpenReport,
     Peek,
     Proposal,
+    Resumed,
     StepBoundary,
     StepOutcome,
     Surface,
@@ -32,8 +35,12 @@ __all__ = [
     "FORMAT_VERSION",
     "MAX_DEPTH",
     "_ERROR_KINDS",
+    "AlreadyDecidedError",
     "AlreadyExistsError",
+    "ApprovalsPendingError",
+    "BusyError",
     "ClosedError",
+    "ConflictError",
     "CorruptLogError",
     "DuplicateMessageError",
     "FencedError",
@@ -274,6 +281,12 @@ class Store:
         session ``id``.
         """
 
+    def decide(self, id: str, approval_id: str, outcome: ApprovalOutcome) -> str:
+        """Decides approval ``approval_id`` of session ``id`` from anywhere, open or not
+        (SPEC §17.3); returns the post id once the decision is durable. Its owner takes
+        it in exactly once and writes ``approval/decided``; the first decision wins,
+        later ones (and unknown ids) are recorded as ``agent/inbox/rejected``."""
+
     def remove_pending(self, id: str, message_id: str) -> str:
         """Removes the pending message ``message_id`` of session ``id`` from anywhere,
         open or not; returns the post id once the edit is durable.
@@ -512,6 +525,40 @@ class Session:
         """Ends the open turn with ``error`` (str ``message`` and ``code``). Keyword
         arguments are host extras for the ``turn/end`` data."""
 
+    def ask_approval(
+        self,
+        id: str,
+        tool_name: str,
+        call_id: str | None = None,
+        arguments: Any = None,
+        reason: str | None = None,
+    ) -> None:
+        """Asks for a person's approval of a call of ``tool_name`` (SPEC §17.1): writes
+        ``approval/asked``. ``call_id`` names a tool call still waiting for its result.
+        ``ProtocolError`` with no open turn or a parked one; ``InvalidInputError`` for
+        an id asked before."""
+
+    def decide_approval(self, id: str, outcome: ApprovalOutcome) -> None:
+        """Decides approval ``id``; a call not allowed is answered ``TOOL_NOT_ALLOWED``.
+        An approval not pending is recorded as rejected, then ``AlreadyDecidedError``
+        (or ``NotFoundError``) is raised."""
+
+    def pending_approvals(self) -> list[ApprovalAsked]:
+        """The approvals waiting for a decision, in the order they were asked."""
+
+    def park(self, state: Any = None) -> None:
+        """Parks the open turn on its pending approvals (SPEC §17.2) with ``state`` for
+        whoever resumes the run; the turn stays open with no process alive for it."""
+
+    def approvals_ready(self) -> bool:
+        """Whether the turn is parked and all its approvals are decided, after taking
+        posted decisions in."""
+
+    def resume_parked(self) -> Resumed:
+        """Hands the parked run on (``turn/resumed``) and returns what it was parked
+        with and the decisions. ``ApprovalsPendingError`` while any is pending,
+        ``ProtocolError`` when not parked; nothing is written then."""
+
 @final
 class Inbox:
     """The inbox of one session: ``next-turn`` and ``next-step``, message ids unique
@@ -720,6 +767,21 @@ class FencedError(InboxlogError):
 class UnavailableError(InboxlogError):
     """The store's server cannot be reached or went away mid-call; the message says
     whether the call committed or that its outcome is unknown (``unavailable``, 16)."""
+
+class BusyError(InboxlogError):
+    """A compaction is running; nothing was written (``busy``, 17)."""
+
+class ConflictError(InboxlogError):
+    """The surface changed under a compaction; its end with the error was written
+    (``conflict``, 18)."""
+
+class ApprovalsPendingError(InboxlogError):
+    """Approvals of the turn are still pending (a resume, ``end_step`` or
+    ``close_turn``); nothing was written (``approvals_pending``, 19)."""
+
+class AlreadyDecidedError(InboxlogError):
+    """A decision for an approval already decided, recorded as rejected
+    (``already_decided``, 20)."""
 
 class ObserverWarning(RuntimeWarning):
     """An observer (``on_event``/``on_inbox`` callback) raised: the exception was

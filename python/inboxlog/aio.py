@@ -31,6 +31,8 @@ from typing import Any, Protocol, Self, TypeVar, overload
 
 from . import _native
 from .types import (
+    ApprovalAsked,
+    ApprovalOutcome,
     Baseline,
     Decided,
     Durability,
@@ -40,6 +42,7 @@ from .types import (
     OpenReport,
     Peek,
     Proposal,
+    Resumed,
     StepBoundary,
     StepOutcome,
     Surface,
@@ -252,6 +255,11 @@ class Store:
     async def post(self, id: str, target: Target, message: _JSONObject) -> str:
         """Posts ``message`` to session ``id`` from anywhere; returns the post id."""
         return await self._run.run(self._store.post, id, target, message)
+
+    async def decide(self, id: str, approval_id: str, outcome: ApprovalOutcome) -> str:
+        """Decides approval ``approval_id`` of session ``id`` from anywhere; returns the
+        post id (:meth:`inboxlog.Store.decide`)."""
+        return await self._run.run(self._store.decide, id, approval_id, outcome)
 
     async def remove_pending(self, id: str, message_id: str) -> str:
         """Removes the pending message ``message_id`` of session ``id`` from anywhere;
@@ -516,6 +524,37 @@ class Session:
     async def fail(self, error: _JSONObject, **extra: Any) -> None:
         """Ends the open turn with ``error``."""
         await self._run.run(self._session.fail, error, **extra)
+
+    async def ask_approval(
+        self,
+        id: str,
+        tool_name: str,
+        call_id: str | None = None,
+        arguments: Any = None,
+        reason: str | None = None,
+    ) -> None:
+        """``Session.ask_approval``: writes ``approval/asked``."""
+        await self._run.run(self._session.ask_approval, id, tool_name, call_id, arguments, reason)
+
+    async def decide_approval(self, id: str, outcome: ApprovalOutcome) -> None:
+        """``Session.decide_approval``: writes ``approval/decided``."""
+        await self._run.run(self._session.decide_approval, id, outcome)
+
+    async def pending_approvals(self) -> list[ApprovalAsked]:
+        """``Session.pending_approvals``."""
+        return await self._run.run(self._session.pending_approvals)
+
+    async def park(self, state: Any = None) -> None:
+        """``Session.park``: parks the open turn on its pending approvals."""
+        await self._run.run(self._session.park, state)
+
+    async def approvals_ready(self) -> bool:
+        """``Session.approvals_ready``."""
+        return await self._run.run(self._session.approvals_ready)
+
+    async def resume_parked(self) -> Resumed:
+        """``Session.resume_parked``: hands the parked run on."""
+        return await self._run.run(self._session.resume_parked)
 
     async def __aenter__(self) -> Self:
         return self

@@ -14,6 +14,8 @@ Message = dict[str, Any]
 Target = Literal["next-turn", "next-step"]
 StepOutcome = Literal["continue", "completed", "max-tokens"]
 Durability = Literal["sync", "batched", "none"]
+# How an approval was decided (SPEC §17.1): only "allowed-once" lets the call run.
+ApprovalOutcome = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
 
 
 class _EventRequired(TypedDict):
@@ -143,6 +145,7 @@ class VerifyReport(TypedDict):
     tornBytes: int
     openTurn: int | None
     openStep: int | None
+    parked: bool
     needsRepair: bool
     nextTurn: int
     nextStep: int
@@ -167,9 +170,45 @@ class Surface(TypedDict):
     messages: list[Message]
 
 
+class ApprovalAsked(TypedDict, total=False):
+    """An ``approval/asked`` event's data (SPEC §17.1): ``id`` and ``toolName`` always."""
+
+    id: str
+    toolName: str
+    callId: str
+    arguments: Any
+    reason: str
+
+
+class ParkedTurn(TypedDict):
+    """A turn parked on approvals: the approvals its ``turn/parked`` names, and whether
+    all are decided (``ready``)."""
+
+    turn: int
+    approvals: list[str]
+    ready: bool
+
+
+class ApprovalDecision(TypedDict):
+    """An ``approval/decided`` event's data."""
+
+    id: str
+    outcome: ApprovalOutcome
+
+
+class Resumed(TypedDict):
+    """What ``Session.resume_parked`` hands on: the ``turn/parked`` data (with the
+    host's ``state``) and how each approval it named was decided."""
+
+    turn: int
+    parked: dict[str, Any]
+    decisions: list[ApprovalDecision]
+
+
 class Peek(TypedDict):
     """What ``Store.peek`` read without owning the log: where it ends (``events``), a
-    torn tail left as it is, the turn and step left open, and the inbox."""
+    torn tail left as it is, the turn and step left open, the inbox, the approvals
+    waiting for a decision and the parked turn."""
 
     header: Header
     events: int
@@ -177,6 +216,8 @@ class Peek(TypedDict):
     openTurn: int | None
     openStep: int | None
     baseline: Baseline
+    approvals: list[ApprovalAsked]
+    parked: ParkedTurn | None
 
 
 # What ``Store.upgrade`` did: ``from`` is the format version the log had (the newest
@@ -186,6 +227,9 @@ UpgradeReport = TypedDict("UpgradeReport", {"from": int, "events": int, "tornByt
 
 
 __all__ = [
+    "ApprovalAsked",
+    "ApprovalDecision",
+    "ApprovalOutcome",
     "Baseline",
     "ConsumedWork",
     "Decided",
@@ -198,9 +242,11 @@ __all__ = [
     "InboxNotice",
     "Message",
     "OpenReport",
+    "ParkedTurn",
     "Peek",
     "Proposal",
     "RejectDecision",
+    "Resumed",
     "StepBoundary",
     "StepEntered",
     "StepOutcome",

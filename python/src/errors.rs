@@ -81,6 +81,10 @@ kinds! {
     ReentrantError => Reentrant, "A mutation of a session from inside one of its observers (kind `reentrant`, code 14).";
     FencedError => Fenced, "This writer lost ownership of its session to another writer; nothing was written (kind `fenced`, code 15).";
     UnavailableError => Unavailable, "The store's server cannot be reached or went away mid-call (kind `unavailable`, code 16).";
+    BusyError => Busy, "A compaction is running; nothing was written (kind `busy`, code 17).";
+    ConflictError => Conflict, "The surface changed under a compaction (kind `conflict`, code 18).";
+    ApprovalsPendingError => ApprovalsPending, "Approvals of the turn are still pending; nothing was written (kind `approvals_pending`, code 19).";
+    AlreadyDecidedError => AlreadyDecided, "A decision for an approval already decided, recorded as rejected (kind `already_decided`, code 20).";
 }
 
 /// The location attributes, `None` on the class and set on an instance where known.

@@ -10,6 +10,7 @@ mod convert;
 mod errors;
 mod fleet;
 mod import;
+mod inbox;
 mod projection;
 mod queue_view;
 mod session;
@@ -27,7 +28,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PyStoreOpen>()?;
     m.add_class::<store::PySessionOpen>()?;
     m.add_class::<session::PySession>()?;
-    m.add_class::<session::PyInbox>()?;
+    m.add_class::<inbox::PyInbox>()?;
     m.add_class::<queue_view::PyQueueView>()?;
     queue_view::register(m)?;
     m.add_class::<projection::PyQueueProjection>()?;

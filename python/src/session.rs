@@ -1,4 +1,4 @@
-//! `Session` and its `inbox` view.
+//! `Session` (its `inbox` view is `inbox.rs`).
 //!
 //! Arguments are converted first; every core call then runs with the GIL released
 //! (`py.detach`), so file I/O and fsync never block other Python threads, and an
@@ -19,12 +19,13 @@ use serde_json::value::RawValue;
 
 use inboxlog::wire::{self, FromJson, ToJson};
 use inboxlog::{
-    CancelCause, Decision, Envelope, Extra, Session, StepBoundary, StepOutcome, Target, TryAppend,
-    TurnClaim, TurnError,
+    ApprovalOutcome, CancelCause, Decision, Envelope, Extra, Session, StepBoundary, StepOutcome,
+    Target, TryAppend, TurnClaim, TurnError,
 };
 
 use crate::convert::{dict_to_json, to_json, to_json_and_copy, to_py};
 use crate::errors::{ObserverWarning, OrRaise};
+use crate::inbox::PyInbox;
 use crate::queue_view::PyQueueView;
 use crate::values;
 
@@ -53,11 +54,11 @@ impl PySession {
         let view = |target| Py::new(py, PyQueueView::new(inner.clone(), target));
         let inbox = Py::new(
             py,
-            PyInbox {
-                inner: inner.clone(),
-                next_turn: view(Target::NextTurn)?,
-                next_step: view(Target::NextStep)?,
-            },
+            PyInbox::new(
+                inner.clone(),
+                view(Target::NextTurn)?,
+                view(Target::NextStep)?,
+            ),
         )?;
         Ok(PySession {
             inner,
@@ -494,6 +495,70 @@ impl PySession {
         py.detach(|| s.cancel_with(cause, keep_inbox, &extra)).py()
     }
 
+    /// Asks for a person's approval `id` of a call of tool `tool_name` (SPEC §17.1):
+    /// writes `approval/asked`. `call_id` names a tool call still waiting for its
+    /// result, `arguments` is any JSON value, `reason` a str. Raises `ProtocolError`
+    /// with no open turn or a parked one, `InvalidInputError` for an id asked before.
+    #[pyo3(signature = (id, tool_name, call_id = None, arguments = None, reason = None))]
+    fn ask_approval(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        tool_name: &str,
+        call_id: Option<&str>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        reason: Option<&str>,
+    ) -> PyResult<()> {
+        let arguments = arguments.map(|a| to_json(a, "arguments")).transpose()?;
+        let s = &self.inner;
+        py.detach(|| s.ask_approval(id, tool_name, call_id, arguments.as_deref(), reason))
+            .py()
+            .map(drop)
+    }
+
+    /// Decides approval `id`: `outcome` is `"allowed-once"`, `"rejected"`,
+    /// `"cancelled"` or `"unavailable"`. A call not allowed is answered
+    /// `TOOL_NOT_ALLOWED`. A decision for an approval not pending is recorded as
+    /// rejected, then raises `AlreadyDecidedError` (or `NotFoundError`).
+    fn decide_approval(&self, py: Python<'_>, id: &str, outcome: &str) -> PyResult<()> {
+        let outcome = ApprovalOutcome::parse(outcome).py()?;
+        let s = &self.inner;
+        py.detach(|| s.decide_approval(id, outcome)).py()
+    }
+
+    /// The approvals waiting for a decision, each its `approval/asked` data, in order.
+    fn pending_approvals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let s = &self.inner;
+        let pending = py.detach(|| s.pending_approvals()).py()?;
+        to_py(py, &format!("[{}]", pending.join(",")))
+    }
+
+    /// Parks the open turn on its pending approvals (SPEC §17.2), with `state` (any
+    /// JSON value) for whoever resumes the run. Raises `ProtocolError` with no open
+    /// turn, a parked one, or no pending approval.
+    #[pyo3(signature = (state = None))]
+    fn park(&self, py: Python<'_>, state: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let state = state.map(|v| to_json(v, "state")).transpose()?;
+        let s = &self.inner;
+        py.detach(|| s.park(state.as_deref())).py().map(drop)
+    }
+
+    /// Whether the turn is parked and every approval it names is decided, after taking
+    /// posted decisions in; `False` when not parked.
+    fn approvals_ready(&self, py: Python<'_>) -> PyResult<bool> {
+        let s = &self.inner;
+        py.detach(|| s.approvals_ready()).py()
+    }
+
+    /// Hands the parked run on (writes `turn/resumed`) and returns `{"turn", "parked":
+    /// turn/parked data, "decisions": [{"id", "outcome"}, ...]}`. Raises
+    /// `ApprovalsPendingError` while any is pending, `ProtocolError` when not parked.
+    fn resume_parked<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let s = &self.inner;
+        let resumed = py.detach(|| s.resume_parked()).py()?;
+        to_py(py, &resumed.to_json())
+    }
+
     /// Ends the open turn with `error` (a dict with str `message` and `code`).
     /// Keyword arguments are host extras for the `turn/end` data.
     #[pyo3(signature = (error, **extra))]
@@ -507,121 +572,5 @@ impl PySession {
         let extra = extra_of(extra)?;
         let s = &self.inner;
         py.detach(|| s.fail_with(error, &extra)).py()
-    }
-}
-
-/// The inbox of one session: two ordered lists, `next-turn` and `next-step`.
-#[pyclass(frozen, name = "Inbox", module = "inboxlog")]
-pub(crate) struct PyInbox {
-    inner: Arc<Session>,
-    /// The two live views, made once: they hold no copy, so they never go stale.
-    next_turn: Py<PyQueueView>,
-    next_step: Py<PyQueueView>,
-}
-
-impl PyInbox {
-    /// `view`, once the session is known to be open: a closed session's inbox raises
-    /// `ClosedError` when read, as it did when these were copies.
-    fn open_view(&self, py: Python<'_>, view: &Py<PyQueueView>) -> PyResult<Py<PyQueueView>> {
-        let s = &self.inner;
-        py.detach(|| s.with_inbox(|_| ())).py()?;
-        Ok(view.clone_ref(py))
-    }
-}
-
-fn target(name: &str) -> PyResult<Target> {
-    Target::parse(name).py()
-}
-
-#[pymethods]
-impl PyInbox {
-    /// `next-turn`, as a live read-only view (`QueueView`).
-    #[getter]
-    fn next_turn(&self, py: Python<'_>) -> PyResult<Py<PyQueueView>> {
-        self.open_view(py, &self.next_turn)
-    }
-
-    /// `next-step`, as a live read-only view (`QueueView`).
-    #[getter]
-    fn next_step(&self, py: Python<'_>) -> PyResult<Py<PyQueueView>> {
-        self.open_view(py, &self.next_step)
-    }
-
-    /// Whether either list holds a message.
-    #[getter]
-    fn has_pending(&self, py: Python<'_>) -> PyResult<bool> {
-        let s = &self.inner;
-        py.detach(|| s.inbox().has_pending()).py()
-    }
-
-    /// JavaScript `Array.prototype.splice` on `target`; returns the removed messages.
-    #[pyo3(signature = (target, start, delete_count, inserted = None))]
-    fn splice<'py>(
-        &self,
-        py: Python<'py>,
-        target: &str,
-        start: &Bound<'py, PyAny>,
-        delete_count: &Bound<'py, PyAny>,
-        inserted: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let t = self::target(target)?;
-        let start = values::coordinate(start, "start")?;
-        let delete = values::coordinate(delete_count, "delete_count")?;
-        let inserted = match inserted {
-            None => Vec::new(),
-            Some(list) => values::messages_from(list, "inserted")?,
-        };
-        let s = &self.inner;
-        let removed = py
-            .detach(|| s.inbox().splice(t, start, delete, inserted))
-            .py()?;
-        values::messages(py, &removed)
-    }
-
-    /// Adds `message` at the end of `target`.
-    fn append(&self, py: Python<'_>, target: &str, message: &Bound<'_, PyAny>) -> PyResult<()> {
-        let t = self::target(target)?;
-        let m = values::message_from(message, "message")?;
-        let s = &self.inner;
-        py.detach(|| s.inbox().append(t, m)).py()
-    }
-
-    /// Adds `message` at the front of `target`.
-    fn prepend(&self, py: Python<'_>, target: &str, message: &Bound<'_, PyAny>) -> PyResult<()> {
-        let t = self::target(target)?;
-        let m = values::message_from(message, "message")?;
-        let s = &self.inner;
-        py.detach(|| s.inbox().prepend(t, m)).py()
-    }
-
-    /// Replaces the pending message `id` with `message`; `False` when `id` is not
-    /// pending.
-    fn replace(&self, py: Python<'_>, id: &str, message: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let m = values::message_from(message, "message")?;
-        let s = &self.inner;
-        py.detach(|| s.inbox().replace(id, m)).py()
-    }
-
-    /// Removes the pending message `id`; `False` when it is not pending.
-    fn remove(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
-        let s = &self.inner;
-        py.detach(|| s.inbox().remove(id)).py()
-    }
-
-    /// Cancels everything pending: `next-step` first, then `next-turn`.
-    fn clear(&self, py: Python<'_>) -> PyResult<()> {
-        let s = &self.inner;
-        py.detach(|| s.inbox().clear()).py()
-    }
-
-    /// Takes in the messages posted to this session (`Store.post`, ARCHITECTURE.md#posting); returns how
-    /// many posts it wrote (each a splice, or an `agent/inbox/rejected` event).
-    fn receive(&self, py: Python<'_>) -> PyResult<usize> {
-        let s = &self.inner;
-        py.detach(|| s.receive()).py()
-    }
-
-    fn __repr__(&self) -> String {
-        format!("<inboxlog.Inbox of session {:?}>", self.inner.id())
     }
 }

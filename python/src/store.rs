@@ -458,6 +458,21 @@ impl PyStore {
         crate::fleet::post(py, &self.inner, id, target, message)
     }
 
+    /// Decides approval `approval_id` of session `id` from anywhere, open or not (SPEC
+    /// §17.3); returns the post id once the decision is durable. Its owner takes it in
+    /// exactly once; the first decision wins, later ones are recorded as rejected.
+    fn decide(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        approval_id: &str,
+        outcome: &str,
+    ) -> PyResult<String> {
+        let outcome = inboxlog::ApprovalOutcome::parse(outcome).py()?;
+        let store = &*self.inner;
+        py.detach(|| store.decide(id, approval_id, outcome)).py()
+    }
+
     /// Removes the pending message `message_id` of session `id` from anywhere, open or
     /// not (SPEC §11.3); returns the post id once the edit is durable. Its owner applies
     /// it exactly once, in order with this store's earlier posts and edits, as

@@ -21,6 +21,7 @@ def test_a_healthy_log_reports_counts_and_no_repair(store: inboxlog.Store) -> No
         "tornBytes": 0,
         "openTurn": None,
         "openStep": None,
+        "parked": False,
         "needsRepair": False,
         "nextTurn": 1,
         "nextStep": 1,

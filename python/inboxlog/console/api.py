@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import inboxlog
-from inboxlog.types import Baseline, Event, Header, Target
+from inboxlog.types import ApprovalOutcome, Baseline, Event, Header, Target
 
 #: ``limit`` of a sessions page when none is given, and the most one page holds.
 SESSIONS_LIMIT = (100, 1000)
@@ -316,10 +316,24 @@ def replace(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str
     return {"post": store.replace_pending(id, message_id, message)}
 
 
+_OUTCOMES = ("allowed-once", "rejected", "cancelled", "unavailable")
+
+
+def decide(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
+    """``store.decide`` of ``{"id","outcome"}`` (SPEC §17.3)."""
+    approval_id, outcome = body.get("id"), body.get("outcome")
+    if not isinstance(approval_id, str):
+        raise invalid('"id" must be the approval\'s id (a string)')
+    if outcome not in _OUTCOMES:
+        raise invalid('"outcome" must be one of ' + ", ".join(f'"{o}"' for o in _OUTCOMES))
+    return {"post": store.decide(id, approval_id, cast(ApprovalOutcome, outcome))}
+
+
 __all__ = [
     "EVENTS_LIMIT",
     "SESSIONS_LIMIT",
     "Reader",
+    "decide",
     "error_body",
     "events",
     "post",
