@@ -16,6 +16,7 @@ from inboxlog.types import (
     Header,
     Message,
     OpenReport,
+    ParkedTurn,
     Peek,
     Proposal,
     Resumed,
@@ -549,6 +550,9 @@ class Session:
     def park(self, state: Any = None) -> None:
         """Parks the open turn on its pending approvals (SPEC §17.2) with ``state`` for
         whoever resumes the run; the turn stays open with no process alive for it."""
+
+    def parked(self) -> ParkedTurn | None:
+        """The parked turn (``{"turn", "approvals", "ready"}``), or ``None``."""
 
     def approvals_ready(self) -> bool:
         """Whether the turn is parked and all its approvals are decided, after taking

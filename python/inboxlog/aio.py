@@ -40,6 +40,7 @@ from .types import (
     Header,
     Message,
     OpenReport,
+    ParkedTurn,
     Peek,
     Proposal,
     Resumed,
@@ -547,6 +548,10 @@ class Session:
     async def park(self, state: Any = None) -> None:
         """``Session.park``: parks the open turn on its pending approvals."""
         await self._run.run(self._session.park, state)
+
+    async def parked(self) -> ParkedTurn | None:
+        """``Session.parked``."""
+        return await self._run.run(self._session.parked)
 
     async def approvals_ready(self) -> bool:
         """``Session.approvals_ready``."""

@@ -543,6 +543,14 @@ impl PySession {
         py.detach(|| s.park(state.as_deref())).py().map(drop)
     }
 
+    /// The parked turn, `{"turn", "approvals": [id, ...], "ready"}`, or `None` when the
+    /// open turn is not parked.
+    fn parked<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let s = &self.inner;
+        let parked = py.detach(|| s.parked()).py()?;
+        to_py(py, &wire::parked_json(parked.as_ref()))
+    }
+
     /// Whether the turn is parked and every approval it names is decided, after taking
     /// posted decisions in; `False` when not parked.
     fn approvals_ready(&self, py: Python<'_>) -> PyResult<bool> {

@@ -41,6 +41,17 @@ travels in the same events (``replay_state`` in the message's source, or extra k
 the conversation is stored once. :func:`answers` reads the tool results the log holds
 by call id, the ones repair wrote after a crash included.
 
+Approvals (SPEC §17.4): a framework that stops a run for a person's approval maps each
+pending call onto :meth:`Turn.ask` (after :meth:`Turn.calling`) and then :meth:`Turn.park`
+with whatever it needs to resume the run; the run returns with the turn parked, never
+ended. The next run on the session starts with :meth:`Turn.resume`: while approvals are
+pending it raises :class:`inboxlog.ApprovalsPendingError` and writes nothing; once all
+are decided (from the console, the CLI, any process) it writes ``turn/resumed`` (the one
+commit that hands the run on) and gives back the framework's state and each decision, so
+the framework resumes its own run, running each tool only when allowed. A call that was
+not allowed is answered by the log itself (``TOOL_NOT_ALLOWED``), so :meth:`Turn.answered`
+writes no second result for it.
+
 Each method does its log work in one blocking call on the public :mod:`inboxlog` API, so
 a coroutine runs it off the event loop with one worker-thread call
 (:func:`inboxlog.integrations._common.call`).
@@ -55,7 +66,15 @@ from typing import Any
 
 import inboxlog
 from inboxlog.integrations._common import StepRejectedError, TurnEndedError, call, error_reason
-from inboxlog.types import Decided, Decision, Event, Message, Proposal, StepOutcome
+from inboxlog.types import (
+    ApprovalOutcome,
+    Decided,
+    Decision,
+    Event,
+    Message,
+    Proposal,
+    StepOutcome,
+)
 
 ABORTS = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)
 """The exceptions that end a turn ``aborted`` rather than ``error``."""
@@ -92,6 +111,12 @@ class Turn:
         """Whether a step is open (its model call owes an end)."""
         self.own = False
         """Whether the run brought input of its own."""
+        self.parked = False
+        """Whether the run stopped for approvals (:meth:`park`): the turn stays open."""
+        self.asked: dict[str, str] = {}
+        """The call each approval asked in this run is about, by approval id."""
+        self.not_allowed: set[str] = set()
+        """Calls a decision did not allow: the log answered them already."""
 
     @property
     def current(self) -> bool:
@@ -234,10 +259,13 @@ class Turn:
         is_error: bool = False,
         error: dict[str, str] | None = None,
         **extra: Any,
-    ) -> Event:
+    ) -> Event | None:
         """Appends the ``tool/result`` of call ``call_id``: ``content`` blocks inside one
         ``tool-result`` block, marked ``isError`` (with ``error`` ``{"name", "code"}``
-        when known); ``extra`` keys go after the library's."""
+        when known); ``extra`` keys go after the library's. A call a decision did not
+        allow was answered by the log: nothing is written (``None``)."""
+        if call_id in self.not_allowed:  # answered TOOL_NOT_ALLOWED by the decision
+            return None
         block: dict[str, Any] = {"type": "tool-result", "toolCallId": call_id}
         block["content"] = list(content)
         if is_error:
@@ -257,6 +285,60 @@ class Turn:
         data.update(extra)
         return self.log.append("tool/result", data)
 
+    # -- approvals --------------------------------------------------------------------
+
+    def ask(
+        self,
+        approval_id: str,
+        tool_name: str,
+        call_id: str | None = None,
+        arguments: Any = None,
+        reason: str | None = None,
+    ) -> None:
+        """Asks for a person's approval of call ``call_id`` (``approval/asked``; its
+        ``tool/call`` comes first, :meth:`calling`)."""
+        self.log.ask_approval(approval_id, tool_name, call_id, arguments, reason)
+        if call_id is not None:
+            self.asked[approval_id] = call_id
+
+    def park(self, state: Any = None) -> None:
+        """The framework stopped the run for the approvals asked: parks the turn with
+        ``state`` (JSON: what the framework needs to resume its run) and what the driver
+        needs to take the turn up again. The run then returns; the turn stays open."""
+        driver = {"steps": self.steps, "stepOpen": self.step_open, "calls": self.asked}
+        self.log.park({"driver": driver, "framework": state})
+        self.parked = True
+
+    @classmethod
+    def resume(
+        cls,
+        log: inboxlog.Session,
+        plugins: Sequence[Any] = (),
+        *,
+        keep_inbox_on_cancel: bool = False,
+    ) -> tuple[Turn, Any, dict[str, ApprovalOutcome]] | None:
+        """The run parked on ``log``, handed on to this worker: ``None`` when the
+        session's turn is not parked (start a new run); else the turn taken up, the
+        framework's state and each decision by approval id. Raises
+        :class:`inboxlog.ApprovalsPendingError` (writing nothing) while any approval is
+        pending; a second worker resuming at once is fenced or refused, never both run."""
+        if log.parked() is None:
+            return None
+        resumed = log.resume_parked()
+        state = resumed["parked"].get("state") or {}
+        driver = state.get("driver") or {}
+        turn = cls(log, plugins, keep_inbox_on_cancel=keep_inbox_on_cancel)
+        turn.number = resumed["turn"]
+        turn.steps = int(driver.get("steps", 0))
+        turn.step_open = bool(driver.get("stepOpen", False))
+        turn.own = True
+        decisions = {d["id"]: d["outcome"] for d in resumed["decisions"]}
+        calls: dict[str, str] = driver.get("calls") or {}
+        turn.not_allowed = {
+            call for aid, call in calls.items() if decisions.get(aid) != "allowed-once"
+        }
+        return turn, state.get("framework"), decisions
+
     # -- the model stopped ------------------------------------------------------------
 
     def model_stopped(self, outcome: StepOutcome = "completed") -> bool:
@@ -272,8 +354,8 @@ class Turn:
         """The run returned: ends the turn if :meth:`model_stopped` did not (the framework
         ended after a tool without asking the model again, or before any model call).
         Steering no further call of this run can take ends it ``aborted`` (``hook``),
-        the inbox kept for the next run."""
-        if not self.current:
+        the inbox kept for the next run. A parked turn is left open."""
+        if self.parked or not self.current:
             return
         if self.steps == 0:  # no model call at all: a balanced no-step turn
             self.log.propose_step()
@@ -295,8 +377,9 @@ class Turn:
         """The run raised ``error``: a turn still open ends ``aborted`` for a
         cancellation or an interrupt, ``error`` for anything else, or, with ``outcome``
         (a length stop the framework raises), as :meth:`finish` ends it. A
-        :class:`TurnEndedError` needs nothing: its step boundary ended the turn."""
-        if not self.current:
+        :class:`TurnEndedError` needs nothing: its step boundary ended the turn. A parked
+        turn is left open: the run already returned its state."""
+        if self.parked or not self.current:
             return
         if isinstance(error, ABORTS):
             if not self.keep_inbox_on_cancel:

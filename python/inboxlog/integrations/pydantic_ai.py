@@ -552,7 +552,8 @@ class _Run:
             error=error,
             **_returned_as(part, said),
         )
-        self.results[part.tool_call_id] = event
+        if event is not None:  # None: a decision answered it (TOOL_NOT_ALLOWED)
+            self.results[part.tool_call_id] = event
 
     def said(self, response: ModelResponse) -> None:
         """Appends ``response`` as one ``assistant/message``; its tool calls are pending

@@ -213,3 +213,36 @@ def test_the_conversation_is_written_in_the_turn_and_step_it_belongs_to(tmp_path
     assert found["c3"]["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
     assert "unknown" in result_text(found["c3"])
     reopened.close()
+
+
+def test_a_parked_run_resumes_once_with_its_state_and_no_second_answer(tmp_path: Any) -> None:
+    # SPEC §17.4 through the driver: ask, park, finish leaves the turn open; a resume
+    # while pending raises and writes nothing; after the decision it takes the turn up
+    # where it was, and the call not allowed gets no second result.
+    store = inboxlog.Store(tmp_path)
+    with store.create("s") as log:
+        turn = stepped(log)
+        call = {"type": "tool-call", "id": "c1", "name": "rm", "arguments": "{}"}
+        turn.said("m1", [call], provider="p", model="m")
+        turn.calling("c1", "rm", "{}")
+        turn.ask("a1", "rm", "c1", {})
+        turn.park({"framework": "run-state"})
+        turn.finish()
+        assert log.current_turn == 1 and ends(log) == []
+    with store.open("s") as log:
+        seq = log.last_seq
+        with pytest.raises(inboxlog.ApprovalsPendingError, match='"a1"'):
+            Turn.resume(log)
+        assert log.last_seq == seq
+    store.decide("s", "a1", "rejected")
+    with store.open("s") as log:
+        resumed = Turn.resume(log)
+        assert resumed is not None
+        again, state, decisions = resumed
+        assert state == {"framework": "run-state"}
+        assert decisions == {"a1": "rejected"}
+        assert (again.number, again.steps, again.step_open) == (1, 1, True)
+        assert again.answered("c1", [{"type": "text", "text": "not run"}]) is None
+        assert Turn.resume(log) is None  # handed on once
+        again.finish()
+        assert ends(log) == [{"kind": "completed"}]
