@@ -118,9 +118,9 @@ def follow(
                     spans = one.builder.feed(event)
                     if spans:
                         sender.send(spans)
-                        state.set(session, one.builder.resume_seq)
                         if on_trace is not None:
                             on_trace(session, spans)
+                        state.set(session, one.builder.resume_seq)
             if not busy and len(followed) != 1:
                 stop.wait(poll)
     finally:
