@@ -2,7 +2,8 @@
 thread that takes ``POST /v1/traces`` (protobuf), decodes each body with
 opentelemetry-proto's ``ExportTraceServiceRequest`` and keeps the spans, flattened to
 plain values. ``refuse`` makes it answer 400 (a client error the exporter does not
-retry)."""
+retry). ``GET /count`` answers how many spans came; run as a script, it serves until
+killed, its traces URL on the first line of stdout."""
 
 from __future__ import annotations
 
@@ -76,6 +77,14 @@ class Receiver:
                 self.end_headers()
                 self.wfile.write(reply)
 
+            def do_GET(self) -> None:
+                # How many spans came, for a receiver in another process (the benchmark).
+                body = str(len(receiver.spans)).encode()
+                self.send_response(200 if self.path == "/count" else 404)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
@@ -134,3 +143,9 @@ class Receiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+if __name__ == "__main__":
+    serving = Receiver()
+    print(serving.url, flush=True)
+    threading.Event().wait()

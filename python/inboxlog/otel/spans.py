@@ -267,7 +267,6 @@ class TraceBuilder:
         attributes: Attributes = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.conversation.id": self.session,
-            "inboxlog.session.id": self.session,
             "inboxlog.turn": data.get("turn", 0),
             "inboxlog.seq": seq,
         }
