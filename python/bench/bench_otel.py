@@ -2,6 +2,7 @@
 the lag of a follower from a turn's end to its spans leaving.
 
     .venv/bin/python python/bench/bench_otel.py [--events 100000] [--turns 300] [--rate 20]
+        [--breakdown]
 
 The endpoint is the tests' OTLP/HTTP receiver (``python/tests/otlp_receiver.py``) in a
 process of its own, which decodes every request with opentelemetry-proto; the spans it
@@ -9,11 +10,15 @@ counted are checked against those sent.
 
 - Export: two sessions of ``--events`` events each on a JSONL store, written first
   (durability ``none``). ``chatty``: turns of a tool call and an answer, each model
-  response streamed as 20 ``assistant/chunk`` host events (45 events a turn); ``dense``:
-  the same turns without chunks (15 events a turn, three times the spans per event).
+  response streamed as 20 ``assistant/chunk`` host events (53 events a turn); ``dense``:
+  the same turns without chunks (13 events a turn, four times the spans per event).
   ``inboxlog.otel.export_session`` reads each from seq 0 and sends its spans in batches
   of 512; timed from the call to its return, best of three runs; events/s is the
   session's events over that time.
+- Breakdown (``--breakdown``): the stages of the dense export timed apart, with no
+  endpoint: reading the events (a follower, ``next_batch``), the mapping
+  (``TraceBuilder``), the SDK's ``ReadableSpan`` objects, and the SDK's OTLP protobuf
+  encoding (``encode_spans(...).SerializeToString()``, what the exporter posts).
 - Follow lag: ``inboxlog.otel.follow`` on one session in a thread while another thread
   writes ``--turns`` dense turns at ``--rate`` turns/s; the lag of each turn is from
   ``close_turn`` returning (its ``turn/end`` committed) to the export of its spans
@@ -109,6 +114,44 @@ def export_bench(store: inboxlog.Store, url: str, events: int, name: str, chunks
     )
 
 
+def breakdown(store: inboxlog.Store) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    from inboxlog.otel import TraceBuilder
+
+    class Discard(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    start = time.perf_counter()
+    events = []
+    with store.follow("dense") as follower:
+        while chunk := follower.next_batch(0):
+            events.extend(chunk)
+    read = time.perf_counter() - start
+    start = time.perf_counter()
+    builder = TraceBuilder("dense")
+    records = [span for event in events for span in builder.feed(event)]
+    mapped = time.perf_counter() - start
+    start = time.perf_counter()
+    sender = Sender(Discard())
+    readable = [sender.readable(r) for r in records]
+    built = time.perf_counter() - start
+    start = time.perf_counter()
+    for i in range(0, len(readable), 512):
+        encode_spans(readable[i : i + 512]).SerializeToString()
+    encoded = time.perf_counter() - start
+    n, k = len(events), len(records)
+    for name, took, per, unit in (
+        ("read", read, n, "event"),
+        ("map", mapped, n, "event"),
+        ("ReadableSpan", built, k, "span"),
+        ("SDK encode", encoded, k, "span"),
+    ):
+        print(f"  {name:13} {took:6.2f} s  {took / per * 1e6:6.1f} µs/{unit}")
+
+
 def lag_bench(store: inboxlog.Store, url: str, turns: int, rate: float) -> None:
     ended: dict[int, float] = {}
     lags: list[float] = []
@@ -148,6 +191,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--rate", type=float, default=20.0)
+    parser.add_argument("--breakdown", action="store_true", help="time the stages apart")
     args = parser.parse_args()
     print(f"inboxlog from {Path(inboxlog.__file__).parent}")
     receiver = subprocess.Popen(
@@ -160,6 +204,8 @@ def main() -> None:
             store = inboxlog.Store(root, durability="none")
             export_bench(store, url, args.events, "chatty", 20)
             export_bench(store, url, args.events, "dense", 0)
+            if args.breakdown:
+                breakdown(store)
             lag_bench(store, url, args.turns, args.rate)
     finally:
         receiver.kill()
