@@ -7,6 +7,7 @@ Following and ``inboxlog trace`` are in ``test_otel_follow.py``."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -62,65 +63,123 @@ def first(events: list[dict[str, Any]], type: str, **data: Any) -> dict[str, Any
     )
 
 
-def write_everything(session: inboxlog.Session) -> None:
-    """A session with each thing §18 names: a tool call asked for approval, a failing
-    result, steering taken mid-run, a compaction in the turn, a turn blocked without a
-    step, a manual compaction that failed, a parked and resumed turn, a failed turn."""
-    session.inbox.append("next-turn", m("m1", role="user", content="weather?"))
-    session.open_turn()
-    session.decide({"kind": "enter", "messages": session.propose_step()["messages"]})
+T = 1_700_000_000_000  # the reference log's times: T + the offsets below
+
+
+def everything() -> list[tuple[int, str, Any, dict[str, Any]]]:
+    """A session with each thing §18 names, as (time offset, type, data, envelope): a
+    tool call asked for approval (decided 5 s later), a failing result, steering taken
+    mid-run, a compaction in the turn, a turn blocked without a step, a manual
+    compaction that failed, a parked turn resumed a minute later, a failed turn."""
     call = {"type": "tool-call", "id": "k1", "name": "weather", "arguments": "{}"}
     usage = {"inputTokens": 10, "outputTokens": 4, "cacheReadTokens": 2}
-    session.append("assistant/message", said(1, 1, "a1", "Looking.", call, usage=usage))
-    session.append("tool/call", tool_call(1, 1, "k1", "weather", "{}"))
-    session.append("approval/asked", {"id": "ap1", "toolName": "weather", "callId": "k1"})
-    session.append("approval/decided", {"id": "ap1", "outcome": "allowed-once"})
-    session.inbox.append("next-step", m("m2", role="user", content="in Paris"))
     error = {"name": "WeatherDown", "code": "DOWN"}
-    session.append("tool/result", tool_result(1, 1, "k1", "down", error=error))
-    assert session.end_step("continue")
-    session.decide({"kind": "enter", "messages": session.propose_step()["messages"]})
-    session.append(
-        "assistant/message",
-        said(1, 2, "a2", "Sunny.", usage={"inputTokens": 20, "outputTokens": 2}),
-    )
-    session.end_step("completed")
-    session.append("compaction/start", {"compactionId": "c1", "turn": 1})
-    session.append(
-        "compaction/summary",
-        {
-            "compactionId": "c1",
-            "summary": [{"type": "text", "text": "asked the weather"}],
-            "shadowedRange": {"start": 4, "end": 9},
-            "shadowedSeqs": [4, 9],
-            "shadowedTokenCount": 40,
-            "provider": "scripted",
-            "model": "m1",
-        },
-    )
-    session.append("compaction/end", {"compactionId": "c1", "turn": 1})
-    session.close_turn()
-    session.inbox.append("next-turn", m("m3", role="user", content="rm -rf"))
-    session.open_turn()
-    session.propose_step()
-    session.decide({"kind": "reject"})
-    session.append("compaction/start", {"compactionId": "c2", "turn": None})
-    session.append("compaction/end", {"compactionId": "c2", "turn": None, "error": "conflict"})
-    session.inbox.append("next-turn", m("m4", role="user", content="delete it"))
-    session.open_turn()
-    session.decide({"kind": "enter", "messages": session.propose_step()["messages"]})
-    session.append("approval/asked", {"id": "ap2", "toolName": "delete"})
-    session.append("turn/parked", {"turn": 3, "approvals": ["ap2"]})
-    session.append("approval/decided", {"id": "ap2", "outcome": "rejected"})
-    session.append("turn/resumed", {"turn": 3})
-    session.fail({"message": "the model went away", "code": "MODEL_DOWN"})
+    append = {"surfaceOp": "append"}
+
+    def put(target: str, id: str) -> dict[str, Any]:
+        message = m(id, role="user", content=id)
+        return {"target": target, "start": 0, "inserted": [message]}
+
+    def take(target: str) -> dict[str, Any]:
+        return {"target": target, "start": 0, "removedCount": 1, "inserted": []}
+
+    summary = {
+        "id": "summary-c1",
+        "role": "user",
+        "content": [{"type": "text", "text": "asked the weather"}],
+        "source": {"kind": "plugin", "plugin": "compact", "compactionId": "c1"},
+    }
+    return [
+        (0, "agent/inbox/spliced", put("next-turn", "m1"), {}),
+        (10, "turn/start", {"turn": 1}, {}),
+        (10, "agent/inbox/spliced", take("next-turn"), {}),
+        (11, "step/start", {"turn": 1, "step": 1}, {}),
+        (11, "user/message", m("m1", role="user", content="m1"), append),
+        (100, "assistant/message", said(1, 1, "a1", "Looking.", call, usage=usage), append),
+        (101, "tool/call", tool_call(1, 1, "k1", "weather", "{}"), {}),
+        (102, "approval/asked", {"id": "ap1", "toolName": "weather", "callId": "k1"}, {}),
+        (5102, "approval/decided", {"id": "ap1", "outcome": "allowed-once"}, {}),
+        (5200, "agent/inbox/spliced", put("next-step", "m2"), {}),
+        (5300, "tool/result", tool_result(1, 1, "k1", "down", error=error), append),
+        (5301, "step/end", {"turn": 1, "step": 1}, {}),
+        (5302, "agent/inbox/spliced", take("next-step"), {}),
+        (5302, "step/start", {"turn": 1, "step": 2}, {}),
+        (5302, "user/message", m("m2", role="user", content="m2"), append),
+        (6000, "assistant/message", said(1, 2, "a2", "Sunny.", usage={"inputTokens": 20}), append),
+        (6001, "step/end", {"turn": 1, "step": 2}, {}),
+        (6002, "compaction/start", {"compactionId": "c1", "turn": 1}, {}),
+        (
+            6500,
+            "compaction/summary",
+            {
+                "compactionId": "c1",
+                "summary": summary["content"],
+                "shadowedRange": {"start": 14, "end": 15},
+                "shadowedSeqs": [14, 15],
+                "shadowedTokenCount": 40,
+                "provider": "scripted",
+                "model": "m1",
+            },
+            {},
+        ),
+        (
+            6500,
+            "user/message",
+            summary,
+            {
+                "surfaceOp": {"op": "replace", "start": 14, "end": 15},
+                "sourceEventSeqs": [17, 18, 14, 15],
+            },
+        ),
+        (6600, "compaction/end", {"compactionId": "c1", "turn": 1}, {}),
+        (6601, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}, {}),
+        (7000, "agent/inbox/spliced", put("next-turn", "m3"), {}),
+        (8000, "turn/start", {"turn": 2}, {}),
+        (8000, "agent/inbox/spliced", take("next-turn"), {}),
+        (8001, "turn/end", {"turn": 2, "reason": {"kind": "blocked"}}, {}),
+        (9000, "compaction/start", {"compactionId": "c2", "turn": None}, {}),
+        (9100, "compaction/end", {"compactionId": "c2", "turn": None, "error": "conflict"}, {}),
+        (10000, "agent/inbox/spliced", put("next-turn", "m4"), {}),
+        (10001, "turn/start", {"turn": 3}, {}),
+        (10001, "agent/inbox/spliced", take("next-turn"), {}),
+        (10002, "step/start", {"turn": 3, "step": 1}, {}),
+        (10002, "user/message", m("m4", role="user", content="m4"), append),
+        (10003, "approval/asked", {"id": "ap2", "toolName": "delete"}, {}),
+        (10004, "turn/parked", {"turn": 3, "approvals": ["ap2"]}, {}),
+        (70004, "approval/decided", {"id": "ap2", "outcome": "rejected"}, {}),
+        (70005, "turn/resumed", {"turn": 3}, {}),
+        (70006, "step/end", {"turn": 3, "step": 1}, {}),
+        (
+            70006,
+            "turn/end",
+            {
+                "turn": 3,
+                "reason": {
+                    "kind": "error",
+                    "error": {"message": "the model went away", "code": "MODEL_DOWN"},
+                },
+            },
+            {},
+        ),
+    ]
+
+
+def import_everything(store: inboxlog.Store, id: str, tmp: Path, **header: Any) -> None:
+    """``everything()`` as a reference harness log (§7.6), imported into ``store``: the
+    library writes approvals, parked turns and compactions only through its own calls
+    (§16, §17), and an imported log holds them as the reference wrote them."""
+    lines = [{"type": "session", "version": 0, "id": id, "createdAt": T, **header}]
+    for seq, (offset, type, data, envelope) in enumerate(everything()):
+        lines.append({"type": type, "seq": seq, "time": T + offset, "data": data, **envelope})
+    path = tmp / f"{id}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    inboxlog.import_reference(path, store, id=id).close()
 
 
 def test_a_session_becomes_one_trace_per_turn_in_the_genai_conventions(
-    store: inboxlog.Store, receiver: Receiver
+    store: inboxlog.Store, receiver: Receiver, tmp_path: Path
 ) -> None:
-    with store.create("s1", agent_preset="weatherbot") as session:
-        write_everything(session)
+    import_everything(store, "s1", tmp_path, agentPreset="weatherbot")
     events = store.inspect("s1")[1]
     spans = export(store, "s1", receiver, service_name="otel-test")
     assert len({s.trace_id for s in spans}) == 4  # three turns, one manual compaction
@@ -178,6 +237,7 @@ def test_a_session_becomes_one_trace_per_turn_in_the_genai_conventions(
         )
         return int(taken["time"] - inserted["time"])
 
+    assert (waited("m1", "next-turn"), waited("m2", "next-step")) == (10, 102)
     assert claimed(chats[0]) == [
         {
             "inboxlog.message.id": "m1",
@@ -212,6 +272,7 @@ def test_a_session_becomes_one_trace_per_turn_in_the_genai_conventions(
     assert tool.start == call["time"] * MS
     assert tool.end == first(events, "tool/result")["time"] * MS
     wait = decided["time"] - asked["time"]
+    assert wait == 5000
     assert tool.attributes["inboxlog.approval.outcome"] == "allowed-once"
     assert tool.attributes["inboxlog.approval.wait_ms"] == wait
     assert [(n, t) for n, t, _ in tool.events] == [
@@ -246,6 +307,7 @@ def test_a_session_becomes_one_trace_per_turn_in_the_genai_conventions(
     assert names.index("inboxlog.turn.parked") < names.index("inboxlog.turn.resumed")
     resumed = next(a for n, _, a in agent3.events if n == "inboxlog.turn.resumed")
     parked_at = first(events, "turn/parked")["time"]
+    assert resumed["inboxlog.turn.parked_ms"] == 60001
     assert resumed["inboxlog.turn.parked_ms"] == first(events, "turn/resumed")["time"] - parked_at
     [chat3] = by_name(turn3, "chat")
     assert (
@@ -260,10 +322,9 @@ def test_a_session_becomes_one_trace_per_turn_in_the_genai_conventions(
 
 
 def test_the_same_export_twice_gives_the_same_ids(
-    jsonl: inboxlog.Store, receiver: Receiver
+    jsonl: inboxlog.Store, receiver: Receiver, tmp_path: Path
 ) -> None:
-    with jsonl.create("s1") as session:
-        write_everything(session)
+    import_everything(jsonl, "s1", tmp_path)
     once = export(jsonl, "s1", receiver)
     again = export(jsonl, "s1", receiver)
 
@@ -474,12 +535,11 @@ def test_import_inboxlog_does_not_import_opentelemetry() -> None:
 
 
 def test_an_endpoint_that_refuses_raises_export_error(
-    jsonl: inboxlog.Store, receiver: Receiver
+    jsonl: inboxlog.Store, receiver: Receiver, tmp_path: Path
 ) -> None:
     from inboxlog.otel import ExportError
 
-    with jsonl.create("s1") as session:
-        write_everything(session)
+    import_everything(jsonl, "s1", tmp_path)
     receiver.refuse = True
     sender = Sender(otlp_exporter(receiver.url))
     with pytest.raises(ExportError, match="refused"):
