@@ -229,6 +229,10 @@ $(VENV)/.ready: python/pyproject.toml Makefile
 	@# (ADK's DatabaseSessionService on SQLite through aiosqlite) and bench_adk.py's
 	@# PostgreSQL driver for that service (asyncpg).
 	$(VPY) -m pip install --quiet "google-adk[db]>=2.13,<2.14" "aiosqlite>=0.20,<1" "asyncpg>=0.29,<1"
+	@# The otel extra's dependencies (inboxlog.otel, `inboxlog trace`), and opentelemetry-proto,
+	@# with which tests/test_otel.py's OTLP/HTTP receiver decodes what the exporter sent.
+	$(VPY) -m pip install --quiet "opentelemetry-sdk>=1.44,<1.45" \
+		"opentelemetry-exporter-otlp-proto-http>=1.44,<1.45" "opentelemetry-proto>=1.44,<1.45"
 	@# Bench only (python/bench/bench_postgres.py's bare clients), not a package dependency.
 	$(VPY) -m pip install --quiet "psycopg[binary]>=3.2,<4"
 	@# The console's browser tests drive Debian's Chromium with Selenium (make browser).

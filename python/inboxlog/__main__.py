@@ -40,6 +40,11 @@
                                                  decide a tool call waiting for approval,
                                                  from anywhere, exactly once: allowed once
                                                  (or rejected); prints the post id
+    python -m inboxlog trace   ROOT [ID] --endpoint URL [--follow] [--state FILE]
+                                                 the sessions (or ID) as OpenTelemetry
+                                                 traces over OTLP/HTTP (needs the extra
+                                                 inboxlog[otel]); --follow exports each
+                                                 turn as it ends; --state resumes there
     python -m inboxlog serve   ROOT [--host 127.0.0.1] [--port 8765] [--token T]
                                [--allow-host NAME[:PORT]]... [--read-only]
                                                  the web console and its JSON + SSE API
@@ -115,6 +120,11 @@ _EXAMPLES = {
     "approve": (
         "examples:\n  inboxlog approve sessions/ s1 approval-7\n"
         "  inboxlog approve sessions/ s1 approval-7 --reject"
+    ),
+    "trace": (
+        "examples:\n  inboxlog trace sessions/ s1 --endpoint http://localhost:4318/v1/traces\n"
+        "  inboxlog trace sessions/ --endpoint http://localhost:4318/v1/traces --follow "
+        "--state trace.json"
     ),
     "serve": (
         "examples:\n  inboxlog serve sessions/\n"
@@ -431,6 +441,18 @@ def _approve(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _trace(store: Store, args: argparse.Namespace) -> int:
+    try:
+        from .otel.cli import run
+    except ImportError as e:
+        print(
+            f"inboxlog trace needs the otel extra ({e}): pip install 'inboxlog[otel]'",
+            file=sys.stderr,
+        )
+        return 1
+    return run(store, args)
+
+
 def _serve_refusal(args: argparse.Namespace) -> str | None:
     """Why ``serve`` must not start with these arguments, or ``None``."""
     from .console.security import check_token, is_loopback, parse_host
@@ -530,6 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("transcript", _transcript, "what the model sees next: the surface's messages"),
         ("post", _post, "post a message to a session, or edit its pending input"),
         ("approve", _approve, "allow (or --reject) a tool call waiting for approval"),
+        ("trace", _trace, "export sessions as OpenTelemetry traces (OTLP/HTTP)"),
         ("serve", _serve, "serve the web console and its API over the store"),
     ]:
         sub = commands.add_parser(
@@ -594,6 +617,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_argument("--json", action="store_true", help="one JSON header per line")
         if name == "verify":
             sub.add_argument("ids", nargs="*", help="session ids (default: all)")
+        if name == "trace":
+            sub.add_argument("id", nargs="?", help="session id (default: every session)")
+            sub.add_argument("--endpoint", required=True, help="the OTLP/HTTP traces URL")
+            sub.add_argument("--follow", action="store_true", help="export each turn as it ends")
+            sub.add_argument("--state", help="a file noting what was exported, to resume from")
         if name == "serve":
             sub.add_argument(
                 "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)"

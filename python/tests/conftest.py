@@ -120,6 +120,8 @@ collect_ignore = [
         ("test_adk_sessions.py", "google.adk", "adk"),
         ("test_adk_plugin.py", "google.adk", "adk"),
         ("test_adk_reads.py", "google.adk", "adk"),
+        ("test_otel.py", "opentelemetry.exporter.otlp.proto.http", "otel"),
+        ("test_otel_follow.py", "opentelemetry.exporter.otlp.proto.http", "otel"),
     ]
     if (Path(__file__).parent / name).exists() and missing_extra(module, extra)
 ]
