@@ -47,10 +47,14 @@
                                                  turn as it ends; --state resumes there
     python -m inboxlog serve   ROOT [--host 127.0.0.1] [--port 8765] [--token T]
                                [--allow-host NAME[:PORT]]... [--read-only]
+                               [--client-bytes N] [--clients-bytes N] [--page-bytes N]
+                               [--history-bytes N] [--histories-bytes N] [--stall S]
                                                  the web console and its JSON + SSE API
                                                  (needs the extra inboxlog[console]); the
                                                  token also from INBOXLOG_TOKEN; a bind
-                                                 off loopback is refused without one
+                                                 off loopback is refused without one;
+                                                 the bounds of what it holds of events
+                                                 (docs/ARCHITECTURE.md#console)
 
 ROOT is a JSONL store's directory, or a postgresql:// (or postgres://) URL for the
 PostgreSQL store, whose tables live in the schema given by --schema (default inboxlog).
@@ -491,6 +495,14 @@ def _serve(store: Store, args: argparse.Namespace) -> int:
     import logging
     import socket
 
+    from .console import Limits
+
+    given = {f.replace("-", "_"): getattr(args, f.replace("-", "_")) for f in _LIMITS}
+    try:
+        limits = Limits(**{k: v for k, v in given.items() if v is not None})
+    except ValueError as e:
+        print(f"inboxlog serve: {e}", file=sys.stderr)
+        return 2
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -503,7 +515,9 @@ def _serve(store: Store, args: argparse.Namespace) -> int:
         return 1
     port = sock.getsockname()[1]
     hosts = bound_hosts(args.host.strip("[]"), port) + list(args.allow_host)
-    console = app(store, token=args.token, read_only=args.read_only, allowed_hosts=hosts)
+    console = app(
+        store, token=args.token, read_only=args.read_only, allowed_hosts=hosts, limits=limits
+    )
     server = serve.server(console, log_level="info", timeout_graceful_shutdown=5)
     # The access log shows each request's path; a ?token= in it is shown as ***.
     logging.getLogger("uvicorn.access").addFilter(_hide_token)
@@ -520,6 +534,14 @@ def _serve(store: Store, args: argparse.Namespace) -> int:
         server.run(sockets=[sock])
     return 0
 
+
+#: ``serve``'s flags of the console's bounds (``inboxlog.console.Limits``).
+_LIMITS: dict[str, type] = {
+    **dict.fromkeys(
+        ["client-bytes", "clients-bytes", "page-bytes", "history-bytes", "histories-bytes"], int
+    ),
+    "stall": float,
+}
 
 _TOKEN_QUERY = re.compile(r"([?&]token=)[^&\s]*")
 
@@ -642,6 +664,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 help="another Host the console answers (a name alone: any port)",
             )
             sub.add_argument("--read-only", action="store_true", help="refuse every mutation")
+            for flag, kind in _LIMITS.items():
+                sub.add_argument(f"--{flag}", type=kind, help=f"the console's {flag} bound")
         if name == "import":
             sub.add_argument("file", help="the reference log (.jsonl or .jsonl.zstd)")
             sub.add_argument("--id", help="session id (default: the log's own)")

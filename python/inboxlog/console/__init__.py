@@ -16,5 +16,6 @@ The extra ``inboxlog[console]`` installs what it needs (Starlette, uvicorn);
 from __future__ import annotations
 
 from .app import Console, app
+from .limits import Limits
 
-__all__ = ["Console", "app"]
+__all__ = ["Console", "Limits", "app"]

@@ -1,6 +1,7 @@
-"""The JSON shapes of the console's API (SPEC §14.1), read and written through
-inboxlog's public blocking API. Every function here blocks: the app runs them on its
-executor, never on the event loop.
+"""The JSON shapes of the console's API (SPEC §14.1), read through
+inboxlog's public blocking API and written through :mod:`inboxlog.aio`. Every read
+here blocks: the app runs them on its executor, never on the event loop; the
+mutations are coroutines whose store call (and its fsync) runs there too.
 
 Reading a session never opens it (that would take its writer's lock). A session's fold
 (its header, last seq, open turn, queues and latest events) starts from ``store.peek``
@@ -15,6 +16,7 @@ event with a :class:`~inboxlog.QueueProjection` fed the events before it.
 from __future__ import annotations
 
 import bisect
+import json
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
@@ -22,7 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import inboxlog
+import inboxlog.aio
 from inboxlog.types import ApprovalOutcome, Baseline, Event, Header, Target
+
+from .limits import Limits
 
 #: ``limit`` of a sessions page when none is given, and the most one page holds.
 SESSIONS_LIMIT = (100, 1000)
@@ -33,7 +38,8 @@ FOLDS_KEPT = 64
 #: A fold keeps the inbox as of every this many events, so a baseline at an earlier
 #: seq replays at most this many events.
 SNAPSHOT_EVERY = 1024
-#: A fold keeps this many of the latest events (one page at the largest ``limit``).
+#: A fold keeps at most this many of the latest events (one page at the largest
+#: ``limit``), and at most ``Limits.history_bytes`` of them.
 RECENT = 1000
 
 #: The HTTP status of each error kind (SPEC §14.1); a kind not listed is the server's
@@ -160,8 +166,13 @@ class _Fold:
     #: A follower standing at ``next_seq``, kept open: bringing the fold up to date
     #: reads only what was committed since (a JSONL log is not read from its start).
     follower: inboxlog.Follower | None = None
-    #: The last ``RECENT`` events: a session's latest page without a read.
-    recent: deque[Event] = field(default_factory=lambda: deque(maxlen=RECENT))
+    #: The latest events (at most ``RECENT``, ``history`` bytes of JSON): a session's
+    #: latest page without a read.
+    recent: deque[Event] = field(default_factory=deque)
+    #: The JSON size of each of ``recent``, and their sum.
+    sizes: deque[int] = field(default_factory=deque)
+    kept: int = 0
+    history: int = Limits.history_bytes
     projection: inboxlog.QueueProjection = field(default_factory=inboxlog.QueueProjection)
     #: The inbox as of every ``SNAPSHOT_EVERY``-th seq.
     snapshots: list[Baseline] = field(default_factory=list)
@@ -177,9 +188,21 @@ class _Fold:
         elif event["type"] == "turn/end":
             self.open_turn = None
         self.next_seq = seq + 1
-        self.recent.append(event)
+        self.keep(event)
         if seq % SNAPSHOT_EVERY == SNAPSHOT_EVERY - 1:
             self.snapshots.append(self.baseline())
+
+    def keep(self, event: Event) -> None:
+        """Keeps ``event`` as the latest, forgetting the oldest past the bounds."""
+        if self.history <= 0:
+            return
+        size = len(json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode())
+        self.recent.append(event)
+        self.sizes.append(size)
+        self.kept += size
+        while self.recent and (len(self.recent) > RECENT or self.kept > self.history):
+            self.recent.popleft()
+            self.kept -= self.sizes.popleft()
 
     def baseline(self) -> Baseline:
         return _baseline(self.next_seq - 1 if self.next_seq else None, self.projection)
@@ -192,10 +215,12 @@ class _Fold:
 
 class Reader:
     """The reads of one store that keep state between requests: the fold of each
-    recently seen session. Safe to use from several threads."""
+    recently seen session, its latest events bounded in bytes per session and in
+    total (``limits``). Safe to use from several threads."""
 
-    def __init__(self, store: inboxlog.Store) -> None:
+    def __init__(self, store: inboxlog.Store, limits: Limits | None = None) -> None:
         self.store = store
+        self.limits = limits or Limits()
         self._folds: OrderedDict[str, _Fold] = OrderedDict()
         self._lock = threading.Lock()
         self._session_locks: dict[str, threading.Lock] = {}
@@ -208,13 +233,15 @@ class Reader:
         """A new fold of session ``id``: its state from ``store.peek`` and its latest
         events from ``store.tail`` (those the peek covers: the follower takes the rest)."""
         peek = self.store.peek(id)
-        fold = _Fold(peek["header"], next_seq=peek["events"])
+        fold = _Fold(peek["header"], next_seq=peek["events"], history=self.limits.history_bytes)
         fold.open_turn = peek["openTurn"]
         fold.projection = inboxlog.QueueProjection(peek["baseline"])
         if peek["baseline"]["seq"] is not None:
             # The inbox as of an earlier event replays from the closest snapshot before.
             fold.snapshots.append(peek["baseline"])
-        fold.recent.extend(e for e in self.store.tail(id, RECENT) if e["seq"] < fold.next_seq)
+        for event in self.store.tail(id, RECENT):
+            if event["seq"] < fold.next_seq:
+                fold.keep(event)
         return fold
 
     def fold(self, id: str) -> _Fold:
@@ -241,9 +268,28 @@ class Reader:
                 raise
             with self._lock:
                 self._folds[id] = fold
-                while len(self._folds) > FOLDS_KEPT:
-                    self._folds.popitem(last=False)[1].close()
+                kept = sum(f.kept for f in self._folds.values())
+                while len(self._folds) > 1 and (
+                    len(self._folds) > FOLDS_KEPT or kept > self.limits.histories_bytes
+                ):
+                    oldest = self._folds.popitem(last=False)[1]
+                    kept -= oldest.kept
+                    oldest.close()
             return fold
+
+    def release(self, id: str) -> None:
+        """Forgets session ``id``'s fold (no client follows it any more); the next
+        request folds it anew from its checkpoint."""
+        with self._session_lock(id):
+            with self._lock:
+                fold = self._folds.pop(id, None)
+            if fold is not None:
+                fold.close()
+
+    def held(self) -> dict[str, int]:
+        """The bytes of latest events kept, by session."""
+        with self._lock:
+            return {id: fold.kept for id, fold in self._folds.items()}
 
     def _extend(self, fold: _Fold) -> None:
         """Folds the events committed since ``fold`` was last brought up to date."""
@@ -290,7 +336,7 @@ class Reader:
                 raise invalid(f"at {at} is past the last event of session {id!r}")
             snapshots = [s for s in fold.snapshots if s["seq"] is not None and s["seq"] <= at]
         start = snapshots[-1] if snapshots else None
-        partial = _Fold(fold.header)
+        partial = _Fold(fold.header, history=0)
         if start is not None:
             partial.projection = inboxlog.QueueProjection(start)
             partial.next_seq = cast(int, start["seq"]) + 1
@@ -299,34 +345,34 @@ class Reader:
         return partial.baseline()
 
 
-def post(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
+async def post(store: inboxlog.aio.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
     """``store.post`` of ``{"target","message"}`` (SPEC §11.1)."""
-    return {"post": store.post(id, target_of(body.get("target")), message_of(body))}
+    target, message = target_of(body.get("target")), message_of(body)
+    return {"post": await store.post(id, target, message)}
 
 
-def remove(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
+async def remove(store: inboxlog.aio.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
     """``store.remove_pending`` of ``{"id"}`` (SPEC §11.3)."""
-    message_id = id_of(body)
-    return {"post": store.remove_pending(id, message_id)}
+    return {"post": await store.remove_pending(id, id_of(body))}
 
 
-def replace(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
+async def replace(store: inboxlog.aio.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
     """``store.replace_pending`` of ``{"id","message"}`` (SPEC §11.3)."""
     message_id, message = id_of(body), message_of(body)
-    return {"post": store.replace_pending(id, message_id, message)}
+    return {"post": await store.replace_pending(id, message_id, message)}
 
 
 _OUTCOMES = ("allowed-once", "rejected", "cancelled", "unavailable")
 
 
-def decide(store: inboxlog.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
+async def decide(store: inboxlog.aio.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
     """``store.decide`` of ``{"id","outcome"}`` (SPEC §17.3)."""
     approval_id, outcome = body.get("id"), body.get("outcome")
     if not isinstance(approval_id, str):
         raise invalid('"id" must be the approval\'s id (a string)')
     if outcome not in _OUTCOMES:
         raise invalid('"outcome" must be one of ' + ", ".join(f'"{o}"' for o in _OUTCOMES))
-    return {"post": store.decide(id, approval_id, cast(ApprovalOutcome, outcome))}
+    return {"post": await store.decide(id, approval_id, cast(ApprovalOutcome, outcome))}
 
 
 __all__ = [

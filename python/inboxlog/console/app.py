@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,8 +26,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 import inboxlog
+import inboxlog.aio
 
 from . import api
+from .limits import Limits
 from .security import Guard, route_path
 from .stream import Hub
 
@@ -55,12 +57,15 @@ _NO_PAGES = b"""<!doctype html>
 class _Console:
     """The state behind the routes: the store, its reader, the feeds, the executors."""
 
-    def __init__(self, store: inboxlog.Store) -> None:
+    def __init__(self, store: inboxlog.Store, limits: Limits) -> None:
         self.store = store
-        self.reader = api.Reader(store)
+        self.reader = api.Reader(store, limits)
         self.executor = ThreadPoolExecutor(API_THREADS, thread_name_prefix="inboxlog-console")
+        #: The store as coroutines on the same executor: the mutations' durable writes
+        #: (an fsync each) run there, many at once, never on the event loop.
+        self.aio = inboxlog.aio.Store.wrap(store, executor=self.executor)
         self.feed_executor = ThreadPoolExecutor(FEED_THREADS, thread_name_prefix="inboxlog-feed")
-        self.hub = Hub(store, self.reader, self.feed_executor)
+        self.hub = Hub(store, self.reader, self.feed_executor, limits)
 
     async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
         """``fn(*args)`` on the executor."""
@@ -142,11 +147,13 @@ def _routes(console: _Console) -> list[Route | Mount]:
     async def surface(request: Request) -> Response:
         return await _answer(lambda: run(store.surface, request.path_params["id"]))
 
-    def mutation(fn: Callable[[inboxlog.Store, str, dict[str, Any]], dict[str, str]]) -> Any:
+    def mutation(
+        fn: Callable[[inboxlog.aio.Store, str, dict[str, Any]], Awaitable[dict[str, str]]],
+    ) -> Any:
         async def endpoint(request: Request) -> Response:
             try:
                 body = await _body(request)
-                answer = await run(fn, store, request.path_params["id"], body)
+                answer = await fn(console.aio, request.path_params["id"], body)
             except inboxlog.InboxlogError as e:
                 return _error(e)
             return _json(answer, 202)
@@ -236,6 +243,7 @@ def app(
     token: str | None = None,
     read_only: bool = False,
     allowed_hosts: Sequence[str] | None = None,
+    limits: Limits | None = None,
 ) -> Console:
     """The console and its API over ``store`` as an ASGI application, to mount under
     any path prefix of a host app or to run with ``inboxlog serve``.
@@ -244,8 +252,10 @@ def app(
     Bearer``, or the cookie a visit with ``?token=`` sets). ``read_only``: every
     mutation is refused (403). ``allowed_hosts``: the ``Host`` values answered
     (``NAME`` with any port, ``NAME:PORT``); ``None`` leaves ``Host`` to the host app.
+    ``limits``: the bounds of what it holds of events (:class:`Limits`, its defaults
+    when ``None``).
     """
-    console = _Console(store)
+    console = _Console(store, limits or Limits())
     routes = Starlette(
         routes=_routes(console),
         exception_handlers={HTTPException: _http_error},

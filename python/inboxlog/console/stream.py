@@ -6,16 +6,17 @@ the log it found when its first client came, waiting for events on the feeds'
 executor (a burst taken in one call and one read, ``Follower.next_batch``), encodes
 each event once and hands the bytes to every client's buffer. A client that joins
 later, or asks for older events (``since``, ``Last-Event-ID``), reads the events before
-the feed's position from the store itself, in pages, then takes the feed's: every seq
-is sent once, in order.
+the feed's position from the store itself, in pages of at most ``page_bytes``, and
+takes the feed's from the seq it caught up at: every seq is sent once, in order.
 
-A client's buffer is bounded (bytes and events), and the feed never waits for a
-client. When a client's buffer overflows, what it held is dropped and the client
-reads it from the store instead, switching back to the feed at the event that
-overflowed (a burst, or a client a little slower than the writer, costs reads, never
-memory). A client that leaves one send untaken for ``STALL`` seconds is stalled: it
-is dropped (its buffer freed, its send abandoned) and told so by a last
-``event: error`` when it can still take one.
+Every byte held for a client is counted (:class:`~inboxlog.console.limits.Limits`):
+its queue and its send in progress, against its own bound and the bound of all
+clients together. The feed never waits for a client: one that would pass a bound,
+or leaves a send untaken for ``stall`` seconds, falls behind. It is sent one
+``event: error`` (kind ``too_large``, naming the bound) when it can take it within
+``LAST_WORDS`` seconds, and its connection is closed either way: aborted through the
+server's ``inboxlog.abort`` extension (``inboxlog serve`` gives it) when it does not
+take the end of its response in time. What it held is released at once.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import contextlib
 import functools
 import json
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor
 from typing import Any, TypeVar
@@ -35,28 +36,25 @@ from starlette.types import Receive, Scope, Send
 import inboxlog
 
 from . import api
+from .limits import TOO_LARGE, Limits
 
 log = logging.getLogger("inboxlog.console")
 
 _T = TypeVar("_T")
 
-#: The most bytes of encoded events a client's buffer holds before it is dropped.
-CLIENT_BUFFER_BYTES = 1 << 20
-#: The most events a client's buffer holds before it is dropped.
-CLIENT_BUFFER_EVENTS = 4096
-#: Seconds a client may leave one send untaken before it is dropped as stalled.
-STALL = 15.0
 #: Seconds between two comment lines on an idle stream (SPEC: at least every 15 s).
 HEARTBEAT = 10.0
 #: Seconds between two reads of the session list for ``/api/follow``.
 LIST_EVERY = 1.0
-#: Seconds a dropped client's last words may take before its connection is closed.
+#: Seconds a dropped client's last words (its ``event: error`` and the end of its
+#: response) may take before its connection is aborted.
 LAST_WORDS = 1.0
-#: Events one read of older events takes from the store.
-CATCH_UP_PAGE = 1000
 #: Seconds one wait of a feed's follower lasts on its executor thread: the bound on how
 #: long a feed whose last client left keeps that thread.
 FOLLOW_SLICE = 0.25
+#: The ASGI scope extension of a server that can abort a connection: a callable taking
+#: the request's scope.
+ABORT = "inboxlog.abort"
 
 
 _RETRY = b"retry: 1000\n\n"
@@ -73,8 +71,8 @@ def encode(seq: int | None, data: Any, event: str | None = None) -> bytes:
 
 
 class Dropped(Exception):
-    """The client was dropped (too slow, or its feed failed); ``last`` is the event
-    that says why."""
+    """The client was dropped (behind its bound, or its feed failed); ``last`` is the
+    event that says why."""
 
     def __init__(self, last: bytes) -> None:
         super().__init__(last)
@@ -82,66 +80,88 @@ class Dropped(Exception):
 
 
 class Client:
-    """One SSE connection's buffer of encoded events, bounded."""
+    """One SSE connection's buffer of encoded events, bounded in bytes."""
 
-    def __init__(self, catching_up: bool = False) -> None:
-        self.queue: deque[tuple[int, bytes]] = deque()
+    def __init__(self, hub: Hub, catching_up: bool = False, since: int = 0) -> None:
+        self.hub = hub
+        #: The first seq this client asked for: the feed's earlier events are not its.
+        self.since = since
+        self.queue: deque[bytes] = deque()
+        #: Bytes held for this client: its queue and its send in progress.
         self.bytes = 0
         self.ready = asyncio.Event()
         self.dropped: bytes | None = None
-        #: True while the client reads older events from the store.
+        #: True while the client reads older events from the store: the feed's events
+        #: are not queued for it until it has caught up with the feed.
         self.catching_up = catching_up
-        #: Set when an overflow discarded buffered events: the first seq the buffer
-        #: holds again (everything before it comes from the store).
-        self.resume_at: int | None = None
-
         self.task: asyncio.Task[None] | None = None
-        #: Times the buffer overflowed (and its events were read from the store).
-        self.overflows = 0
         #: Set when the server shuts down: the stream ends without an error.
         self.ending = False
 
+    def hold(self, size: int) -> bool:
+        """Counts ``size`` more bytes held for this client; when that would pass its
+        bound or the total (a client holds at least one event), drops it instead."""
+        limits = self.hub.limits
+        if self.bytes and self.bytes + size > limits.client_bytes:
+            self.behind("client_bytes", limits.client_bytes)
+        elif self.hub.held and self.hub.held + size > limits.clients_bytes:
+            self.behind("clients_bytes", limits.clients_bytes)
+        else:
+            self.bytes += size
+            self.hub.hold(size)
+            return True
+        return False
+
+    def release(self, size: int) -> None:
+        size = min(size, self.bytes)
+        self.bytes -= size
+        self.hub.hold(-size)
+
     def offer(self, seq: int, chunk: bytes) -> None:
-        """Buffers one event. A full buffer is emptied, and the client reads what it
-        held from the store instead, switching back to the feed at ``seq``: a burst,
-        or a client a little slower than the writer, costs reads, never memory."""
-        if self.dropped is not None:
+        """Queues one event of the feed (a client catching up reads it from the store)."""
+        if self.dropped is not None or self.catching_up or seq < self.since:
             return
-        if self.bytes + len(chunk) > CLIENT_BUFFER_BYTES or len(self.queue) >= (
-            CLIENT_BUFFER_EVENTS
-        ):
-            self.queue.clear()
-            self.bytes = 0
-            self.resume_at = seq
-            self.overflows += 1
-        self.queue.append((seq, chunk))
-        self.bytes += len(chunk)
-        self.ready.set()
+        if self.hold(len(chunk)):
+            self.queue.append(chunk)
+            self.ready.set()
 
     async def send(self, send: Send, body: bytes) -> None:
-        """Sends ``body``; a send that the client does not take within ``STALL``
-        seconds drops it (stalled)."""
+        """Sends ``body`` (already held); a send not taken within ``stall`` seconds
+        drops the client."""
         if self.dropped is not None:
             raise Dropped(self.dropped)
+        stall = self.hub.limits.stall
         try:
-            async with asyncio.timeout(STALL):
+            async with asyncio.timeout(stall):
                 await send({"type": "http.response.body", "body": body, "more_body": True})
         except TimeoutError:
             self.task = None  # the send in progress is this task's: nothing to cancel
-            self.drop(
-                "too_slow",
-                f"this client took nothing for {STALL:g} s and was dropped; reconnect "
-                "with Last-Event-ID to resume",
-            )
+            self.behind("stall", stall)
             raise Dropped(self.dropped or b"") from None
+        finally:
+            self.release(len(body))
+
+    def behind(self, bound: str, limit: float) -> None:
+        """Drops this client as behind ``bound``."""
+        what = "seconds a send stayed untaken" if bound == "stall" else "bytes held for it"
+        self.drop(
+            "too_large",
+            f"this client fell behind the console's {bound} ({limit:g} {what}) and was "
+            "disconnected; reconnect with Last-Event-ID to resume",
+            {"code": TOO_LARGE, "bound": bound, "limit": limit},
+        )
 
     def drop(self, kind: str, message: str, extra: dict[str, Any] | None = None) -> None:
-        """Ends this client: frees its buffer and cancels its pending send."""
+        """Ends this client: releases what it held and cancels its pending send."""
         if self.dropped is not None:
             return
-        self.dropped = encode(None, {"kind": kind, "message": message, **(extra or {})}, "error")
+        body = {"code": None, "kind": kind, "message": message, **(extra or {})}
+        if body["code"] is None:
+            del body["code"]
+        self.dropped = encode(None, body, "error")
         self.queue.clear()
-        self.bytes = 0
+        self.release(self.bytes)
+        self.hub.drops[str(body.get("bound", kind))] += 1
         self.ready.set()
         if self.task is not None:
             self.task.cancel()
@@ -152,18 +172,24 @@ class Client:
         if self.task is not None:
             self.task.cancel()
 
-    def take(self) -> list[tuple[int, bytes]]:
-        items = list(self.queue)
+    def take(self) -> bytes:
+        """The queued events as one body (still held until it is sent)."""
+        body = b"".join(self.queue)
         self.queue.clear()
-        self.bytes = 0
         self.ready.clear()
-        return items
+        return body
 
     async def wait(self) -> None:
-        """Waits for buffered events (or a drop), at most one heartbeat period."""
+        """Waits for queued events (or a drop), at most one heartbeat period."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(HEARTBEAT):
                 await self.ready.wait()
+
+    def leave(self) -> None:
+        """Releases what this client still holds (its connection is gone)."""
+        self.queue.clear()
+        self.release(self.bytes)
+        self.task = None
 
 
 class Feed:
@@ -194,9 +220,9 @@ class Feed:
                     self.next_seq = seq + 1
                     self.hub.delivered += 1
                     offered += len(chunk)
-                    if offered >= CLIENT_BUFFER_BYTES // 4:
+                    if offered >= self.hub.limits.client_bytes // 4:
                         # A client that keeps up sends a quarter of its buffer before
-                        # more is offered: a long burst never overflows it.
+                        # more is offered: a long burst does not pass its bound.
                         offered = 0
                         await asyncio.sleep(0)
         except inboxlog.InboxlogError as e:
@@ -223,22 +249,56 @@ def _pull(follower: inboxlog.Follower) -> list[tuple[int, bytes]]:
     return [(e["seq"], encode(e["seq"], e)) for e in follower.next_batch(FOLLOW_SLICE)]
 
 
+def _page(store: inboxlog.Store, id: str, since: int, end: int, size: int) -> tuple[bytes, int]:
+    """The encoded events of session ``id`` from seq ``since`` (before ``end``) until
+    they reach ``size`` bytes, and the seq after them."""
+    chunks: list[bytes] = []
+    total = 0
+    position = since
+    for event in api.read(store, id, since, end - since):
+        chunk = encode(event["seq"], event)
+        chunks.append(chunk)
+        total += len(chunk)
+        position = event["seq"] + 1
+        if total >= size:
+            break
+    return b"".join(chunks), position
+
+
 class Hub:
     """Every feed of one app, and the watcher of its session list."""
 
-    def __init__(self, store: inboxlog.Store, reader: api.Reader, executor: Executor) -> None:
+    def __init__(
+        self,
+        store: inboxlog.Store,
+        reader: api.Reader,
+        executor: Executor,
+        limits: Limits | None = None,
+    ) -> None:
         self.store = store
         self.reader = reader
         self.executor = executor
+        self.limits = limits or Limits()
         self.feeds: dict[str, Feed] = {}
         self.list_clients: set[Client] = set()
         self.list_task: asyncio.Task[None] | None = None
         #: Events handed out by feeds (counted once per event, not per client).
         self.delivered = 0
-        #: Clients dropped (stalled, or their feed failed).
-        self.dropped = 0
-        #: Overflows of the buffers of clients that have left.
-        self.overflows = 0
+        #: Clients dropped, by the bound they fell behind (or the error kind that
+        #: ended their feed).
+        self.drops: Counter[str] = Counter()
+        #: Bytes held for every client together, and the most ever held.
+        self.held = 0
+        self.peak = 0
+
+    @property
+    def dropped(self) -> int:
+        """Clients dropped (behind a bound, or their feed failed)."""
+        return sum(self.drops.values())
+
+    def hold(self, size: int) -> None:
+        self.held += size
+        self.peak = max(self.peak, self.held)
 
     async def run_feed(self, fn: Callable[..., _T], *args: Any) -> _T:
         """``fn(*args)`` on the feeds' executor."""
@@ -265,10 +325,11 @@ class Hub:
     def forget(self, feed: Feed) -> None:
         if self.feeds.get(feed.id) is feed:
             del self.feeds[feed.id]
+            # What the reader keeps of an unfollowed session (its latest events) goes.
+            self.executor.submit(self.reader.release, feed.id)
 
-    async def join(self, id: str, run: Callable[..., Awaitable[Any]]) -> tuple[Feed, int]:
-        """The feed of session ``id`` (started when none runs) and where this client
-        joins it: the events from that seq on come from the feed."""
+    async def join(self, id: str, run: Callable[..., Awaitable[Any]]) -> Feed:
+        """The feed of session ``id``, started when none runs."""
         feed = self.feeds.get(id)
         if feed is None:
             fold = await run(self.reader.fold, id)
@@ -277,12 +338,13 @@ class Hub:
                 feed = Feed(self, id, fold.next_seq)
                 self.feeds[id] = feed
                 feed.start()
-        return feed, feed.next_seq
+        return feed
 
     def leave(self, feed: Feed, client: Client) -> None:
         feed.clients.discard(client)
+        client.leave()
         if not feed.clients and self.feeds.get(feed.id) is feed:
-            del self.feeds[feed.id]
+            self.forget(feed)
             if feed.task is not None:
                 feed.task.cancel()
 
@@ -296,57 +358,46 @@ class Hub:
         send: Send,
     ) -> None:
         """Serves ``GET /api/sessions/{id}/follow`` from seq ``since``."""
-        feed, joined = await self.join(id, run)
-        client = Client(catching_up=since < joined)
+        feed = await self.join(id, run)
+        client = Client(self, catching_up=since < feed.next_seq, since=since)
         feed.clients.add(client)
 
         async def produce() -> None:
             position = since
+            # Older events from the store, a page at a time, until the client has
+            # caught up with the feed: from then on (no await between the check and
+            # the switch) the feed queues every later event for it.
+            while position < feed.next_seq:
+                body, position = await run(
+                    _page, self.store, id, position, feed.next_seq, self.limits.page_bytes
+                )
+                if not body:
+                    client.drop("internal", f"the events of session {id!r} could not be read")
+                if client.dropped is not None or not client.hold(len(body)):
+                    raise Dropped(client.dropped or b"")
+                await client.send(send, body)
+            client.catching_up = False
             while True:
-                if client.catching_up or (
-                    client.resume_at is not None and position < client.resume_at
-                ):
-                    client.catching_up = True
-                    end = client.resume_at if client.resume_at is not None else joined
-                    while position < end:
-                        page = await run(
-                            list,
-                            api.read(self.store, id, position, min(CATCH_UP_PAGE, end - position)),
-                        )
-                        if not page:
-                            break
-                        await send_body(b"".join(encode(e["seq"], e) for e in page))
-                        position = page[-1]["seq"] + 1
-                        end = client.resume_at if client.resume_at is not None else joined
-                    client.catching_up = False
-                    client.resume_at = None
                 if client.dropped is not None:
                     raise Dropped(client.dropped)
-                items = [(seq, chunk) for seq, chunk in client.take() if seq >= position]
-                if items:
-                    position = items[-1][0] + 1
-                    await send_body(b"".join(chunk for _, chunk in items))
+                body = client.take()
+                if body:
+                    await client.send(send, body)
                 else:
                     await client.wait()
                     if not client.ready.is_set():
-                        await send_body(_HEARTBEAT)
-
-        async def send_body(body: bytes) -> None:
-            await client.send(send, body)
+                        await _heartbeat(client, send)
 
         try:
             await _stream(client, produce, scope, receive, send)
         finally:
             self.leave(feed, client)
-            self.overflows += client.overflows
-            if client.dropped is not None:
-                self.dropped += 1
 
     async def sessions(
         self, run: Callable[..., Awaitable[Any]], scope: Scope, receive: Receive, send: Send
     ) -> None:
         """Serves ``GET /api/follow``: sessions created and deleted from now on."""
-        client = Client()
+        client = Client(self)
         if self.list_task is None:
             known = {h["id"] for h in await run(self.store.list)}
             if self.list_task is None:
@@ -359,21 +410,19 @@ class Hub:
             while True:
                 if client.dropped is not None:
                     raise Dropped(client.dropped)
-                items = client.take()
-                if items:
-                    await send_body(b"".join(chunk for _, chunk in items))
+                body = client.take()
+                if body:
+                    await client.send(send, body)
                 else:
                     await client.wait()
                     if not client.ready.is_set():
-                        await send_body(_HEARTBEAT)
-
-        async def send_body(body: bytes) -> None:
-            await client.send(send, body)
+                        await _heartbeat(client, send)
 
         try:
             await _stream(client, produce, scope, receive, send)
         finally:
             self.list_clients.discard(client)
+            client.leave()
             if not self.list_clients and self.list_task is not None:
                 self.list_task.cancel()
                 self.list_task = None
@@ -400,6 +449,12 @@ class Hub:
             known = set(now)
 
 
+async def _heartbeat(client: Client, send: Send) -> None:
+    if not client.hold(len(_HEARTBEAT)):
+        raise Dropped(client.dropped or b"")
+    await client.send(send, _HEARTBEAT)
+
+
 async def _stream(
     client: Client,
     produce: Callable[[], Awaitable[None]],
@@ -408,8 +463,7 @@ async def _stream(
     send: Send,
 ) -> None:
     """Runs one SSE response: the headers and ``retry:``, then ``produce`` until the
-    client goes away or is dropped; a dropped client gets its last ``event: error``
-    when it can take it within ``LAST_WORDS`` seconds."""
+    client goes away or is dropped; a dropped client gets its last words."""
     await send(
         {
             "type": "http.response.start",
@@ -418,6 +472,9 @@ async def _stream(
                 (b"content-type", b"text/event-stream; charset=utf-8"),
                 (b"cache-control", b"no-store"),
                 (b"x-accel-buffering", b"no"),
+                # One stream per connection: a stream that ends closes it, and nothing
+                # the client left untaken outlives its response.
+                (b"connection", b"close"),
             ],
         }
     )
@@ -436,12 +493,11 @@ async def _stream(
         for task in (producing, watching):
             task.cancel()
     results = await asyncio.gather(producing, watching, return_exceptions=True)
+    client.task = None
     if client.ending:
         # The server is shutting down (an SSE response never ends by itself): the
         # stream ends cleanly, and the browser reconnects with Last-Event-ID.
-        with contextlib.suppress(TimeoutError, OSError):
-            async with asyncio.timeout(LAST_WORDS):
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        await _last_words(b"", scope, receive, send)
         return
     if watching.done() and not watching.cancelled() and watching.exception() is None:
         return  # the client went away
@@ -455,10 +511,34 @@ async def _stream(
         ):
             raise result
     if client.dropped is not None:
-        log.info("an SSE client was dropped: %s", client.dropped.decode().strip())
-        with contextlib.suppress(TimeoutError, OSError):
+        client_address = scope.get("client")
+        where = f"{client_address[0]}:{client_address[1]}" if client_address else "?"
+        log.warning(
+            "dropped SSE client %s of %s: %s", where, scope.get("path"), _said(client.dropped)
+        )
+        await _last_words(client.dropped, scope, receive, send)
+
+
+async def _last_words(body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
+    """Ends the response with ``body``; a client that does not take it within
+    ``LAST_WORDS`` seconds has its connection aborted (when the server can)."""
+    with contextlib.suppress(TimeoutError, OSError):
+        async with asyncio.timeout(LAST_WORDS):
+            if body:
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+    abort = scope.get("extensions", {}).get(ABORT)
+    if abort is not None:
+        abort(scope)
+        # The server sees the connection lost before this response's end: it
+        # counts as the client gone, not as a response left incomplete.
+        with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(LAST_WORDS):
-                await send(
-                    {"type": "http.response.body", "body": client.dropped, "more_body": True}
-                )
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+
+
+def _said(event: bytes) -> str:
+    """The ``data:`` of an SSE event, for a log line."""
+    return event.decode().rpartition("data: ")[2].strip()

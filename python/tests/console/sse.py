@@ -108,3 +108,32 @@ def parse(lines: Iterator[str]) -> Iterator[Event]:
                 current.data.append(value)
             elif name in ("id", "event", "retry"):
                 setattr(current, name, value)
+
+
+def connect(url: str, path: str) -> socket.socket:
+    """A bare connection that asked for ``path`` and reads nothing yet (a small receive
+    buffer, so that what the server sends piles up on its side)."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    return sock
+
+
+def sse_ids(received: bytes) -> list[int]:
+    """The ``id:`` of every event in raw response bytes."""
+    return [int(line[4:]) for line in received.split(b"\n") if line.startswith(b"id: ")]
+
+
+def drain(sock: socket.socket) -> tuple[bytes, bool]:
+    """Everything ``sock`` receives until its connection ends, and whether it ended
+    with a reset (aborted) rather than a clean close."""
+    sock.settimeout(60)
+    received = b""
+    try:
+        while chunk := sock.recv(1 << 16):
+            received += chunk
+    except ConnectionResetError:
+        return received, True
+    return received, False
