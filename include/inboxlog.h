@@ -38,6 +38,7 @@
  *   Notifications      inboxlog_session_watch, inboxlog_session_poll,
  *                      inboxlog_session_take_observer_failures
  *   Fleet              inboxlog_store_post, inboxlog_store_remove_pending,
+ *                      inboxlog_store_move_pending,
  *                      inboxlog_store_replace_pending, inboxlog_inbox_receive,
  *                      inboxlog_follower_open, inboxlog_follower_poll,
  *                      inboxlog_follower_next_seq, inboxlog_follower_free
@@ -1202,6 +1203,33 @@ int inboxlog_store_remove_pending(const struct inboxlog_store *store,
                                   const char *message_id,
                                   char **out_post,
                                   char **error);
+
+/**
+ * Moves the pending message message_id of session id from anywhere, whether the
+ * session is open or not (SPEC §17.5): to index in target ("next-turn" or
+ * "next-step"), counted without the moved message, or to its end when index is
+ * INBOXLOG_ABSENT ("send now": from next-turn to the end of next-step). The move travels
+ * as a post does (inboxlog_store_post), exactly once and in order with the same store
+ * handle's posts and edits; the session's writer applies it as one agent/inbox/spliced
+ * removal with "outcome":"moved" and one insertion carrying "post", in one commit, or,
+ * when message_id is no longer pending or index is past the end, records one
+ * agent/inbox/rejected event {"move":{"id","target","index"?},"reason":{...},"post":...}
+ * (not_found, invalid_splice). NOT_FOUND when there is no session id; INVALID_INPUT for
+ * a bad id, an empty message_id, a bad target or a negative index other than
+ * INBOXLOG_ABSENT.
+ *
+ * Ownership: *out_post receives the post id once the move is durable, a new string
+ * owned by the caller; free it with inboxlog_string_free.
+ * Threads: any thread, any number at once (posts and edits of one store handle to one
+ * session run one at a time, in call order).
+ */
+int inboxlog_store_move_pending(const struct inboxlog_store *store,
+                                const char *id,
+                                const char *message_id,
+                                const char *target,
+                                int64_t index,
+                                char **out_post,
+                                char **error);
 
 /**
  * Replaces the pending message message_id of session id with message_json (which may

@@ -617,6 +617,13 @@ public:
     std::string surface(const std::string &id) const {
         return detail::str(inboxlog_store_surface, h_.get(), id.c_str());
     }
+    /// Moves the pending message `message_id` of session `id` to `index` of `target`
+    /// (INBOXLOG_ABSENT: its end) from anywhere; returns the post id once durable.
+    std::string move_pending(const std::string &id, const std::string &message_id, const std::string &target,
+                             std::int64_t index = INBOXLOG_ABSENT) const {
+        return detail::str(inboxlog_store_move_pending, h_.get(), id.c_str(), message_id.c_str(), target.c_str(),
+                           index);
+    }
     /// Decides approval `approval_id` of session `id` from anywhere, exactly once;
     /// returns the post id once the decision is durable.
     std::string decide(const std::string &id, const std::string &approval_id, const std::string &outcome) const {

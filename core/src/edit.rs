@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::json;
 use crate::message::Message;
+use crate::splice::Target;
 
 /// An edit of a session's pending input, posted from anywhere and applied by the
 /// session's owner where it takes posts in.
@@ -115,6 +116,62 @@ impl Edit {
                 json::quote(op)
             ))),
         }
+    }
+}
+
+/// A move of a pending message (ARCHITECTURE.md#moving-pending-input, SPEC §17.5): to
+/// `index` in `target`, or to its end, from wherever it waits; posted from anywhere and
+/// applied by the session's owner as one removal (`"outcome":"moved"`) and one insertion
+/// in one commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// The id of the message to move.
+    pub id: String,
+    /// The list it goes to.
+    pub target: Target,
+    /// Where in that list (counted without the moved message); `None`: at its end.
+    pub index: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MoveWire {
+    id: String,
+    target: String,
+    #[serde(default)]
+    index: Option<u64>,
+}
+
+impl Move {
+    /// A move of `id` to `target` (at `index`, or its end); `invalid_input` when `id`
+    /// is empty.
+    pub fn new(id: &str, target: Target, index: Option<u64>) -> Result<Move> {
+        Ok(Move {
+            id: checked(id)?.to_owned(),
+            target,
+            index,
+        })
+    }
+
+    /// `{"id","target","index"?}`: the form it is posted in and recorded in
+    /// `agent/inbox/rejected` as `move`.
+    pub fn to_json(&self) -> String {
+        let mut out = String::from("{\"id\":");
+        json::write_string(&mut out, &self.id);
+        out.push_str(",\"target\":\"");
+        out.push_str(self.target.as_str());
+        out.push('"');
+        if let Some(index) = self.index {
+            out.push_str(&format!(",\"index\":{index}"));
+        }
+        out.push('}');
+        out
+    }
+
+    /// Parses what [`Move::to_json`] writes; `invalid_input` for anything else.
+    pub fn from_json(text: &str) -> Result<Move> {
+        let w: MoveWire = json::from_str(text).map_err(|e| invalid(format!("not a move: {e}")))?;
+        Move::new(&w.id, Target::parse(&w.target)?, w.index)
     }
 }
 

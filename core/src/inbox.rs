@@ -160,6 +160,7 @@ impl Inbox {
             removed_count: delete as u64,
             inserted,
             canceled: discard_removed && delete > 0,
+            moved: false,
         };
         self.check(&record)?;
         Ok(Some(record))

@@ -38,7 +38,7 @@ mod txn;
 pub mod wire;
 
 pub use conversation::{ApprovalOutcome, SurfaceView};
-pub use edit::Edit;
+pub use edit::{Edit, Move};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{
     APPROVAL_ASKED, APPROVAL_DECIDED, ASSISTANT_MESSAGE, COMPACTION_END, COMPACTION_PRUNE,

@@ -39,6 +39,7 @@ impl QueueProjection {
                 removed_count: 0,
                 inserted: messages,
                 canceled: false,
+                moved: false,
             };
             if !record.inserted.is_empty() {
                 inbox

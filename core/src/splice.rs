@@ -52,6 +52,9 @@ pub struct SpliceRecord {
     pub inserted: Vec<Message>,
     /// Whether the removal is a cancellation (`"outcome":"canceled"`).
     pub canceled: bool,
+    /// Whether the removal is the first half of a move (`"outcome":"moved"`,
+    /// ARCHITECTURE.md#moving-pending-input): neither a claim nor a cancellation.
+    pub moved: bool,
 }
 
 /// Keys beyond ARCHITECTURE.md#splice-records are host extras (ARCHITECTURE.md#reserved-events): kept in the stored text, not checked.
@@ -109,12 +112,13 @@ impl SpliceRecord {
             Some(n) => coordinate("removedCount", n)?,
             None => 0,
         };
-        let canceled = match wire.outcome.as_deref() {
-            None => false,
-            Some("canceled") => true,
+        let (canceled, moved) = match wire.outcome.as_deref() {
+            None => (false, false),
+            Some("canceled") => (true, false),
+            Some("moved") => (false, true),
             Some(other) => {
                 return Err(invalid_splice(format!(
-                    "outcome must be \"canceled\", got {}",
+                    "outcome must be \"canceled\" or \"moved\", got {}",
                     json::quote(other)
                 )));
             }
@@ -125,6 +129,7 @@ impl SpliceRecord {
             removed_count,
             inserted: wire.inserted,
             canceled,
+            moved,
         })
     }
 
@@ -141,7 +146,7 @@ impl SpliceRecord {
     /// for anything [`SpliceRecord::from_json`] must look at (a key with an escape, a
     /// repeated key, a missing one, any value it would refuse), which then decides.
     fn from_plain(text: &str) -> Option<SpliceRecord> {
-        let (mut target, mut start, mut removed, mut inserted, mut canceled) =
+        let (mut target, mut start, mut removed, mut inserted, mut outcome) =
             (None, None, None, None, None);
         let mut c = Cursor::new(text);
         walk::object(&mut c, |key, c| match key {
@@ -164,8 +169,12 @@ impl SpliceRecord {
                 set(&mut inserted, messages)
             }
             "outcome" => set(
-                &mut canceled,
-                (c.value()? == "\"canceled\"").then_some(true)?,
+                &mut outcome,
+                match c.value()? {
+                    "\"canceled\"" => (true, false),
+                    "\"moved\"" => (false, true),
+                    _ => return None,
+                },
             ),
             // A host extra, unless an escape spells one of the keys above.
             _ if key.contains('\\') => None,
@@ -179,7 +188,8 @@ impl SpliceRecord {
             start: start?,
             removed_count: removed.unwrap_or(0),
             inserted: inserted?,
-            canceled: canceled.unwrap_or(false),
+            canceled: outcome.is_some_and(|(canceled, _)| canceled),
+            moved: outcome.is_some_and(|(_, moved)| moved),
         })
     }
 
@@ -210,6 +220,8 @@ impl SpliceRecord {
         out.push(']');
         if self.canceled {
             out.push_str(",\"outcome\":\"canceled\"");
+        } else if self.moved {
+            out.push_str(",\"outcome\":\"moved\"");
         }
         out.push('}');
         out

@@ -12,7 +12,7 @@ use inboxlog_core::{Follower, Message, Target, wire};
 use crate::boundary::{boundary, boundary_void};
 use crate::session::{inboxlog_session, session_value};
 use crate::store::inboxlog_store;
-use crate::strings::{Out, handle, json_arg, str_arg};
+use crate::strings::{Out, handle, json_arg, optional_number, str_arg};
 
 /// Posts message_json to the target list ("next-turn" or "next-step") of session id
 /// from anywhere, whether the session is open or not (here, in another process, or
@@ -78,6 +78,45 @@ pub unsafe extern "C" fn inboxlog_store_remove_pending(
         let message_id = unsafe { str_arg(message_id, "message_id") }?;
         let out = unsafe { Out::new(out_post, "out_post") }?;
         out.write_string(store.store.remove_pending(id, message_id)?)
+    })
+}
+
+/// Moves the pending message message_id of session id from anywhere, whether the
+/// session is open or not (SPEC §17.5): to index in target ("next-turn" or
+/// "next-step"), counted without the moved message, or to its end when index is
+/// INBOXLOG_ABSENT ("send now": from next-turn to the end of next-step). The move travels
+/// as a post does (inboxlog_store_post), exactly once and in order with the same store
+/// handle's posts and edits; the session's writer applies it as one agent/inbox/spliced
+/// removal with "outcome":"moved" and one insertion carrying "post", in one commit, or,
+/// when message_id is no longer pending or index is past the end, records one
+/// agent/inbox/rejected event {"move":{"id","target","index"?},"reason":{...},"post":...}
+/// (not_found, invalid_splice). NOT_FOUND when there is no session id; INVALID_INPUT for
+/// a bad id, an empty message_id, a bad target or a negative index other than
+/// INBOXLOG_ABSENT.
+///
+/// Ownership: *out_post receives the post id once the move is durable, a new string
+/// owned by the caller; free it with inboxlog_string_free.
+/// Threads: any thread, any number at once (posts and edits of one store handle to one
+/// session run one at a time, in call order).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn inboxlog_store_move_pending(
+    store: *const inboxlog_store,
+    id: *const c_char,
+    message_id: *const c_char,
+    target: *const c_char,
+    index: i64,
+    out_post: *mut *mut c_char,
+    error: *mut *mut c_char,
+) -> c_int {
+    boundary(error, || {
+        // SAFETY (all five): the caller's contract (header overview, Safety).
+        let store = unsafe { handle(store, "store") }?;
+        let id = unsafe { str_arg(id, "id") }?;
+        let message_id = unsafe { str_arg(message_id, "message_id") }?;
+        let target = Target::parse(unsafe { str_arg(target, "target") }?)?;
+        let out = unsafe { Out::new(out_post, "out_post") }?;
+        let index = optional_number(index, "index")?;
+        out.write_string(store.store.move_pending(id, message_id, target, index)?)
     })
 }
 

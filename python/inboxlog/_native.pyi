@@ -282,6 +282,15 @@ class Store:
         session ``id``.
         """
 
+    def move_pending(
+        self, id: str, message_id: str, target: Target, index: int | None = None
+    ) -> str:
+        """Moves the pending message ``message_id`` of session ``id`` to ``index`` of
+        ``target`` (counted without it; ``None``: its end) from anywhere, open or not
+        (SPEC §17.5); returns the post id once durable. Applied once as one removal
+        (``"outcome": "moved"``) and one insertion, or recorded as
+        ``agent/inbox/rejected`` (``not_found``, ``invalid_splice``)."""
+
     def decide(self, id: str, approval_id: str, outcome: ApprovalOutcome) -> str:
         """Decides approval ``approval_id`` of session ``id`` from anywhere, open or not
         (SPEC §17.3); returns the post id once the decision is durable. Its owner takes

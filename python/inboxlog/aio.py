@@ -257,6 +257,13 @@ class Store:
         """Posts ``message`` to session ``id`` from anywhere; returns the post id."""
         return await self._run.run(self._store.post, id, target, message)
 
+    async def move_pending(
+        self, id: str, message_id: str, target: Target, index: int | None = None
+    ) -> str:
+        """Moves the pending message ``message_id`` of session ``id``; returns the post id
+        (:meth:`inboxlog.Store.move_pending`)."""
+        return await self._run.run(self._store.move_pending, id, message_id, target, index)
+
     async def decide(self, id: str, approval_id: str, outcome: ApprovalOutcome) -> str:
         """Decides approval ``approval_id`` of session ``id`` from anywhere; returns the
         post id (:meth:`inboxlog.Store.decide`)."""

@@ -458,6 +458,26 @@ impl PyStore {
         crate::fleet::post(py, &self.inner, id, target, message)
     }
 
+    /// Moves the pending message `message_id` of session `id` to `index` of `target`
+    /// (counted without it; `None`: its end) from anywhere, open or not (SPEC §17.5);
+    /// returns the post id once the move is durable. Applied once as one removal
+    /// (`"outcome": "moved"`) and one insertion, or recorded as `agent/inbox/rejected`
+    /// (`not_found`, `invalid_splice` for an index past the end).
+    #[pyo3(signature = (id, message_id, target, index = None))]
+    fn move_pending(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        message_id: &str,
+        target: &str,
+        index: Option<u64>,
+    ) -> PyResult<String> {
+        let target = inboxlog::Target::parse(target).py()?;
+        let store = &*self.inner;
+        py.detach(|| store.move_pending(id, message_id, target, index))
+            .py()
+    }
+
     /// Decides approval `approval_id` of session `id` from anywhere, open or not (SPEC
     /// §17.3); returns the post id once the decision is durable. Its owner takes it in
     /// exactly once; the first decision wins, later ones are recorded as rejected.

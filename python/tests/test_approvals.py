@@ -157,3 +157,34 @@ def test_aio_asks_parks_and_resumes(tmp_path: Path) -> None:
             await session.close()
 
     asyncio.run(run())
+
+
+def test_send_now_moves_pending_input_from_anywhere(store: inboxlog.Store) -> None:
+    # SPEC §17.5: from the store and from the console's API, applied once by the owner.
+    with store.create("s") as s, TestClient(inboxlog.console.app(store)) as client:
+        for id in ("a", "b", "c"):
+            s.inbox.append("next-turn", m(id))
+        post = store.move_pending("s", "c", "next-step")
+        r = client.post(
+            "/api/sessions/s/inbox/move", json={"id": "a", "target": "next-turn", "index": 1}
+        )
+        assert r.status_code == 202, r.text
+        for bad in (
+            {"id": "b", "target": "later"},
+            {"id": "b", "target": "next-step", "index": -1},
+        ):
+            r = client.post("/api/sessions/s/inbox/move", json=bad)
+            assert r.status_code == 400, r.text
+        store.move_pending("s", "gone", "next-step")
+        s.inbox.receive()
+        assert [x["id"] for x in s.inbox.next_turn] == ["b", "a"]
+        assert [x["id"] for x in s.inbox.next_step] == ["c"]
+        events = s.events()
+        moved = [e["data"] for e in events if e["data"].get("outcome") == "moved"]
+        assert len(moved) == 2
+        inserted = [e["data"] for e in events if e["data"].get("post") == post]
+        assert inserted[0]["target"] == "next-step" and inserted[0]["inserted"] == [m("c")]
+        rejected = [e["data"] for e in events if e["type"] == "agent/inbox/rejected"]
+        assert rejected[0]["move"] == {"id": "gone", "target": "next-step"}
+        assert rejected[0]["reason"]["kind"] == "not_found"
+        assert inboxlog.fold_consumed_work(events)["droppedUnrun"] is False

@@ -86,6 +86,19 @@ int main(void) {
     EXPECT_STATUS(INBOXLOG_STATUS_ALREADY_DECIDED, "ap-1",
                   inboxlog_session_decide_approval(s, "ap-1", "allowed-once", &err));
     EXPECT_STR(inboxlog_status_name(INBOXLOG_STATUS_APPROVALS_PENDING), "approvals_pending");
+
+    /* "Send now" from anywhere (SPEC §17.5): a pending message moved to next-step. */
+    OK(inboxlog_inbox_append(s, "next-turn", "{\"id\":\"later\"}", &err));
+    EXPECT_STATUS(INBOXLOG_STATUS_INVALID_INPUT, "target",
+                  inboxlog_store_move_pending(store, "hitl", "later", "soon", INBOXLOG_ABSENT, &post, &err));
+    OK(inboxlog_store_move_pending(store, "hitl", "later", "next-step", INBOXLOG_ABSENT, &post, &err));
+    free_str(post);
+    uint64_t taken = 0;
+    OK(inboxlog_inbox_receive(s, &taken, &err));
+    if (taken != 1) FAIL("took %llu posts in, want 1", (unsigned long long)taken);
+    OK(inboxlog_inbox_next_step(s, &json, &err));
+    EXPECT_CONTAINS(json, "\"later\"");
+    free_str(json);
     OK(inboxlog_session_close(s, &err));
     inboxlog_session_free(s);
     inboxlog_store_free(store);

@@ -157,6 +157,8 @@ impl FoldTag {
             Body::TurnEnd { completed, .. } => FoldTag::TurnEnd {
                 completed: *completed,
             },
+            // The removal half of a move is neither a claim nor a cancellation.
+            Body::Spliced(r) if r.moved => FoldTag::Other,
             Body::Spliced(r) if r.removed_count > 0 && r.canceled => FoldTag::Cancel {
                 drops: r.inserted.is_empty(),
             },

@@ -20,12 +20,14 @@ use std::sync::LazyLock;
 
 use serde::Deserialize;
 
-use crate::edit::not_pending;
+use crate::edit::{Move, not_pending};
 use crate::error::{Error, ErrorKind, Result};
 use crate::error_fields::ErrorFields;
 use crate::event::{APPROVAL_DECIDED, Event, INBOX_REJECTED, INBOX_SPLICED};
+use crate::inbox::Inbox;
 use crate::json;
 use crate::observer::Notice;
+use crate::splice::SpliceRecord;
 use crate::store::{LogWriter, Mailbox, Posted};
 use crate::txn::{Ledger, Txn};
 
@@ -168,6 +170,7 @@ fn write_post(
                 Posted::Decision { id, outcome, .. } => {
                     ("decision", crate::conversation::decided_data(id, *outcome))
                 }
+                Posted::Move { m, .. } => (MOVE, m.to_json()),
                 Posted::Invalid { .. } => (MESSAGE, "null".to_owned()),
             };
             let data = rejected(key, &stub, &e, posted.post());
@@ -211,6 +214,10 @@ fn stage(txn: &mut Txn<'_>, posted: &Posted) -> Result<()> {
                 Err(e) => txn.reject(rejected(EDIT, &edit.to_json(), &e, post)),
             }
         }
+        Posted::Move { post, m } => match plan_move(txn.inbox(), m) {
+            Ok((removal, insertion)) => txn.take_move(removal, insertion, post),
+            Err(e) => txn.reject(rejected(MOVE, &m.to_json(), &e, post)),
+        },
         // A decision not taken in is recorded as rejected by the staging itself; the
         // error it answers is for a local caller, not for a post.
         Posted::Decision { post, id, outcome } => {
@@ -228,6 +235,43 @@ fn stage(txn: &mut Txn<'_>, posted: &Posted) -> Result<()> {
 const MESSAGE: &str = "message";
 /// The key a rejection records a posted edit under.
 const EDIT: &str = "edit";
+/// The key a rejection records a posted move under.
+const MOVE: &str = "move";
+
+/// The two splices of move `m` (ARCHITECTURE.md#moving-pending-input): the removal of
+/// the message where it waits (`"outcome":"moved"`), then its insertion at the move's
+/// index of its target, counted in the list as the removal leaves it (the end when
+/// none). `not_found` when the message is not pending; `invalid_splice` for an index
+/// past the end.
+fn plan_move(inbox: &Inbox, m: &Move) -> Result<(SpliceRecord, SpliceRecord)> {
+    let (from, pos) = inbox.find(&m.id).ok_or_else(|| not_pending(&m.id))?;
+    let message = inbox.get(from, pos).expect("found").clone();
+    let len = inbox.len(m.target) - usize::from(from == m.target);
+    let index = m.index.unwrap_or(len as u64);
+    if index > len as u64 {
+        return Err(crate::splice::invalid_splice(format!(
+            "index {index} is past the end of {} (length {len} without the moved message)",
+            m.target.as_str()
+        )));
+    }
+    let removal = SpliceRecord {
+        target: from,
+        start: pos as u64,
+        removed_count: 1,
+        inserted: Vec::new(),
+        canceled: false,
+        moved: true,
+    };
+    let insertion = SpliceRecord {
+        target: m.target,
+        start: index,
+        removed_count: 0,
+        inserted: vec![message],
+        canceled: false,
+        moved: false,
+    };
+    Ok((removal, insertion))
+}
 
 /// `{"<key>":what,"reason":{"code","kind","message"},"post":id}`, `key` being
 /// `message` or `edit`: the reason is the error object every face reports

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 pub use crate::checkpoint::{Binding, Checkpoint, Events, Replay, events};
 use crate::conversation::ApprovalOutcome;
-use crate::edit::Edit;
+use crate::edit::{Edit, Move};
 use crate::error::{Error, ErrorKind, Result, invalid};
 use crate::event::Event;
 use crate::header::Header;
@@ -157,6 +157,22 @@ pub trait Store: Send + Sync {
         )
     }
 
+    /// Posts the move of the pending message `message_id` of session `id` to `target`
+    /// (at `index`, counted without it, or at the end) ([`Store::deliver`],
+    /// ARCHITECTURE.md#moving-pending-input): its owner applies it as one removal
+    /// (`"outcome":"moved"`) and one insertion in one commit, or records it rejected
+    /// (`not_found` when the message is no longer pending, `invalid_splice` for an
+    /// index past the end).
+    fn move_pending(
+        &self,
+        id: &str,
+        message_id: &str,
+        target: Target,
+        index: Option<u64>,
+    ) -> Result<String> {
+        self.deliver(id, &Post::Move(Move::new(message_id, target, index)?))
+    }
+
     /// The mailbox of session `id`, for the session's writer to take posts in
     /// (ARCHITECTURE.md#posting).
     fn mailbox(&self, id: &str) -> Result<Box<dyn Mailbox>>;
@@ -240,6 +256,8 @@ pub enum Post {
         /// How it was decided.
         outcome: ApprovalOutcome,
     },
+    /// A move of a pending message (ARCHITECTURE.md#moving-pending-input).
+    Move(Move),
 }
 
 impl Post {
@@ -250,6 +268,7 @@ impl Post {
             Post::Message { target, .. } => target.as_str(),
             Post::Edit(_) => EDIT_KIND,
             Post::Decision { .. } => DECISION_KIND,
+            Post::Move(_) => MOVE_KIND,
         }
     }
 
@@ -262,6 +281,7 @@ impl Post {
             Post::Decision { id, outcome } => {
                 Cow::Owned(crate::conversation::decided_data(id, *outcome))
             }
+            Post::Move(m) => Cow::Owned(m.to_json()),
         }
     }
 
@@ -275,6 +295,7 @@ impl Post {
             },
             Post::Edit(edit) => Posted::Edit { post, edit },
             Post::Decision { id, outcome } => Posted::Decision { post, id, outcome },
+            Post::Move(m) => Posted::Move { post, m },
         }
     }
 }
@@ -284,6 +305,10 @@ pub const EDIT_KIND: &str = "edit";
 
 /// The kind a mailbox records for a decision on an approval (body `{"id","outcome"}`).
 pub const DECISION_KIND: &str = "decision";
+
+/// The kind a mailbox records for a move of a pending message (body `{"id","target",
+/// "index"?}`).
+pub const MOVE_KIND: &str = "move";
 
 /// One post waiting in a session's mailbox (ARCHITECTURE.md#posting).
 #[derive(Debug)]
@@ -313,6 +338,13 @@ pub enum Posted {
         /// How it was decided.
         outcome: ApprovalOutcome,
     },
+    /// A readable move of a pending message (ARCHITECTURE.md#moving-pending-input).
+    Move {
+        /// The post's id, unique in the store, carried into the log as `"post"`.
+        post: String,
+        /// The move.
+        m: Move,
+    },
     /// A post that cannot be taken in as it is (not a valid message, an unknown
     /// target): it is recorded as `agent/inbox/rejected` with `error` as the reason.
     Invalid {
@@ -333,6 +365,7 @@ impl Posted {
             Posted::Message { post, .. }
             | Posted::Edit { post, .. }
             | Posted::Decision { post, .. }
+            | Posted::Move { post, .. }
             | Posted::Invalid { post, .. } => post,
         }
     }
@@ -344,6 +377,8 @@ impl Posted {
             Edit::from_json(body).map(Post::Edit)
         } else if kind == DECISION_KIND {
             parse_decision(body)
+        } else if kind == MOVE_KIND {
+            Move::from_json(body).map(Post::Move)
         } else {
             Target::parse(kind).and_then(|target| {
                 Message::from_json(body).map(|message| Post::Message { target, message })
@@ -689,6 +724,8 @@ mod tests {
                 id: "ap\"1".into(),
                 outcome: ApprovalOutcome::Rejected,
             },
+            Post::Move(Move::new("a", Target::NextStep, Some(2)).unwrap()),
+            Post::Move(Move::new("a", Target::NextTurn, None).unwrap()),
         ] {
             let read = Posted::parse("p".into(), post.kind(), &post.body());
             let back = match read {
@@ -697,6 +734,7 @@ mod tests {
                 } => Post::Message { target, message },
                 Posted::Edit { edit, .. } => Post::Edit(edit),
                 Posted::Decision { id, outcome, .. } => Post::Decision { id, outcome },
+                Posted::Move { m, .. } => Post::Move(m),
                 Posted::Invalid { error, .. } => panic!("{error}"),
             };
             assert_eq!(back, post);
@@ -706,6 +744,8 @@ mod tests {
             ("edit", r#"{"op":"drop","id":"a"}"#, "op"),
             ("edit", r#"{"id":"a"}"#, "not an edit"),
             ("decision", r#"{"id":"a"}"#, "not a decision"),
+            ("move", r#"{"id":"a"}"#, "not a move"),
+            ("move", r#"{"id":"a","target":"later"}"#, "target"),
             ("decision", r#"{"id":"a","outcome":"ok"}"#, "got \"ok\""),
             ("later", r#"{"id":"a"}"#, "target"),
             ("next-turn", r#"{"x":1}"#, "id"),

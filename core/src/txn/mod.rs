@@ -289,6 +289,42 @@ impl<'a> Txn<'a> {
         Ok(())
     }
 
+    /// Stages the two splices of a posted move (ARCHITECTURE.md#moving-pending-input):
+    /// `removal` (`"outcome":"moved"`) and `insertion`, planned against the inbox before
+    /// the call and applied in this order, the second carrying the post's id. They may
+    /// splice one list twice: the insertion's coordinates are those the removal leaves.
+    /// Notifies `discarded`, then `inserted`.
+    pub fn take_move(
+        &mut self,
+        removal: SpliceRecord,
+        insertion: SpliceRecord,
+        post: &str,
+    ) -> Result<()> {
+        self.touched[removal.target as usize] = true;
+        self.touched[insertion.target as usize] = true;
+        let data = removal.to_json();
+        self.record(
+            INBOX_SPLICED,
+            data,
+            Body::Spliced(removal),
+            Envelope::default(),
+        )?;
+        self.effects.push(Effect::Discard);
+        let mut data = insertion.to_json();
+        data.pop();
+        data.push_str(",\"post\":");
+        data.push_str(&crate::json::quote(post));
+        data.push('}');
+        self.record(
+            INBOX_SPLICED,
+            data,
+            Body::Spliced(insertion),
+            Envelope::default(),
+        )?;
+        self.effects.push(Effect::Discard);
+        Ok(())
+    }
+
     /// Stages `agent/inbox/rejected` (ARCHITECTURE.md#posting) with `data`, built by the caller as
     /// `{"message":m,"reason":{"code","kind","message"},"post":id}` (or `"edit":e` in
     /// place of `"message"`); ignorable.

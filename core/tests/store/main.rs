@@ -27,6 +27,7 @@ mod follow;
 mod fork;
 mod lifecycle;
 mod limits;
+mod moves;
 mod ownership;
 mod post;
 #[cfg(unix)]

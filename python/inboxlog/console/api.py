@@ -362,6 +362,14 @@ async def replace(store: inboxlog.aio.Store, id: str, body: Mapping[str, Any]) -
     return {"post": await store.replace_pending(id, message_id, message)}
 
 
+async def move(store: inboxlog.aio.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
+    """``store.move_pending`` of ``{"id","target","index"?}`` (SPEC §17.5)."""
+    message_id, target, index = id_of(body), target_of(body.get("target")), body.get("index")
+    if index is not None and (not isinstance(index, int) or isinstance(index, bool) or index < 0):
+        raise invalid('"index" must be a non-negative integer when given')
+    return {"post": await store.move_pending(id, message_id, target, index)}
+
+
 _OUTCOMES = ("allowed-once", "rejected", "cancelled", "unavailable")
 
 
@@ -382,6 +390,7 @@ __all__ = [
     "decide",
     "error_body",
     "events",
+    "move",
     "post",
     "remove",
     "replace",

@@ -172,6 +172,7 @@ def _routes(console: _Console) -> list[Route | Mount]:
         Route("/api/sessions/{id}/inbox", mutation(api.post), methods=["POST"]),
         Route("/api/sessions/{id}/inbox/remove", mutation(api.remove), methods=["POST"]),
         Route("/api/sessions/{id}/inbox/replace", mutation(api.replace), methods=["POST"]),
+        Route("/api/sessions/{id}/inbox/move", mutation(api.move), methods=["POST"]),
         Route("/api/sessions/{id}/approvals", mutation(api.decide), methods=["POST"]),
         Route("/", _page("index.html")),
         Route("/sessions/{id}", _page("session.html")),

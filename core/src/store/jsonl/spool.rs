@@ -369,6 +369,7 @@ mod tests {
                 Posted::Message { message, .. } => message.id(),
                 Posted::Edit { edit, .. } => edit.id(),
                 Posted::Decision { id, .. } => id,
+                Posted::Move { m, .. } => &m.id,
                 Posted::Invalid { .. } => "?",
             })
             .collect()
