@@ -63,6 +63,17 @@ after. A process killed inside a tool leaves the call answered on the next open
 SDK's ``function_call_output``, so the model decides and the tool never runs again by
 itself. A run that raises answers the calls it leaves without a result the same way.
 
+Tool approvals (SPEC §17.4): when a function tool with ``needs_approval=True`` stops the
+SDK's run (``result.interruptions``), :func:`run` writes each call's ``tool/call``, asks
+its approval (``approval-<turn>-<step>-<call id>``), parks the turn with the SDK's
+``RunState`` as its own JSON (``to_json``) and returns the result; the turn stays open.
+Once the approvals are decided from anywhere (``store.decide``, ``inboxlog approve``, the
+console), the next :func:`run` on the session, on any worker, resumes that run
+(``RunState.from_json``, then ``approve`` for ``allowed-once``, else ``reject`` with the
+text of the ``TOOL_NOT_ALLOWED`` result the log wrote), so the tool runs once and only
+when allowed; while any is pending it raises :class:`inboxlog.ApprovalsPendingError` and
+writes nothing.
+
 So :func:`inboxlog.fold_consumed_work` answers "did this run do work" for SDK runs as
 for any other loop. An inbox message becomes SDK input by :func:`message_items`.
 """
@@ -502,6 +513,12 @@ async def run(
     step's input was added); ``runner_kwargs`` go to ``Runner.run`` (``context``,
     ``max_turns``, …), and ``hooks`` are called after this module's own, which write the
     conversation (SPEC §15.5).
+
+    A run the SDK stops for tool approvals parks its turn and returns the result with its
+    ``interruptions``; called on a session whose turn is parked, ``run`` resumes that run
+    once every approval is decided (``input`` then reaches its next model call; pass the
+    run's ``context`` again), and raises :class:`inboxlog.ApprovalsPendingError`, writing
+    nothing, while any is pending.
 
     Input that reaches ``next-step`` after the last model call is not left behind: the
     turn goes on with another ``Runner.run`` on the same history, and the result of the
