@@ -63,6 +63,17 @@ after. A process killed inside a tool leaves the call answered on the next open
 SDK's ``function_call_output``, so the model decides and the tool never runs again by
 itself. A run that raises answers the calls it leaves without a result the same way.
 
+Tool approvals (SPEC §17.4): when a function tool with ``needs_approval=True`` stops the
+SDK's run (``result.interruptions``), :func:`run` writes each call's ``tool/call``, asks
+its approval (``approval-<turn>-<step>-<call id>``), parks the turn with the SDK's
+``RunState`` as its own JSON (``to_json``) and returns the result; the turn stays open.
+Once the approvals are decided from anywhere (``store.decide``, ``inboxlog approve``, the
+console), the next :func:`run` on the session, on any worker, resumes that run
+(``RunState.from_json``, then ``approve`` for ``allowed-once``, else ``reject`` with the
+text of the ``TOOL_NOT_ALLOWED`` result the log wrote), so the tool runs once and only
+when allowed; while any is pending it raises :class:`inboxlog.ApprovalsPendingError` and
+writes nothing.
+
 So :func:`inboxlog.fold_consumed_work` answers "did this run do work" for SDK runs as
 for any other loop. An inbox message becomes SDK input by :func:`message_items`.
 """
@@ -80,8 +91,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self, cast
 
 try:
-    from agents import Agent, ModelBehaviorError, RunConfig, RunHooks, Runner, RunResult
-    from agents.items import ItemHelpers, ModelResponse, TResponseInputItem
+    from agents import Agent, ModelBehaviorError, RunConfig, RunHooks, Runner, RunResult, RunState
+    from agents.items import ItemHelpers, ModelResponse, ToolApprovalItem, TResponseInputItem
     from agents.memory.session_settings import SessionSettings, resolve_session_limit
     from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
     from agents.run_context import RunContextWrapper
@@ -102,8 +113,8 @@ from inboxlog.integrations._common import (
     call,
     open_or_create,
 )
-from inboxlog.integrations._driver import Turn, input_id, result_text, text
-from inboxlog.types import Message
+from inboxlog.integrations._driver import Turn, answers, input_id, result_text, text
+from inboxlog.types import ApprovalOutcome, Message
 
 ITEMS = "openai-agents/items"
 """The event type of one ``add_items`` call: ``{"items": [...]}``."""
@@ -503,6 +514,12 @@ async def run(
     ``max_turns``, …), and ``hooks`` are called after this module's own, which write the
     conversation (SPEC §15.5).
 
+    A run the SDK stops for tool approvals parks its turn and returns the result with its
+    ``interruptions``; called on a session whose turn is parked, ``run`` resumes that run
+    once every approval is decided (``input`` then reaches its next model call; pass the
+    run's ``context`` again), and raises :class:`inboxlog.ApprovalsPendingError`, writing
+    nothing, while any is pending.
+
     Input that reaches ``next-step`` after the last model call is not left behind: the
     turn goes on with another ``Runner.run`` on the same history, and the result of the
     last one is returned. Raises :class:`StepRejectedError` when a plugin rejects a step
@@ -514,20 +531,34 @@ async def run(
     """
     log = session.session
     config = RunConfig() if run_config is None else run_config
-    turn = Turn(log, list(plugins), keep_inbox_on_cancel=keep_inbox_on_cancel)
+    # A parked run is handed on first: while approvals are pending this raises
+    # ApprovalsPendingError and nothing is written.
+    keep = keep_inbox_on_cancel
+    resumed = await call(lambda: Turn.resume(log, list(plugins), keep_inbox_on_cancel=keep))
+    if resumed is None:
+        turn = Turn(log, list(plugins), keep_inbox_on_cancel=keep_inbox_on_cancel)
+    else:
+        turn = resumed[0]
     conversation = _Conversation(turn, session, config, runner_kwargs.pop("hooks", None))
-    own = [] if input is None else [_input_message(input)]
     stopped: ModelBehaviorError | None = None
     try:
-        await call(turn.start, own)  # refused while another run holds the session
+        first: list[TResponseInputItem] | RunState[Any] = []
+        added: list[tuple[int, list[TResponseInputItem]]] = []
+        if resumed is None:
+            own = [] if input is None else [_input_message(input)]
+            await call(turn.start, own)  # refused while another run holds the session
+        else:
+            if input is not None:  # for the resumed run's next model call, as steering
+                await call(log.inbox.append, "next-step", _input_message(input))
+            first, added = await _resumed(agent, conversation, resumed[1], resumed[2])
         while True:
             stopped, outcome = None, "completed"
-            step_filter = _model_input_filter(turn, config.call_model_input_filter)
+            step_filter = _model_input_filter(turn, config.call_model_input_filter, added)
             step_config = dataclasses.replace(config, call_model_input_filter=step_filter)
             try:
                 result = await Runner.run(
                     agent,
-                    [],
+                    first,
                     session=session,
                     run_config=step_config,
                     hooks=conversation,
@@ -537,10 +568,14 @@ async def run(
                 if not (turn.step_open and _is_length_stop(error)):
                     raise
                 stopped, outcome = error, "max-tokens"
+            if stopped is None and result.interruptions:
+                await call(conversation.park, result, added)
+                return result  # the turn parked: a later run resumes it
             if not await call(turn.model_stopped, outcome):
                 break
             # Steering arrived during the last model call: the SDK's run is over, so
             # another Runner.run on the same history takes it, in the same turn.
+            first, added = [], []
     except BaseException as error:
         if isinstance(error, GeneratorExit):  # being closed: no waiting
             conversation.answer_the_rest(error)
@@ -555,15 +590,19 @@ async def run(
     return result
 
 
-def _model_input_filter(turn: Turn, then: CallModelInputFilter | None) -> CallModelInputFilter:
+def _model_input_filter(
+    turn: Turn,
+    then: CallModelInputFilter | None,
+    added: list[tuple[int, list[TResponseInputItem]]],
+) -> CallModelInputFilter:
     """The ``call_model_input_filter`` for one ``Runner.run``: enters a step, then gives
     the model the SDK's input with every batch this run entered at its place.
 
-    The SDK rebuilds its input at each call from the history it read at the start and
-    the items it generated since, so the batches added earlier in the run are put back
-    where they were (the history read by a later run holds them already).
+    The SDK rebuilds its input at each call from the history it read at the start (a
+    resumed ``RunState``'s own) and the items it generated since, so the batches
+    ``added`` earlier in the run (before it parked included) are put back where they
+    were (the history read by a later run holds them already).
     """
-    added: list[tuple[int, list[TResponseInputItem]]] = []
 
     async def enter_step(data: CallModelData[Any]) -> ModelInputData:
         given = data.model_data.input
@@ -581,6 +620,51 @@ def _model_input_filter(turn: Turn, then: CallModelInputFilter | None) -> CallMo
         return await chained if inspect.isawaitable(chained) else chained
 
     return enter_step
+
+
+async def _resumed(
+    agent: Agent[Any],
+    conversation: _Conversation,
+    parked: Any,
+    decisions: Mapping[str, ApprovalOutcome],
+) -> tuple[RunState[Any], list[tuple[int, list[TResponseInputItem]]]]:
+    """The SDK's ``RunState`` a parked run stored (``RunState.from_json``) with each
+    decision applied: ``allowed-once`` approves the call (the SDK runs it once), any
+    other outcome rejects it with the text of the ``TOOL_NOT_ALLOWED`` result the log
+    wrote, which the session then does not store a second time. Returns it and the
+    input batches the run had entered."""
+    turn, session = conversation.turn, conversation.session
+    state = await RunState.from_json(agent, parked["runState"])
+    said = await call(lambda: answers(turn.log.events(int(parked["since"]))))
+    ids = {str(a["callId"]): a for a in parked["approvals"] if a.get("callId") is not None}
+    for index, item in enumerate(state.get_interruptions()):
+        asked = ids.get(str(item.call_id)) or parked["approvals"][index]
+        outcome = decisions.get(asked["id"], "unavailable")
+        ours = asked["callId"] if asked.get("ours") else None
+        if ours is not None:
+            conversation.called.add(ours)
+        if outcome == "allowed-once":
+            state.approve(item)
+            if ours is not None:
+                conversation.unanswered[ours] = False
+            continue
+        why = result_text(said[ours]) if ours in said else None
+        state.reject(item, rejection_message=why or f"The call was not allowed ({outcome}).")
+        if ours is not None:  # the log answered it: the SDK's own output is that answer
+            session._hold([_output_item(ours, why or "")])
+    added = [(int(at), list(items)) for at, items in parked.get("added", [])]
+    return state, added
+
+
+def _arguments(item: ToolApprovalItem) -> Any:
+    """An approval item's arguments for ``approval/asked``: parsed when they are JSON."""
+    raw = item.arguments
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
 
 
 async def _enter_step(turn: Turn) -> list[TResponseInputItem]:
@@ -612,6 +696,8 @@ class _Conversation(RunHooks[Any]):
         self.turn, self.session, self.config, self.then = turn, session, config, then
         self.unanswered: dict[str, bool] = {}
         """The calls of the model's responses without a result: whether each started."""
+        self.called: set[str] = set()
+        """The calls whose ``tool/call`` is written (before their approval was asked)."""
 
     async def on_llm_start(
         self,
@@ -675,8 +761,33 @@ class _Conversation(RunHooks[Any]):
         self.unanswered.update((b["id"], False) for b in content if b["type"] == "tool-call")
 
     def _calling(self, context: ToolContext[Any]) -> None:
-        self.turn.calling(context.tool_call_id, context.tool_name, context.tool_arguments)
+        if context.tool_call_id not in self.called:  # an approved call's is written
+            self.turn.calling(context.tool_call_id, context.tool_name, context.tool_arguments)
         self.unanswered[context.tool_call_id] = True
+
+    def park(self, result: RunResult, added: list[tuple[int, list[TResponseInputItem]]]) -> None:
+        """The SDK stopped the run for its tool approvals (``result.interruptions``): each
+        call the model made is dispatched (``tool/call``), each approval asked, and the
+        turn parked with the SDK's ``RunState`` as its own JSON (``to_json``), the input
+        the run entered, and which approval is which call. A state the SDK cannot
+        serialize raises before anything is written."""
+        state = result.to_state().to_json()
+        approvals = []
+        for index, item in enumerate(result.interruptions):
+            call_id = item.call_id
+            ours = call_id if call_id in self.unanswered else None  # a call of this run's
+            name = item.name or "tool"
+            if ours is not None and ours not in self.called:
+                self.turn.calling(ours, name, item.arguments or "")
+                self.called.add(ours)
+            id = f"approval-{self.turn.number}-{self.turn.steps}-{call_id or index}"
+            self.turn.ask(id, name, ours, _arguments(item))
+            approvals.append({"id": id, "callId": call_id, "ours": ours is not None})
+        since = (self.turn.log.last_seq or 0) + 1  # the decisions' answers come after
+        batches = [[at, items] for at, items in added]
+        self.turn.park(
+            {"runState": state, "added": batches, "approvals": approvals, "since": since}
+        )
 
     def _answered(self, context: ToolContext[Any], result: object) -> None:
         call_id = context.tool_call_id
