@@ -256,7 +256,8 @@ def app(
 
     ``token``: every request but ``/api/health`` must carry it (``Authorization:
     Bearer``, or the cookie a visit with ``?token=`` sets). ``read_only``: every
-    mutation is refused (403). ``allowed_hosts``: the ``Host`` values answered
+    mutation is refused (403), and the session JSON's ``readOnly`` tells the pages to
+    disable their decisions. ``allowed_hosts``: the ``Host`` values answered
     (``NAME`` with any port, ``NAME:PORT``); ``None`` leaves ``Host`` to the host app.
     ``limits``: the bounds of what it holds of events (:class:`Limits`, its defaults
     when ``None``).
