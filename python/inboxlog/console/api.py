@@ -4,7 +4,8 @@ here blocks: the app runs them on its executor, never on the event loop; the
 mutations are coroutines whose store call (and its fsync) runs there too.
 
 Reading a session never opens it (that would take its writer's lock). A session's fold
-(its header, last seq, open turn, queues and latest events) starts from ``store.peek``
+(its header, last seq, open turn, queues, pending approvals, parked turn and latest
+events) starts from ``store.peek``
 (the state from the log's checkpoint, read without owning it) and ``store.tail`` (its
 latest events), so a first page load costs what follows the checkpoint and what it
 shows, not the session's history; it is kept between requests and brought up to date
@@ -25,7 +26,15 @@ from typing import Any, cast
 
 import inboxlog
 import inboxlog.aio
-from inboxlog.types import ApprovalOutcome, Baseline, Event, Header, Target
+from inboxlog.types import (
+    ApprovalAsked,
+    ApprovalOutcome,
+    Baseline,
+    Event,
+    Header,
+    ParkedTurn,
+    Target,
+)
 
 from .limits import Limits
 
@@ -176,6 +185,10 @@ class _Fold:
     projection: inboxlog.QueueProjection = field(default_factory=inboxlog.QueueProjection)
     #: The inbox as of every ``SNAPSHOT_EVERY``-th seq.
     snapshots: list[Baseline] = field(default_factory=list)
+    #: The ``approval/asked`` data of the approvals not yet decided, in order (§17.1).
+    approvals: list[ApprovalAsked] = field(default_factory=list)
+    #: The parked turn, as ``store.peek`` gives it (§17.2).
+    parked: ParkedTurn | None = None
 
     def apply(self, event: Event) -> None:
         seq = event["seq"]
@@ -187,10 +200,37 @@ class _Fold:
             self.open_turn = cast(int, event["data"]["turn"])
         elif event["type"] == "turn/end":
             self.open_turn = None
+        self.approve(event)
         self.next_seq = seq + 1
         self.keep(event)
         if seq % SNAPSHOT_EVERY == SNAPSHOT_EVERY - 1:
             self.snapshots.append(self.baseline())
+
+    def approve(self, event: Event) -> None:
+        """Folds an approval event (§17.1, §17.2) into the pending ones and the parked
+        turn; a turn's end leaves neither."""
+        kind, data = event["type"], event["data"]
+        if kind == "approval/asked":
+            self.approvals.append(cast(ApprovalAsked, data))
+        elif kind == "approval/decided":
+            self.approvals = [a for a in self.approvals if a["id"] != data["id"]]
+        elif kind == "turn/parked":
+            self.parked = {
+                "turn": data["turn"],
+                "approvals": list(data["approvals"]),
+                "ready": False,
+            }
+        elif kind == "turn/resumed":
+            self.parked = None
+        elif kind == "turn/end":
+            self.parked = None
+            self.approvals = []
+        else:
+            return
+        if self.parked is not None:
+            pending = {a["id"] for a in self.approvals}
+            ready = not pending.intersection(self.parked["approvals"])
+            self.parked = {**self.parked, "ready": ready}
 
     def keep(self, event: Event) -> None:
         """Keeps ``event`` as the latest, forgetting the oldest past the bounds."""
@@ -235,6 +275,8 @@ class Reader:
         peek = self.store.peek(id)
         fold = _Fold(peek["header"], next_seq=peek["events"], history=self.limits.history_bytes)
         fold.open_turn = peek["openTurn"]
+        fold.approvals = list(peek["approvals"])
+        fold.parked = peek["parked"]
         fold.projection = inboxlog.QueueProjection(peek["baseline"])
         if peek["baseline"]["seq"] is not None:
             # The inbox as of an earlier event replays from the closest snapshot before.
@@ -313,7 +355,10 @@ class Reader:
         return events(self.store, id, since, limit)
 
     def summary(self, id: str) -> dict[str, Any]:
-        """``{"header","lastSeq","openTurn","baseline"}`` of session ``id``."""
+        """``{"header","lastSeq","openTurn","baseline","approvals","parked"}`` of session
+        ``id``: ``approvals`` the pending ones (``approval/asked`` data, in order) and
+        ``parked`` the parked turn (``{"turn","approvals","ready"}`` or ``None``), as
+        ``store.peek`` gives them, all as of ``lastSeq``."""
         fold = self.fold(id)
         with self._session_lock(id):
             baseline = fold.baseline()
@@ -322,6 +367,8 @@ class Reader:
                 "lastSeq": baseline["seq"],
                 "openTurn": fold.open_turn,
                 "baseline": baseline,
+                "approvals": list(fold.approvals),
+                "parked": fold.parked,
             }
 
     def baseline(self, id: str, at: int | None) -> Baseline:

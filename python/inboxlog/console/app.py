@@ -57,8 +57,10 @@ _NO_PAGES = b"""<!doctype html>
 class _Console:
     """The state behind the routes: the store, its reader, the feeds, the executors."""
 
-    def __init__(self, store: inboxlog.Store, limits: Limits) -> None:
+    def __init__(self, store: inboxlog.Store, limits: Limits, read_only: bool = False) -> None:
         self.store = store
+        #: Every mutation is refused (the guard answers 403); the pages disable theirs.
+        self.read_only = read_only
         self.reader = api.Reader(store, limits)
         self.executor = ThreadPoolExecutor(API_THREADS, thread_name_prefix="inboxlog-console")
         #: The store as coroutines on the same executor: the mutations' durable writes
@@ -126,7 +128,11 @@ def _routes(console: _Console) -> list[Route | Mount]:
         return await _answer(call)
 
     async def session(request: Request) -> Response:
-        return await _answer(lambda: run(reader.summary, request.path_params["id"]))
+        async def call() -> Any:
+            summary = await run(reader.summary, request.path_params["id"])
+            return {**summary, "readOnly": console.read_only}
+
+        return await _answer(call)
 
     async def events(request: Request) -> Response:
         async def call() -> Any:
@@ -251,12 +257,13 @@ def app(
 
     ``token``: every request but ``/api/health`` must carry it (``Authorization:
     Bearer``, or the cookie a visit with ``?token=`` sets). ``read_only``: every
-    mutation is refused (403). ``allowed_hosts``: the ``Host`` values answered
+    mutation is refused (403), and the session JSON's ``readOnly`` tells the pages to
+    disable their decisions. ``allowed_hosts``: the ``Host`` values answered
     (``NAME`` with any port, ``NAME:PORT``); ``None`` leaves ``Host`` to the host app.
     ``limits``: the bounds of what it holds of events (:class:`Limits`, its defaults
     when ``None``).
     """
-    console = _Console(store, limits or Limits())
+    console = _Console(store, limits or Limits(), read_only)
     routes = Starlette(
         routes=_routes(console),
         exception_handlers={HTTPException: _http_error},

@@ -69,6 +69,9 @@ def test_a_session_page_has_header_last_seq_open_turn_and_baseline(
             "lastSeq": None,
             "openTurn": None,
             "baseline": {"seq": None, "next_turn": [], "next_step": []},
+            "approvals": [],
+            "parked": None,
+            "readOnly": False,
         }
         write_turn(s, 3)
         s.inbox.append("next-turn", m("p1", content="later"))
@@ -81,6 +84,9 @@ def test_a_session_page_has_header_last_seq_open_turn_and_baseline(
             "lastSeq": s.last_seq,
             "openTurn": s.current_turn,
             "baseline": s.baseline(),
+            "approvals": [],
+            "parked": None,
+            "readOnly": False,
         }
         assert got["openTurn"] == 2
         # Brought up to date from where the last request left it.
@@ -89,6 +95,68 @@ def test_a_session_page_has_header_last_seq_open_turn_and_baseline(
         s.flush()
         got = client.get("/api/sessions/s").json()
         assert (got["lastSeq"], got["baseline"]) == (s.last_seq, s.baseline())
+
+
+def ask(s: inboxlog.Session, *approvals: tuple[str, str, Any, str]) -> None:
+    """A turn with step 1 open and each of ``approvals`` (id, tool, arguments, reason)
+    asked."""
+    s.inbox.append("next-turn", m("u1", role="user", content="go"))
+    s.open_turn()
+    proposal = s.propose_step()
+    s.decide({"kind": "enter", "messages": proposal["messages"]})
+    for id, tool, arguments, reason in approvals:
+        s.ask_approval(id, tool, None, arguments, reason)
+
+
+def test_a_session_page_has_its_pending_approvals_and_parked_turn(
+    store: inboxlog.Store, client: TestClient
+) -> None:
+    def seen() -> tuple[Any, Any]:
+        got = client.get("/api/sessions/s").json()
+        # A fold started afresh from the checkpoint agrees with one brought up to date.
+        with TestClient(inboxlog.console.app(store)) as fresh:
+            again = fresh.get("/api/sessions/s").json()
+        peek = store.peek("s")
+        assert (got["approvals"], got["parked"]) == (again["approvals"], again["parked"])
+        assert (got["approvals"], got["parked"]) == (peek["approvals"], peek["parked"])
+        return got["approvals"], got["parked"]
+
+    with store.create("s") as s:
+        client.get("/api/sessions/s")  # the fold starts before the approvals
+        ask(s, ("a1", "rm", {"path": "x"}, "deletes a file"), ("a2", "send", "raw", "mails"))
+        s.flush()
+        first = {"id": "a1", "toolName": "rm", "arguments": {"path": "x"}}
+        first["reason"] = "deletes a file"
+        second = {"id": "a2", "toolName": "send", "arguments": "raw", "reason": "mails"}
+        assert seen() == ([first, second], None)
+        s.park({"run": 1})
+        s.flush()
+        assert seen() == ([first, second], {"turn": 1, "approvals": ["a1", "a2"], "ready": False})
+        # Decided through the API and taken in by the owner, then in process.
+        r = client.post("/api/sessions/s/approvals", json={"id": "a1", "outcome": "allowed-once"})
+        assert r.status_code == 202, r.text
+        assert seen()[0] == [first, second], "pending until the owner takes it in"
+        s.inbox.receive()
+        s.flush()
+        assert seen() == ([second], {"turn": 1, "approvals": ["a1", "a2"], "ready": False})
+        s.decide_approval("a2", "rejected")
+        s.flush()
+        assert seen() == ([], {"turn": 1, "approvals": ["a1", "a2"], "ready": True})
+        s.resume_parked()
+        s.flush()
+        assert seen() == ([], None)
+        s.ask_approval("a3", "rm", None, None, None)
+        s.flush()
+        assert seen() == ([{"id": "a3", "toolName": "rm"}], None)
+        s.cancel()  # decides a3 cancelled and ends the turn
+        s.flush()
+        assert seen() == ([], None)
+
+
+def test_a_read_only_console_says_so_in_the_session_json(store: inboxlog.Store) -> None:
+    store.create("s").close()
+    with TestClient(inboxlog.console.app(store, read_only=True)) as c:
+        assert c.get("/api/sessions/s").json()["readOnly"] is True
 
 
 def test_a_session_deleted_and_created_again_is_read_anew(

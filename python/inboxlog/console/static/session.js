@@ -1,8 +1,10 @@
 // A session's page (/sessions/{id}): the timeline, the two queues kept live from a
-// baseline plus the followed events (§5.2), the composer, remove/replace, and the inbox
-// as of any event. One live stream for the page (live.js).
+// baseline plus the followed events (§5.2), the composer, remove/replace, the inbox as
+// of any event, and the pending approvals with allow and reject (§17.3). One live
+// stream for the page (live.js).
 
 import { ApiError, apiUrl, getJson, newMessageId, postJson, segment } from "./api.js";
+import { Approvals, renderApprovals } from "./approvals.js";
 import { dateTime, el, notify } from "./dom.js";
 import { Live } from "./live.js";
 import { Projection, ProjectionError } from "./projection.js";
@@ -17,6 +19,12 @@ const $ = (selector) => document.querySelector(selector);
 const timeline = new Timeline($("[data-role=timeline]"), PAGE);
 const queues = $("[data-role=queues]");
 let projection = null;
+const approvalsPanel = $("[data-role=approvals-panel]");
+// The pending approvals and the parked turn, and the ids whose decision is on its way.
+let approvals = null;
+const sent = new Set();
+// The console refuses mutations (the session JSON says so): its controls are disabled.
+let readOnly = false;
 // The seq whose past inbox is shown (null: the live inbox).
 let pastSeq = null;
 // The open replace editor: {id, node}, kept across re-renders of the queues.
@@ -34,6 +42,7 @@ function state(text) {
 }
 
 function showHeader(summary) {
+  readOnly = summary.readOnly === true;
   $("[data-role=created]").textContent = dateTime(summary.header.createdAt);
   $("[data-role=turn]").textContent = summary.openTurn === null ? "idle" : `turn ${summary.openTurn} open`;
   $("[data-role=last-seq]").textContent = summary.lastSeq === null ? "no events" : `${summary.lastSeq + 1} events`;
@@ -47,6 +56,15 @@ function renderLive() {
     if (node) node.append(editing.node);
     else editing = null;
   }
+}
+
+function renderDecisions() {
+  if (approvals === null) return;
+  for (const approvalId of sent) {
+    if (!approvals.pending.some((approval) => approval.id === approvalId)) sent.delete(approvalId);
+  }
+  renderApprovals(approvalsPanel, approvals, sent, readOnly);
+  if (approvals.parked) $("[data-role=turn]").textContent = `turn ${approvals.parked.turn} parked`;
 }
 
 function messageOf(node) {
@@ -68,7 +86,9 @@ async function rebaseline(why) {
     const summary = await getJson(base);
     showHeader(summary);
     projection = new Projection(summary.baseline);
+    approvals = new Approvals(summary);
     renderLive();
+    renderDecisions();
     rebaselining = false;
     live.open(Math.min(timeline.newest, projection.seq) + 1);
   } catch (error) {
@@ -89,6 +109,8 @@ function onEvent(event) {
   timeline.prepend([event]);
   if (event.type === "turn/start") $("[data-role=turn]").textContent = `turn ${event.data.turn} open`;
   if (event.type === "turn/end") $("[data-role=turn]").textContent = "idle";
+  if (event.type === "turn/resumed") $("[data-role=turn]").textContent = `turn ${event.data.turn} open`;
+  if (approvals.apply(event)) renderDecisions();
   $("[data-role=last-seq]").textContent = `${timeline.newest + 1} events`;
   $("[data-action=more]").hidden = timeline.oldest === null || timeline.oldest === 0;
   try {
@@ -179,6 +201,22 @@ async function edit(path, body, done) {
   }
 }
 
+async function decide(control, outcome) {
+  const approvalId = control.closest("[data-approval-id]")?.dataset.approvalId;
+  if (approvalId === undefined || sent.has(approvalId)) return;
+  sent.add(approvalId);
+  renderDecisions();
+  const said = outcome === "allowed-once" ? "Allowed" : "Rejected";
+  try {
+    const answer = await postJson(`${base}/approvals`, { id: approvalId, outcome });
+    notify(`${said} ${approvalId} (post ${answer.post}); it is decided once the session takes it in.`);
+  } catch (error) {
+    sent.delete(approvalId);
+    renderDecisions();
+    notify(`Not sent: ${failure(error)}`, "error");
+  }
+}
+
 document.addEventListener("click", (click) => {
   const control = click.target.closest("[data-action]");
   if (!control) return;
@@ -191,6 +229,12 @@ document.addEventListener("click", (click) => {
       break;
     case "live":
       showLive();
+      break;
+    case "allow":
+      decide(control, "allowed-once");
+      break;
+    case "reject":
+      decide(control, "rejected");
       break;
     case "inbox-at":
       showPast(Number(control.closest("[data-seq]").dataset.seq));
@@ -253,7 +297,9 @@ async function start() {
   notify("");
   showHeader(summary);
   projection = new Projection(summary.baseline);
+  approvals = new Approvals(summary);
   renderLive();
+  renderDecisions();
   timeline.prepend(page.events);
   $("[data-action=more]").hidden = timeline.oldest === null || timeline.oldest === 0;
   performance.mark("inboxlog:first-render");
