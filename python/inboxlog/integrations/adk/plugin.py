@@ -82,6 +82,7 @@ from google.genai import types
 
 from inboxlog.integrations._common import StepRejectedError, TurnEndedError, call
 from inboxlog.integrations._driver import ABORTS, Turn, input_id, text
+from inboxlog.integrations.adk import approvals
 from inboxlog.integrations.adk.sessions import InboxlogSessionService
 from inboxlog.types import Message, StepOutcome
 
@@ -133,12 +134,17 @@ class _Run:
     outcome: StepOutcome = "completed"
     started: bool = False
     keys: tuple[str, str, str] = ("", "", "")
+    inv: str = ""
     asked: list[str] = field(default_factory=list)
     """The ids of the calls in this run's model responses, in order."""
     dispatched: set[str] = field(default_factory=set)
     """The calls whose ``tool/call`` this run wrote."""
     answered: set[str] = field(default_factory=set)
     """The calls whose ``tool/result`` this run wrote."""
+    awaiting: set[str] = field(default_factory=set)
+    """The calls waiting for a person's confirmation (their answer was ADK's placeholder)."""
+    requests: list[types.FunctionCall] = field(default_factory=list)
+    """The ``adk_request_confirmation`` calls this run asked."""
 
 
 class InboxlogPlugin(BasePlugin):
@@ -166,6 +172,7 @@ class InboxlogPlugin(BasePlugin):
         self.release = release
         self._runs: dict[str, _Run] = {}
         self._own: dict[str, Message] = {}
+        self._given: dict[str, dict[str, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     # -- the run's start ---------------------------------------------------------------
@@ -177,7 +184,10 @@ class InboxlogPlugin(BasePlugin):
         of empty text, :data:`CONTINUE`, is no input: the run takes what is pending, or
         continues from the history)."""
         session = invocation_context.session
-        if any(part.text or part.text is None for part in user_message.parts or ()):
+        given = approvals.responses(user_message)
+        if given is not None:  # ADK's confirmation response: decisions, not input
+            self._given[invocation_context.invocation_id] = given
+        elif any(part.text or part.text is None for part in user_message.parts or ()):
             self._own[invocation_context.invocation_id] = inbox_message(user_message)
         self.service._defer(session, invocation_context.invocation_id)
         return None
@@ -185,10 +195,14 @@ class InboxlogPlugin(BasePlugin):
     async def before_run_callback(
         self, *, invocation_context: InvocationContext
     ) -> types.Content | None:
-        """Opens the turn; the run's own message joins ``next-turn``."""
+        """Opens the turn; the run's own message joins ``next-turn``. On a session whose
+        turn is parked, resumes that run instead (:mod:`.approvals`): ADK's confirmation
+        response in the message is decided first; ``ApprovalsPendingError`` (nothing
+        written) while any approval is pending."""
         inv = invocation_context.invocation_id
         session = invocation_context.session
         own = self._own.pop(inv, None)
+        given = self._given.pop(inv, None) or {}
         log = await self.service._hold(session)
         for key, other in list(self._runs.items()):
             if other.turn.log is log:
@@ -196,12 +210,43 @@ class InboxlogPlugin(BasePlugin):
                 # ends now, before this one opens (the session stays held).
                 del self._runs[key]
                 await call(self._abandon, other)
-        run = _Run(Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel), own)
+        own_event = self.service._deferred_event(session, inv)
+        try:
+            resumed = await call(self._resume, log, given)
+        except BaseException:
+            if own_event is not None:
+                session.events[:] = [e for e in session.events if e is not own_event]
+            if self.release:
+                await self.service.release(
+                    app_name=session.app_name, user_id=session.user_id, session_id=session.id
+                )
+            raise
+        if resumed is None:
+            run = _Run(Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel), own)
+        else:
+            run = _Run(resumed[0], own)
         run.keys = (session.app_name, session.user_id, session.id)
-        run.own_event = self.service._deferred_event(session, inv)
-        if log.current_turn is not None:  # left open by a cancelled run
-            await call(log.cancel, {"kind": "user"}, self.keep_inbox_on_cancel)
-        await call(run.turn.start, [own] if own is not None else [])
+        run.inv = inv
+        run.own_event = own_event
+        if given and own_event is not None:
+            # ADK's confirmation response is no input, and ADK must not act on it: the
+            # log's decisions reach ADK below, for a parked run only.
+            session.events[:] = [e for e in session.events if e is not own_event]
+            run.own_event = None
+        if resumed is None:
+            if log.current_turn is not None:  # left open by a cancelled run
+                await call(log.cancel, {"kind": "user"}, self.keep_inbox_on_cancel)
+            await call(run.turn.start, [own] if own is not None else [])
+        else:
+            turn, state, decisions = resumed
+            calls = approvals.asked_calls(state)
+            run.asked.extend(calls)
+            run.dispatched.update(calls)  # their tool/call is written: never again
+            if own is not None:  # input joins next-step: the resumed run's next call
+                await call(_steer, turn, own)
+            event = approvals.decision_event(inv, state, decisions, given)
+            if event is not None:  # ADK runs the tools allowed, answers the rest
+                await self.service.append_event(session, event)
         run.started = True
         self._runs[inv] = run
         self.service._before_let_go(session, lambda: self._abandon(run))
@@ -210,6 +255,19 @@ class InboxlogPlugin(BasePlugin):
             run.task = task
             task.add_done_callback(lambda _: self._task_done(inv))
         return None
+
+    def _resume(
+        self, log: Any, given: dict[str, dict[str, Any]]
+    ) -> tuple[Turn, Any, dict[str, Any]] | None:
+        """The parked run taken up (``None``: nothing parked), after ADK's confirmation
+        responses are decided."""
+        if given:
+            approvals.decide(log, given)
+        resumed = Turn.resume(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel)
+        if resumed is None:
+            return None
+        turn, state, decisions = resumed
+        return turn, state, decisions
 
     # -- each model call ---------------------------------------------------------------
 
@@ -327,9 +385,15 @@ class InboxlogPlugin(BasePlugin):
         run = self._runs.get(invocation_context.invocation_id)
         if run is None or run.ended:
             return None
-        if _from_model(event):
+        asked = approvals.requests(event)
+        if asked:  # ADK asks for confirmation: approvals, not the model's words
+            await call(self._ask, run, asked)
+        elif _from_model(event):
             await call(self._said, run, invocation_context, event)
+        waits = set(event.actions.requested_tool_confirmations or ()) | run.awaiting
         for answer in event.get_function_responses():
+            if answer.id in waits:  # ADK's placeholder: the answer waits for a person
+                continue
             if answer.id in run.asked and answer.id not in run.answered:
                 response = answer.response or {}
                 failure = None
@@ -338,6 +402,11 @@ class InboxlogPlugin(BasePlugin):
                 content = [text(_result_text(response))]
                 await self._answered(run, answer.id, content, failure)
         return None
+
+    def _ask(self, run: _Run, asked: list[types.FunctionCall]) -> None:
+        for request in asked:
+            run.awaiting.add(approvals.ask(run.turn, request))
+            run.requests.append(request)
 
     def _said(self, run: _Run, context: InvocationContext, event: Event) -> None:
         provider, model = _source(context, event)
@@ -360,7 +429,8 @@ class InboxlogPlugin(BasePlugin):
         (its outcome unknown), never run again by itself."""
         run = self._runs.get(tool_context.invocation_id)
         call_id = tool_context.function_call_id
-        if run is not None and not run.ended and call_id:
+        if run is not None and not run.ended and call_id and call_id not in run.dispatched:
+            # (a call resumed after its confirmation has its tool/call already)
             arguments = json.dumps(tool_args, ensure_ascii=False, default=str)
             await call(run.turn.calling, call_id, tool.name, arguments)
             run.dispatched.add(call_id)
@@ -378,6 +448,10 @@ class InboxlogPlugin(BasePlugin):
         empty one: its answer comes later, as ADK's)."""
         run = self._runs.get(tool_context.invocation_id)
         call_id = tool_context.function_call_id
+        if call_id in tool_context.actions.requested_tool_confirmations:
+            if run is not None:  # ADK's placeholder: the call waits for a confirmation
+                run.awaiting.add(call_id)
+            return None
         if run is not None and call_id and (result or not tool.is_long_running):
             await self._answered(run, call_id, [text(_result_text(result))])
         return None
@@ -452,7 +526,11 @@ class InboxlogPlugin(BasePlugin):
     def _close(self, run: _Run, error: BaseException | None) -> None:
         """Answers the calls left unanswered, then ends the turn as the run ended."""
         _answer_the_rest(run)
-        if error is None:
+        if error is None and run.requests and run.turn.current and run.turn.log.pending_approvals():
+            # ADK stopped for confirmations: the turn parks, never ends with them open.
+            state = approvals.park_state(run.inv, run.requests)
+            run.turn.park(state)
+        elif error is None:
             run.turn.finish(run.outcome)
         else:
             run.turn.end(error)
@@ -493,7 +571,8 @@ def _answer_the_rest(run: _Run) -> None:
     not started otherwise (the run ended between the model's answer and its tools)."""
     if not run.turn.current:
         return
-    for call_id in [c for c in run.asked if c not in run.answered]:
+    waiting = run.awaiting if run.turn.log.pending_approvals() else set()
+    for call_id in [c for c in run.asked if c not in run.answered and c not in waiting]:
         run.answered.add(call_id)
         if call_id in run.dispatched:
             said = "The run ended while the tool ran: its outcome is unknown."
@@ -502,6 +581,13 @@ def _answer_the_rest(run: _Run) -> None:
             said = "The run ended before the tool started: it did not run."
             error = {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
         run.turn.answered(call_id, [text(said)], is_error=True, error=error)
+
+
+def _steer(turn: Turn, message: Message) -> None:
+    """The run's own message joins the end of ``next-step`` (posts taken in first)."""
+    inbox = turn.log.inbox
+    inbox.receive()
+    inbox.splice("next-step", len(inbox.next_step), 0, [message])
 
 
 def _steering_waits(turn: Turn) -> bool:
