@@ -81,8 +81,9 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from inboxlog.integrations._common import StepRejectedError, TurnEndedError, call
-from inboxlog.integrations._driver import ABORTS, Turn, input_id, text
-from inboxlog.integrations.adk import approvals
+from inboxlog.integrations._driver import ABORTS, Turn, text
+from inboxlog.integrations.adk import approvals, convert
+from inboxlog.integrations.adk.convert import adk_content, inbox_message
 from inboxlog.integrations.adk.sessions import InboxlogSessionService
 from inboxlog.types import Message, StepOutcome
 
@@ -92,33 +93,6 @@ takes what is pending, or, with nothing pending, continues from the history."""
 METADATA = "inboxlog"
 """The ``custom_metadata`` key of a user event that came through the inbox:
 ``{"id": <inbox id>}``."""
-
-
-def inbox_message(content: types.Content, id: str | None = None) -> Message:
-    """An ADK user message as an inbox message: its text as ``content`` and the whole
-    ``types.Content`` as JSON under ``adk``."""
-    text = "".join(part.text or "" for part in content.parts or ())
-    return {
-        "id": id or input_id(),
-        "role": "user",
-        "content": text,
-        "adk": content.model_dump(mode="json", exclude_none=True),
-    }
-
-
-def adk_content(message: Message) -> types.Content | None:
-    """An inbox message as the ``types.Content`` the model sees (``None`` for the
-    continuation marker, which carries no input): its ``adk`` JSON while that still says
-    what its ``content`` says (a pre-step plugin may have rewritten it), else its text."""
-    content = message.get("content")
-    if "adk" in message:
-        adk = types.Content.model_validate(message["adk"])
-        if content is None or content == "".join(p.text or "" for p in adk.parts or ()):
-            return adk
-    if content is None:
-        return None
-    text = content if isinstance(content, str) else str(content)
-    return types.Content(role="user", parts=[types.Part(text=text)])
 
 
 @dataclass
@@ -333,7 +307,7 @@ class InboxlogPlugin(BasePlugin):
             return None
         context = callback_context._invocation_context
         answer, replaced = llm_response, False
-        while not _calls_tools(answer):
+        while not convert.calls_tools(answer):
             stop = answer.finish_reason == types.FinishReason.MAX_TOKENS
             run.outcome = "max-tokens" if stop else "completed"
             if not await call(_steering_waits, run.turn):
@@ -388,7 +362,7 @@ class InboxlogPlugin(BasePlugin):
         asked = approvals.requests(event)
         if asked:  # ADK asks for confirmation: approvals, not the model's words
             await call(self._ask, run, asked)
-        elif _from_model(event):
+        elif convert.from_model(event):
             await call(self._said, run, invocation_context, event)
         waits = set(event.actions.requested_tool_confirmations or ()) | run.awaiting
         for answer in event.get_function_responses():
@@ -399,7 +373,7 @@ class InboxlogPlugin(BasePlugin):
                 failure = None
                 if "error" in response:
                     failure = {"name": "ToolError", "code": event.error_code or "TOOL_ERROR"}
-                content = [text(_result_text(response))]
+                content = [text(convert.result_text(response))]
                 await self._answered(run, answer.id, content, failure)
         return None
 
@@ -409,15 +383,15 @@ class InboxlogPlugin(BasePlugin):
             run.requests.append(request)
 
     def _said(self, run: _Run, context: InvocationContext, event: Event) -> None:
-        provider, model = _source(context, event)
+        provider, model = convert.source(context, event)
         waits = event.long_running_tool_ids or set()  # answered later, by the user
         run.asked.extend(c.id for c in event.get_function_calls() if c.id and c.id not in waits)
         run.turn.said(
             event.id,
-            _blocks(event),
+            convert.blocks(event),
             provider=provider,
             model=model,
-            usage=_usage(event.usage_metadata),
+            usage=convert.usage(event.usage_metadata),
             interrupted=bool(event.interrupted),
         )
 
@@ -453,7 +427,7 @@ class InboxlogPlugin(BasePlugin):
                 run.awaiting.add(call_id)
             return None
         if run is not None and call_id and (result or not tool.is_long_running):
-            await self._answered(run, call_id, [text(_result_text(result))])
+            await self._answered(run, call_id, [text(convert.result_text(result))])
         return None
 
     async def on_tool_error_callback(
@@ -594,88 +568,6 @@ def _steering_waits(turn: Turn) -> bool:
     """Whether ``next-step`` holds input (posts taken in first)."""
     turn.log.inbox.receive()
     return bool(turn.log.inbox.next_step)
-
-
-def _from_model(event: Event) -> bool:
-    """Whether ``event`` is a whole model response (not a tool's, not a user's)."""
-    content = event.content
-    return (
-        not event.partial
-        and event.author != "user"
-        and content is not None
-        and content.role == "model"
-        and bool(content.parts)
-    )
-
-
-def _blocks(event: Event) -> list[dict[str, Any]]:
-    """A model response's parts as the conversation's blocks: text, reasoning (a
-    thought), tool calls (their arguments as JSON text); any other part kept whole
-    under ``adk``, as ADK's JSON."""
-    blocks: list[dict[str, Any]] = []
-    for part in event.content.parts or () if event.content else ():
-        asked = part.function_call
-        if asked is not None:
-            arguments = json.dumps(asked.args or {}, ensure_ascii=False, default=str)
-            blocks.append(
-                {"type": "tool-call", "id": asked.id, "name": asked.name, "arguments": arguments}
-            )
-        elif part.text is not None and not part.thought:
-            blocks.append(text(part.text))
-        elif part.text is not None:
-            blocks.append({"type": "reasoning", "text": part.text})
-        else:
-            blocks.append({"type": "adk", "part": part.model_dump(mode="json", exclude_none=True)})
-    return blocks
-
-
-def _source(context: InvocationContext, event: Event) -> tuple[str, str]:
-    """Who answered: the provider and the model (the one the response names, else the
-    agent's)."""
-    model = getattr(context.agent, "canonical_model", None)
-    name = event.model_version or str(getattr(model, "model", "") or "")
-    if "/" in name:  # LiteLLM's "provider/model"
-        provider, _, name = name.partition("/")
-    elif name.startswith("gemini"):
-        provider = "google"
-    elif name.startswith("claude"):
-        provider = "anthropic"
-    else:
-        provider = type(model).__name__
-    return provider, name
-
-
-def _usage(metadata: types.GenerateContentResponseUsageMetadata | None) -> dict[str, int] | None:
-    """ADK's token counts in the reference's keys."""
-    if metadata is None:
-        return None
-    usage = {
-        "inputTokens": metadata.prompt_token_count or 0,
-        "outputTokens": metadata.candidates_token_count or 0,
-    }
-    for key, count in (
-        ("cacheReadTokens", metadata.cached_content_token_count),
-        ("reasoningTokens", metadata.thoughts_token_count),
-    ):
-        if count:
-            usage[key] = count
-    return usage
-
-
-def _result_text(result: Any) -> str:
-    """A tool's result as text: a string as it is (also as ADK's ``{"result": ...}``),
-    anything else as JSON."""
-    if isinstance(result, dict) and set(result) == {"result"}:
-        result = result["result"]
-    if isinstance(result, str):
-        return result
-    return json.dumps(result, ensure_ascii=False, default=str)
-
-
-def _calls_tools(response: LlmResponse) -> bool:
-    return bool(
-        response.content and any(part.function_call for part in response.content.parts or ())
-    )
 
 
 __all__ = [
