@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a program, under -P
-from adapters import Reply, Script, adk_model, say, tool  # noqa: E402
+from adapters import Reply, Script, adk_model, say, tool
 
-import inboxlog  # noqa: E402
+import inboxlog
 
 ID = "chat"
 """The ADK session (and its log's id)."""

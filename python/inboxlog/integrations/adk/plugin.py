@@ -54,6 +54,12 @@ held by that service as its one writer, and the turn is written through that han
   ``GeneratorExit`` or cancellation in flight there); ``interrupted``, written when a
   killed worker's session is next taken. After the turn ends the service lets the
   session go (``release=False`` keeps it held), so another worker may run the next turn.
+- Approvals (SPEC §17.4, :mod:`inboxlog.integrations.adk.approvals`): ADK's
+  ``adk_request_confirmation`` calls are asked (``approval/asked``), ADK's placeholder
+  answer is no ``tool/result``, and the run ends with its turn parked. The next run of
+  the session resumes it (``ApprovalsPendingError``, nothing written, while any is
+  pending): ADK's confirmation response in its message is decided first, then the log's
+  decisions reach ADK as its confirmation response, so a tool runs only when allowed.
 
 Nothing is tied to one event loop: ``Runner.run`` runs ``run_async`` on a thread of its
 own with its own loop, and the plugin's log work runs in worker threads from whichever
