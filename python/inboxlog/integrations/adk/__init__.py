@@ -15,7 +15,8 @@ store: one log per ADK session, only ever appended, held by one writer at a time
 and user state shared through logs of their own. ADK's ids map to inboxlog ids
 reversibly (``ids.py``). :class:`InboxlogPlugin` (``plugin.py``) makes each invocation
 one turn on the one turn driver, each model call one step claimed at
-``before_model_callback``.
+``before_model_callback``. ADK's tool confirmation is an approval that parks the run,
+decided from anywhere and resumed once on any worker (``approvals.py``).
 """
 
 from __future__ import annotations

@@ -54,6 +54,12 @@ held by that service as its one writer, and the turn is written through that han
   ``GeneratorExit`` or cancellation in flight there); ``interrupted``, written when a
   killed worker's session is next taken. After the turn ends the service lets the
   session go (``release=False`` keeps it held), so another worker may run the next turn.
+- Approvals (SPEC §17.4, :mod:`inboxlog.integrations.adk.approvals`): ADK's
+  ``adk_request_confirmation`` calls are asked (``approval/asked``), ADK's placeholder
+  answer is no ``tool/result``, and the run ends with its turn parked. The next run of
+  the session resumes it (``ApprovalsPendingError``, nothing written, while any is
+  pending): ADK's confirmation response in its message is decided first, then the log's
+  decisions reach ADK as its confirmation response, so a tool runs only when allowed.
 
 Nothing is tied to one event loop: ``Runner.run`` runs ``run_async`` on a thread of its
 own with its own loop, and the plugin's log work runs in worker threads from whichever
@@ -81,7 +87,9 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from inboxlog.integrations._common import StepRejectedError, TurnEndedError, call
-from inboxlog.integrations._driver import ABORTS, Turn, input_id, text
+from inboxlog.integrations._driver import ABORTS, Turn, text
+from inboxlog.integrations.adk import approvals, convert
+from inboxlog.integrations.adk.convert import adk_content, inbox_message
 from inboxlog.integrations.adk.sessions import InboxlogSessionService
 from inboxlog.types import Message, StepOutcome
 
@@ -91,33 +99,6 @@ takes what is pending, or, with nothing pending, continues from the history."""
 METADATA = "inboxlog"
 """The ``custom_metadata`` key of a user event that came through the inbox:
 ``{"id": <inbox id>}``."""
-
-
-def inbox_message(content: types.Content, id: str | None = None) -> Message:
-    """An ADK user message as an inbox message: its text as ``content`` and the whole
-    ``types.Content`` as JSON under ``adk``."""
-    text = "".join(part.text or "" for part in content.parts or ())
-    return {
-        "id": id or input_id(),
-        "role": "user",
-        "content": text,
-        "adk": content.model_dump(mode="json", exclude_none=True),
-    }
-
-
-def adk_content(message: Message) -> types.Content | None:
-    """An inbox message as the ``types.Content`` the model sees (``None`` for the
-    continuation marker, which carries no input): its ``adk`` JSON while that still says
-    what its ``content`` says (a pre-step plugin may have rewritten it), else its text."""
-    content = message.get("content")
-    if "adk" in message:
-        adk = types.Content.model_validate(message["adk"])
-        if content is None or content == "".join(p.text or "" for p in adk.parts or ()):
-            return adk
-    if content is None:
-        return None
-    text = content if isinstance(content, str) else str(content)
-    return types.Content(role="user", parts=[types.Part(text=text)])
 
 
 @dataclass
@@ -133,12 +114,17 @@ class _Run:
     outcome: StepOutcome = "completed"
     started: bool = False
     keys: tuple[str, str, str] = ("", "", "")
+    inv: str = ""
     asked: list[str] = field(default_factory=list)
     """The ids of the calls in this run's model responses, in order."""
     dispatched: set[str] = field(default_factory=set)
     """The calls whose ``tool/call`` this run wrote."""
     answered: set[str] = field(default_factory=set)
     """The calls whose ``tool/result`` this run wrote."""
+    awaiting: set[str] = field(default_factory=set)
+    """The calls waiting for a person's confirmation (their answer was ADK's placeholder)."""
+    requests: list[types.FunctionCall] = field(default_factory=list)
+    """The ``adk_request_confirmation`` calls this run asked."""
 
 
 class InboxlogPlugin(BasePlugin):
@@ -166,6 +152,7 @@ class InboxlogPlugin(BasePlugin):
         self.release = release
         self._runs: dict[str, _Run] = {}
         self._own: dict[str, Message] = {}
+        self._given: dict[str, dict[str, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     # -- the run's start ---------------------------------------------------------------
@@ -177,7 +164,10 @@ class InboxlogPlugin(BasePlugin):
         of empty text, :data:`CONTINUE`, is no input: the run takes what is pending, or
         continues from the history)."""
         session = invocation_context.session
-        if any(part.text or part.text is None for part in user_message.parts or ()):
+        given = approvals.responses(user_message)
+        if given is not None:  # ADK's confirmation response: decisions, not input
+            self._given[invocation_context.invocation_id] = given
+        elif any(part.text or part.text is None for part in user_message.parts or ()):
             self._own[invocation_context.invocation_id] = inbox_message(user_message)
         self.service._defer(session, invocation_context.invocation_id)
         return None
@@ -185,10 +175,14 @@ class InboxlogPlugin(BasePlugin):
     async def before_run_callback(
         self, *, invocation_context: InvocationContext
     ) -> types.Content | None:
-        """Opens the turn; the run's own message joins ``next-turn``."""
+        """Opens the turn; the run's own message joins ``next-turn``. On a session whose
+        turn is parked, resumes that run instead (:mod:`.approvals`): ADK's confirmation
+        response in the message is decided first; ``ApprovalsPendingError`` (nothing
+        written) while any approval is pending."""
         inv = invocation_context.invocation_id
         session = invocation_context.session
         own = self._own.pop(inv, None)
+        given = self._given.pop(inv, None) or {}
         log = await self.service._hold(session)
         for key, other in list(self._runs.items()):
             if other.turn.log is log:
@@ -196,12 +190,43 @@ class InboxlogPlugin(BasePlugin):
                 # ends now, before this one opens (the session stays held).
                 del self._runs[key]
                 await call(self._abandon, other)
-        run = _Run(Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel), own)
+        own_event = self.service._deferred_event(session, inv)
+        try:
+            resumed = await call(self._resume, log, given)
+        except BaseException:
+            if own_event is not None:
+                session.events[:] = [e for e in session.events if e is not own_event]
+            if self.release:
+                await self.service.release(
+                    app_name=session.app_name, user_id=session.user_id, session_id=session.id
+                )
+            raise
+        if resumed is None:
+            run = _Run(Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel), own)
+        else:
+            run = _Run(resumed[0], own)
         run.keys = (session.app_name, session.user_id, session.id)
-        run.own_event = self.service._deferred_event(session, inv)
-        if log.current_turn is not None:  # left open by a cancelled run
-            await call(log.cancel, {"kind": "user"}, self.keep_inbox_on_cancel)
-        await call(run.turn.start, [own] if own is not None else [])
+        run.inv = inv
+        run.own_event = own_event
+        if given and own_event is not None:
+            # ADK's confirmation response is no input, and ADK must not act on it: the
+            # log's decisions reach ADK below, for a parked run only.
+            session.events[:] = [e for e in session.events if e is not own_event]
+            run.own_event = None
+        if resumed is None:
+            if log.current_turn is not None:  # left open by a cancelled run
+                await call(log.cancel, {"kind": "user"}, self.keep_inbox_on_cancel)
+            await call(run.turn.start, [own] if own is not None else [])
+        else:
+            turn, state, decisions = resumed
+            calls = approvals.asked_calls(state)
+            run.asked.extend(calls)
+            run.dispatched.update(calls)  # their tool/call is written: never again
+            if own is not None:  # input joins next-step: the resumed run's next call
+                await call(_steer, turn, own)
+            event = approvals.decision_event(inv, state, decisions, given)
+            if event is not None:  # ADK runs the tools allowed, answers the rest
+                await self.service.append_event(session, event)
         run.started = True
         self._runs[inv] = run
         self.service._before_let_go(session, lambda: self._abandon(run))
@@ -210,6 +235,19 @@ class InboxlogPlugin(BasePlugin):
             run.task = task
             task.add_done_callback(lambda _: self._task_done(inv))
         return None
+
+    def _resume(
+        self, log: Any, given: dict[str, dict[str, Any]]
+    ) -> tuple[Turn, Any, dict[str, Any]] | None:
+        """The parked run taken up (``None``: nothing parked), after ADK's confirmation
+        responses are decided."""
+        if given:
+            approvals.decide(log, given)
+        resumed = Turn.resume(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel)
+        if resumed is None:
+            return None
+        turn, state, decisions = resumed
+        return turn, state, decisions
 
     # -- each model call ---------------------------------------------------------------
 
@@ -275,7 +313,7 @@ class InboxlogPlugin(BasePlugin):
             return None
         context = callback_context._invocation_context
         answer, replaced = llm_response, False
-        while not _calls_tools(answer):
+        while not convert.calls_tools(answer):
             stop = answer.finish_reason == types.FinishReason.MAX_TOKENS
             run.outcome = "max-tokens" if stop else "completed"
             if not await call(_steering_waits, run.turn):
@@ -327,28 +365,39 @@ class InboxlogPlugin(BasePlugin):
         run = self._runs.get(invocation_context.invocation_id)
         if run is None or run.ended:
             return None
-        if _from_model(event):
+        asked = approvals.requests(event)
+        if asked:  # ADK asks for confirmation: approvals, not the model's words
+            await call(self._ask, run, asked)
+        elif convert.from_model(event):
             await call(self._said, run, invocation_context, event)
+        waits = set(event.actions.requested_tool_confirmations or ()) | run.awaiting
         for answer in event.get_function_responses():
+            if answer.id in waits:  # ADK's placeholder: the answer waits for a person
+                continue
             if answer.id in run.asked and answer.id not in run.answered:
                 response = answer.response or {}
                 failure = None
                 if "error" in response:
                     failure = {"name": "ToolError", "code": event.error_code or "TOOL_ERROR"}
-                content = [text(_result_text(response))]
+                content = [text(convert.result_text(response))]
                 await self._answered(run, answer.id, content, failure)
         return None
 
+    def _ask(self, run: _Run, asked: list[types.FunctionCall]) -> None:
+        for request in asked:
+            run.awaiting.add(approvals.ask(run.turn, request))
+            run.requests.append(request)
+
     def _said(self, run: _Run, context: InvocationContext, event: Event) -> None:
-        provider, model = _source(context, event)
+        provider, model = convert.source(context, event)
         waits = event.long_running_tool_ids or set()  # answered later, by the user
         run.asked.extend(c.id for c in event.get_function_calls() if c.id and c.id not in waits)
         run.turn.said(
             event.id,
-            _blocks(event),
+            convert.blocks(event),
             provider=provider,
             model=model,
-            usage=_usage(event.usage_metadata),
+            usage=convert.usage(event.usage_metadata),
             interrupted=bool(event.interrupted),
         )
 
@@ -360,7 +409,8 @@ class InboxlogPlugin(BasePlugin):
         (its outcome unknown), never run again by itself."""
         run = self._runs.get(tool_context.invocation_id)
         call_id = tool_context.function_call_id
-        if run is not None and not run.ended and call_id:
+        if run is not None and not run.ended and call_id and call_id not in run.dispatched:
+            # (a call resumed after its confirmation has its tool/call already)
             arguments = json.dumps(tool_args, ensure_ascii=False, default=str)
             await call(run.turn.calling, call_id, tool.name, arguments)
             run.dispatched.add(call_id)
@@ -378,8 +428,12 @@ class InboxlogPlugin(BasePlugin):
         empty one: its answer comes later, as ADK's)."""
         run = self._runs.get(tool_context.invocation_id)
         call_id = tool_context.function_call_id
+        if call_id in tool_context.actions.requested_tool_confirmations:
+            if run is not None:  # ADK's placeholder: the call waits for a confirmation
+                run.awaiting.add(call_id)
+            return None
         if run is not None and call_id and (result or not tool.is_long_running):
-            await self._answered(run, call_id, [text(_result_text(result))])
+            await self._answered(run, call_id, [text(convert.result_text(result))])
         return None
 
     async def on_tool_error_callback(
@@ -452,7 +506,11 @@ class InboxlogPlugin(BasePlugin):
     def _close(self, run: _Run, error: BaseException | None) -> None:
         """Answers the calls left unanswered, then ends the turn as the run ended."""
         _answer_the_rest(run)
-        if error is None:
+        if error is None and run.requests and run.turn.current and run.turn.log.pending_approvals():
+            # ADK stopped for confirmations: the turn parks, never ends with them open.
+            state = approvals.park_state(run.inv, run.requests)
+            run.turn.park(state)
+        elif error is None:
             run.turn.finish(run.outcome)
         else:
             run.turn.end(error)
@@ -493,7 +551,8 @@ def _answer_the_rest(run: _Run) -> None:
     not started otherwise (the run ended between the model's answer and its tools)."""
     if not run.turn.current:
         return
-    for call_id in [c for c in run.asked if c not in run.answered]:
+    waiting = run.awaiting if run.turn.log.pending_approvals() else set()
+    for call_id in [c for c in run.asked if c not in run.answered and c not in waiting]:
         run.answered.add(call_id)
         if call_id in run.dispatched:
             said = "The run ended while the tool ran: its outcome is unknown."
@@ -504,92 +563,17 @@ def _answer_the_rest(run: _Run) -> None:
         run.turn.answered(call_id, [text(said)], is_error=True, error=error)
 
 
+def _steer(turn: Turn, message: Message) -> None:
+    """The run's own message joins the end of ``next-step`` (posts taken in first)."""
+    inbox = turn.log.inbox
+    inbox.receive()
+    inbox.splice("next-step", len(inbox.next_step), 0, [message])
+
+
 def _steering_waits(turn: Turn) -> bool:
     """Whether ``next-step`` holds input (posts taken in first)."""
     turn.log.inbox.receive()
     return bool(turn.log.inbox.next_step)
-
-
-def _from_model(event: Event) -> bool:
-    """Whether ``event`` is a whole model response (not a tool's, not a user's)."""
-    content = event.content
-    return (
-        not event.partial
-        and event.author != "user"
-        and content is not None
-        and content.role == "model"
-        and bool(content.parts)
-    )
-
-
-def _blocks(event: Event) -> list[dict[str, Any]]:
-    """A model response's parts as the conversation's blocks: text, reasoning (a
-    thought), tool calls (their arguments as JSON text); any other part kept whole
-    under ``adk``, as ADK's JSON."""
-    blocks: list[dict[str, Any]] = []
-    for part in event.content.parts or () if event.content else ():
-        asked = part.function_call
-        if asked is not None:
-            arguments = json.dumps(asked.args or {}, ensure_ascii=False, default=str)
-            blocks.append(
-                {"type": "tool-call", "id": asked.id, "name": asked.name, "arguments": arguments}
-            )
-        elif part.text is not None and not part.thought:
-            blocks.append(text(part.text))
-        elif part.text is not None:
-            blocks.append({"type": "reasoning", "text": part.text})
-        else:
-            blocks.append({"type": "adk", "part": part.model_dump(mode="json", exclude_none=True)})
-    return blocks
-
-
-def _source(context: InvocationContext, event: Event) -> tuple[str, str]:
-    """Who answered: the provider and the model (the one the response names, else the
-    agent's)."""
-    model = getattr(context.agent, "canonical_model", None)
-    name = event.model_version or str(getattr(model, "model", "") or "")
-    if "/" in name:  # LiteLLM's "provider/model"
-        provider, _, name = name.partition("/")
-    elif name.startswith("gemini"):
-        provider = "google"
-    elif name.startswith("claude"):
-        provider = "anthropic"
-    else:
-        provider = type(model).__name__
-    return provider, name
-
-
-def _usage(metadata: types.GenerateContentResponseUsageMetadata | None) -> dict[str, int] | None:
-    """ADK's token counts in the reference's keys."""
-    if metadata is None:
-        return None
-    usage = {
-        "inputTokens": metadata.prompt_token_count or 0,
-        "outputTokens": metadata.candidates_token_count or 0,
-    }
-    for key, count in (
-        ("cacheReadTokens", metadata.cached_content_token_count),
-        ("reasoningTokens", metadata.thoughts_token_count),
-    ):
-        if count:
-            usage[key] = count
-    return usage
-
-
-def _result_text(result: Any) -> str:
-    """A tool's result as text: a string as it is (also as ADK's ``{"result": ...}``),
-    anything else as JSON."""
-    if isinstance(result, dict) and set(result) == {"result"}:
-        result = result["result"]
-    if isinstance(result, str):
-        return result
-    return json.dumps(result, ensure_ascii=False, default=str)
-
-
-def _calls_tools(response: LlmResponse) -> bool:
-    return bool(
-        response.content and any(part.function_call for part in response.content.parts or ())
-    )
 
 
 __all__ = [

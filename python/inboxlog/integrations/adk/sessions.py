@@ -425,7 +425,9 @@ class InboxlogSessionService(BaseSessionService):
         answered, and ADK never runs the tool again by itself."""
         with held.lock:
             stored = [data for _, _, data in held.stored.events]
-        cut_off = unanswered_calls(stored)
+        # A call waiting for a confirmation has ADK's placeholder as its answer; once its
+        # turn is no longer parked (cancelled, interrupted), the log's answer is ADK's.
+        cut_off = unanswered_calls(stored, placeholders=held.log.parked() is not None)
         found = answers(events) if cut_off else {}
         for call_event, calls in cut_off:
             parts, codes = [], []

@@ -148,17 +148,24 @@ class Stored:
 
 
 def unanswered_calls(
-    events: Sequence[dict[str, Any]],
+    events: Sequence[dict[str, Any]], *, placeholders: bool = True
 ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """The function calls among stored ADK ``events`` (as JSON) that no later event
     answers (a ``function_response`` with its id), with the event that made them, in
     order. Calls without an id are left out (nothing could answer them by id), and so
-    are long-running ones (ADK waits for their answer from elsewhere)."""
+    are long-running ones (ADK waits for their answer from elsewhere). Without
+    ``placeholders``, ADK's placeholder for a call waiting for its confirmation is no
+    answer."""
     answered = {
         part["function_response"].get("id")
         for event in events
         for part in (event.get("content") or {}).get("parts") or ()
         if part.get("function_response")
+        and (
+            placeholders
+            or part["function_response"].get("id")
+            not in ((event.get("actions") or {}).get("requested_tool_confirmations") or {})
+        )
     }
     found = []
     for event in events:
