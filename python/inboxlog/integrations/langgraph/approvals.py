@@ -42,9 +42,9 @@ WHY = {
 }
 
 
-def pending(writes: Sequence[tuple[str, str, Any]], messages: Sequence[BaseMessage]) -> list[
-    dict[str, Any]
-]:
+def pending(
+    writes: Sequence[tuple[str, str, Any]], messages: Sequence[BaseMessage]
+) -> list[dict[str, Any]]:
     """The ``HumanInTheLoopMiddleware`` interrupts among a checkpoint's pending ``writes``
     that have no answer yet, each ``{"task", "id", "mode", "calls": [{"callId",
     "name", "args", "description"}]}`` (``mode`` ``batched`` or ``per_call``); the
@@ -107,12 +107,17 @@ def _calls(value: Mapping[str, Any], last: AIMessage | None) -> list[dict[str, A
     return calls
 
 
-def park(turn: Turn, interrupts: list[dict[str, Any]], dispatched: set[str]) -> None:
+def park(
+    turn: Turn, interrupts: list[dict[str, Any]], dispatched: set[str], answered: set[str]
+) -> None:
     """Asks for each call of ``interrupts`` (its ``tool/call`` first unless
-    ``dispatched`` holds it) and parks ``turn`` with them as the framework's state."""
+    ``dispatched`` holds it; none for a call the log ``answered``, after a crash) and
+    parks ``turn`` with them as the framework's state."""
     for interrupt in interrupts:
         for call in interrupt["calls"]:
             id = call["callId"]
+            if id in answered:
+                continue
             if id not in dispatched:
                 arguments = json.dumps(call["args"], ensure_ascii=False)
                 turn.calling(id, call["name"], arguments)
@@ -148,9 +153,7 @@ def resume(log: inboxlog.Session) -> tuple[Turn, list[dict[str, Any]], dict[str,
     turn, state, decisions = resumed
     interrupts: list[dict[str, Any]] = (state or {}).get("interrupts", [])
     outcomes = {
-        c["callId"]: decisions.get(c.get("approval", ""))
-        for i in interrupts
-        for c in i["calls"]
+        c["callId"]: decisions.get(c.get("approval", "")) for i in interrupts for c in i["calls"]
     }
     return turn, interrupts, {i["task"]: answer(i, outcomes) for i in interrupts}
 

@@ -74,6 +74,8 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.keep_inbox_on_cancel = keep_inbox_on_cancel
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
+        if isinstance(target, InboxlogSaver):
+            target._asker = self._ask_unasked
 
     # -- sync hooks -------------------------------------------------------------------
 
@@ -253,8 +255,22 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not interrupts:
             return
         run.record(messages)  # the model's response, when its hook came after the interrupt
-        approvals.park(run.turn, interrupts, run.dispatched)
+        approvals.park(run.turn, interrupts, run.dispatched, set(answers(run.log.events())))
         self._forget(run)
+
+    def _ask_unasked(self, thread_id: str) -> None:
+        """A run starts on a thread whose graph waits on approvals the log never asked
+        (the worker that stopped died first): a turn asks them and parks."""
+        assert isinstance(self.target, InboxlogSaver)
+        self._start(thread_id, [])
+        with self._lock:
+            run = self._runs[thread_id]
+        try:
+            run.turn.step()  # the turn's step goes on from the history
+            self._park(self.target, run)
+        except BaseException as error:
+            self._abort(run, error)
+            raise
 
     def _adopt(self, saver: InboxlogSaver, thread_id: str) -> _Run | None:
         """The run a resume handed on to this process (the saver resumed its parked
@@ -375,6 +391,7 @@ class _Run:
         self.earlier: dict[str, dict[str, Any]] = {}  # the log's tool results at the start
         self.dispatched: set[str] = set()  # the calls whose tool/call this run wrote
         self.parked: set[str] = set()  # the calls a resumed run was parked on
+        self.asked: set[str] = set()  # the calls the log decided an approval of
         self.model: Any = None  # the chat model of the last model call
 
     def open(self, messages: Sequence[AnyMessage]) -> None:
@@ -382,6 +399,7 @@ class _Run:
         hold) joins ``next-turn``."""
         events = self.log.events()
         self.earlier = answers(events)
+        self.asked = set(approvals.decided_calls(events))
         self.logged = {m.id for m in conversation(events) if m.id is not None}
         new = [inbox_message(m) for m in messages if m.id is None or m.id not in self.logged]
         self.turn.start(new)
@@ -505,8 +523,8 @@ class _Run:
         id = call.get("id")
         if not id:
             return None
-        if self.turn.steps == 0 and id in self.earlier and not resuming:
-            return tool_message(self.earlier[id])
+        if self.turn.steps == 0 and id in self.earlier and (not resuming or id in self.asked):
+            return tool_message(self.earlier[id])  # (an approval's resume runs it once)
         if id in self.parked:  # its tool/call came before its approval was asked
             self.parked.discard(id)
             return None

@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 import inboxlog
-from inboxlog.integrations._driver import Turn
+from inboxlog.integrations._driver import Turn, answers
 from inboxlog.integrations.langgraph import approvals
 from inboxlog.types import Event
 
@@ -94,6 +94,9 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         self._parks: dict[str, Callable[[], None]] = {}
         self._resumed: dict[str, tuple[Turn, list[str]]] = {}
         self._not_allowed: dict[str, set[str]] = {}
+        # Asks and parks, in a turn of its own, what a worker that died before asking
+        # left unasked (set by the middleware that runs on this saver).
+        self._asker: Callable[[str], None] | None = None
 
     # -- sessions -----------------------------------------------------------------
 
@@ -232,18 +235,27 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
             return False
         resumed = approvals.resume(thread.log)
         if resumed is not None:
-            turn, interrupts, answers = resumed
+            turn, interrupts, replies = resumed
             calls = sorted({c["callId"] for i in interrupts for c in i["calls"]})
             self._resumed[thread_id] = (turn, calls)
         else:
-            outcomes = approvals.decided_calls(thread.log.events())
+            events = thread.log.events()
+            outcomes = approvals.decided_calls(events)
             calls = [c["callId"] for i in interrupts for c in i["calls"]]
+            for call, _ in answers(events).items():  # answered by repair: never run
+                if call in calls and call not in outcomes:
+                    outcomes[call] = "unavailable"
             if not all(c in outcomes for c in calls):
-                return False  # never asked (a crash came first): the next run asks
-            answers = {i["task"]: approvals.answer(i, outcomes) for i in interrupts}
+                # Never asked (the worker died first): asked now, and the run waits.
+                if self._asker is None:
+                    return False
+                self._asker(thread_id)
+                approvals.resume(thread.log)  # ApprovalsPendingError: nothing decided yet
+                return False
+            replies = {i["task"]: approvals.answer(i, outcomes) for i in interrupts}
             refused = {c for c in calls if outcomes[c] != "allowed-once"}
             self._not_allowed[thread_id] = refused
-        for task, value in answers.items():
+        for task, value in replies.items():
             self.put_writes(found.config, [(approvals.RESUME, [value])], task)
         return True
 
