@@ -50,6 +50,12 @@ the session its ``thread_id`` names:
   when the graph is resumed with ``Command(resume=...)`` in the same process; resumed
   on another worker, the interrupted turn was closed when that worker opened the thread
   and a new turn continues from the history.
+- LangChain's ``HumanInTheLoopMiddleware`` (``approvals.py``, SPEC §17.4), beside this
+  middleware with the same saver as checkpointer: the calls its interrupts gate are
+  asked as approvals and the turn parked when the saver lets the thread go or the next
+  run starts; ``invoke(None, config)`` on any worker then resumes the parked turn, each
+  interrupt answered from the log's decision (``ApprovalsPendingError``, nothing
+  written, while any is pending), so a tool runs once and only when allowed.
 
 :class:`InboxlogSaver` (``saver.py``) is LangGraph's checkpointer on any store: a thread
 is a session it holds as its one writer from its first write (reads take nothing); a

@@ -31,6 +31,7 @@ from langgraph.types import Command
 import inboxlog
 from inboxlog.integrations._common import call, open_or_create
 from inboxlog.integrations._driver import Turn, answers, input_id, result_text, text
+from inboxlog.integrations.langgraph import approvals
 from inboxlog.integrations.langgraph.saver import InboxlogSaver
 from inboxlog.types import Message, StepOutcome
 
@@ -73,6 +74,8 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.keep_inbox_on_cancel = keep_inbox_on_cancel
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
+        if isinstance(target, InboxlogSaver):
+            target._asker = self._ask_unasked
 
     # -- sync hooks -------------------------------------------------------------------
 
@@ -228,6 +231,68 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except BaseException:
             self._forget(run)
             raise
+        if isinstance(self.target, InboxlogSaver):
+            run.turn.not_allowed |= self.target._not_allowed.pop(key, set())
+            self._parks_with(self.target, run)
+
+    def _parks_with(self, saver: InboxlogSaver, run: _Run) -> None:
+        """Has ``saver`` park ``run`` if the graph stops for approval: when it lets the
+        thread go, or when the next run on the thread starts."""
+        with saver._lock:
+            saver._parks[run.log.id] = lambda: self._park(saver, run)
+
+    def _park(self, saver: InboxlogSaver, run: _Run) -> None:
+        """Maps the ``HumanInTheLoopMiddleware`` interrupts the thread's checkpoint waits
+        on onto approvals and parks the turn (approvals.py); other interrupts leave the
+        run as it was."""
+        if not run.turn.current:
+            return
+        found = saver._get(run.log.id, "", None)
+        if found is None:
+            return
+        messages = found.checkpoint["channel_values"].get("messages", [])
+        interrupts = approvals.pending(found.pending_writes or [], messages)
+        if not interrupts:
+            return
+        run.record(messages)  # the model's response, when its hook came after the interrupt
+        approvals.park(run.turn, interrupts, run.dispatched, set(answers(run.log.events())))
+        self._forget(run)
+
+    def _ask_unasked(self, thread_id: str) -> None:
+        """A run starts on a thread whose graph waits on approvals the log never asked
+        (the worker that stopped died first): a turn asks them and parks."""
+        assert isinstance(self.target, InboxlogSaver)
+        self._start(thread_id, [])
+        with self._lock:
+            run = self._runs[thread_id]
+        try:
+            run.turn.step()  # the turn's step goes on from the history
+            self._park(self.target, run)
+        except BaseException as error:
+            self._abort(run, error)
+            raise
+
+    def _adopt(self, saver: InboxlogSaver, thread_id: str) -> _Run | None:
+        """The run a resume handed on to this process (the saver resumed its parked
+        turn as the graph started), taken up as this thread's run."""
+        with saver._lock:
+            resumed = saver._resumed.pop(thread_id, None)
+        if resumed is None:
+            return None
+        turn, calls = resumed
+        turn.plugins = list(self.plugins)
+        turn.keep_inbox_on_cancel = self.keep_inbox_on_cancel
+        run = _Run(turn.log, False, self.plugins, self.keep_inbox_on_cancel)
+        run.turn = turn
+        events = turn.log.events()
+        run.earlier = answers(events)
+        run.logged = {m.id for m in conversation(events) if m.id is not None}
+        run.dispatched = set(calls)
+        run.parked = set(calls)
+        with self._lock:
+            self._runs[thread_id] = run
+        self._parks_with(saver, run)
+        return run
 
     def _open(self, thread_id: str | None) -> tuple[inboxlog.Session, bool]:
         if isinstance(self.target, inboxlog.Session):
@@ -248,6 +313,10 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         new turn starts that continues from the history."""
         thread_id = _thread_id()
         key = self.target.id if isinstance(self.target, inboxlog.Session) else thread_id
+        if isinstance(self.target, InboxlogSaver) and thread_id is not None:
+            adopted = self._adopt(self.target, thread_id)
+            if adopted is not None:
+                return adopted
         with self._lock:
             run = self._runs.get(key or "")
         if run is None:
@@ -296,6 +365,9 @@ class InboxlogMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         with self._lock:
             if self._runs.get(run.log.id) is run:
                 del self._runs[run.log.id]
+        if isinstance(self.target, InboxlogSaver):
+            with self.target._lock:
+                self.target._parks.pop(run.log.id, None)
         if run.owned and not run.log.closed:
             run.log.close()
 
@@ -318,6 +390,8 @@ class _Run:
         self.state: list[AnyMessage] = []  # the state's messages at the last step
         self.earlier: dict[str, dict[str, Any]] = {}  # the log's tool results at the start
         self.dispatched: set[str] = set()  # the calls whose tool/call this run wrote
+        self.parked: set[str] = set()  # the calls a resumed run was parked on
+        self.asked: set[str] = set()  # the calls the log decided an approval of
         self.model: Any = None  # the chat model of the last model call
 
     def open(self, messages: Sequence[AnyMessage]) -> None:
@@ -325,6 +399,7 @@ class _Run:
         hold) joins ``next-turn``."""
         events = self.log.events()
         self.earlier = answers(events)
+        self.asked = set(approvals.decided_calls(events))
         self.logged = {m.id for m in conversation(events) if m.id is not None}
         new = [inbox_message(m) for m in messages if m.id is None or m.id not in self.logged]
         self.turn.start(new)
@@ -358,8 +433,9 @@ class _Run:
         """Records the model's message; when it called no tool, the model stopped: one
         more model call when steering waits, else the turn is over."""
         self.record(messages)
-        last = messages[-1] if messages else None
-        if isinstance(last, AIMessage) and last.tool_calls:
+        # The model's response (a human-in-the-loop decision may follow it with results).
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        if last is not None and last.tool_calls:
             return None  # the tools run; the step goes on to the next model call
         outcome: StepOutcome = "max-tokens" if _is_length_stop(last) else "completed"
         if self.turn.model_stopped(outcome):
@@ -447,8 +523,13 @@ class _Run:
         id = call.get("id")
         if not id:
             return None
-        if self.turn.steps == 0 and id in self.earlier and not resuming:
-            return tool_message(self.earlier[id])
+        if self.turn.steps == 0 and id in self.earlier and (not resuming or id in self.asked):
+            return tool_message(self.earlier[id])  # (an approval's resume runs it once)
+        if id in self.parked:  # its tool/call came before its approval was asked
+            self.parked.discard(id)
+            return None
+        if id in self.turn.not_allowed:  # answered by the log: the tool does not run
+            return None
         self.turn.calling(id, call["name"], _arguments(_caller(request, id), call))
         self.dispatched.add(id)
         return None

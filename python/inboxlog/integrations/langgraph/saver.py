@@ -24,6 +24,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 import inboxlog
+from inboxlog.integrations._driver import Turn, answers
+from inboxlog.integrations.langgraph import approvals
 from inboxlog.types import Event
 
 CHECKPOINT = "langgraph/checkpoint"
@@ -86,6 +88,15 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         self.takeover = takeover
         self._threads: dict[str, _Thread] = {}
         self._lock = threading.RLock()
+        # Approvals (approvals.py): per thread, what parks the run this process
+        # interrupted, the run a resume handed on (its turn and the calls it dispatched),
+        # and the calls the log answered that the next turn must not answer again.
+        self._parks: dict[str, Callable[[], None]] = {}
+        self._resumed: dict[str, tuple[Turn, list[str]]] = {}
+        self._not_allowed: dict[str, set[str]] = {}
+        # Asks and parks, in a turn of its own, what a worker that died before asking
+        # left unasked (set by the middleware that runs on this saver).
+        self._asker: Callable[[str], None] | None = None
 
     # -- sessions -----------------------------------------------------------------
 
@@ -99,13 +110,20 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
     def release(self, thread_id: str) -> None:
         """Closes the thread's session if this saver holds it, so another worker may
         open it."""
-        with self._lock:
-            thread = self._threads.pop(thread_id, None)
-        if thread is not None:
-            _close(thread.log)
+        try:
+            self._park(thread_id)
+        finally:
+            with self._lock:
+                thread = self._threads.pop(thread_id, None)
+            if thread is not None:
+                _close(thread.log)
 
     def close(self) -> None:
-        """Releases every session this saver holds."""
+        """Releases every session this saver holds (parking the runs stopped for
+        approval first)."""
+        for thread_id in list(self._parks):
+            with contextlib.suppress(inboxlog.InboxlogError):
+                self._park(thread_id)
         with self._lock:
             threads, self._threads = list(self._threads.values()), {}
         for thread in threads:
@@ -174,6 +192,15 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
         configurable = config["configurable"]
         thread_id, ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
         wanted = get_checkpoint_id(config)
+        found = self._get(thread_id, ns, wanted)
+        if found is not None and not ns and not wanted and RUNTIME in configurable:
+            # A run starts on the thread: answer the approvals its checkpoint waits on.
+            self._park(thread_id)
+            if self._answer_approvals(thread_id, found):
+                found = self._get(thread_id, ns, wanted)
+        return found
+
+    def _get(self, thread_id: str, ns: str, wanted: str | None) -> CheckpointTuple | None:
         with self._lock:
             thread = self._held(thread_id) or self._read_only(thread_id, whole=False)
             if thread is None:
@@ -183,6 +210,54 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
             except _Incomplete:
                 whole = self._whole(thread_id, thread)
                 return None if whole is None else self._answer(whole, thread_id, ns, wanted)
+
+    # -- approvals (approvals.py) -----------------------------------------------------
+
+    def _park(self, thread_id: str) -> None:
+        """Parks the run this process stopped for approval on the thread, if any."""
+        with self._lock:
+            park = self._parks.pop(thread_id, None)
+        if park is not None:
+            park()
+
+    def _answer_approvals(self, thread_id: str, found: CheckpointTuple) -> bool:
+        """Writes the answers of the middleware's interrupts that ``found`` waits on, from
+        the log's decisions: resuming the parked turn (``ApprovalsPendingError``,
+        nothing written, while any is pending), or, its approvals decided without a
+        resume (cancelled), as they were decided. Returns whether it wrote any."""
+        messages = found.checkpoint["channel_values"].get("messages", [])
+        interrupts = approvals.pending(found.pending_writes or [], messages)
+        if not interrupts:
+            return False
+        with self._lock:
+            thread = self._thread(thread_id, create=False)  # as the thread's writer
+        if thread is None:
+            return False
+        resumed = approvals.resume(thread.log)
+        if resumed is not None:
+            turn, interrupts, replies = resumed
+            calls = sorted({c["callId"] for i in interrupts for c in i["calls"]})
+            self._resumed[thread_id] = (turn, calls)
+        else:
+            events = thread.log.events()
+            outcomes = approvals.decided_calls(events)
+            calls = [c["callId"] for i in interrupts for c in i["calls"]]
+            for call, _ in answers(events).items():  # answered by repair: never run
+                if call in calls and call not in outcomes:
+                    outcomes[call] = "unavailable"
+            if not all(c in outcomes for c in calls):
+                # Never asked (the worker died first): asked now, and the run waits.
+                if self._asker is None:
+                    return False
+                self._asker(thread_id)
+                approvals.resume(thread.log)  # ApprovalsPendingError: nothing decided yet
+                return False
+            replies = {i["task"]: approvals.answer(i, outcomes) for i in interrupts}
+            refused = {c for c in calls if outcomes[c] != "allowed-once"}
+            self._not_allowed[thread_id] = refused
+        for task, value in replies.items():
+            self.put_writes(found.config, [(approvals.RESUME, [value])], task)
+        return True
 
     def _answer(
         self, thread: _Thread, thread_id: str, ns: str, wanted: str | None
@@ -297,6 +372,11 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
             # from an earlier seq only reads more.
             last_seq = thread.log.last_seq
             data["from"] = thread.start_after(ns, checkpoint["id"], full, last_seq)
+            # Writes a task stored before this put (LangGraph puts in the background)
+            # are the checkpoint's too: a fold from ``from`` must hold them.
+            early = thread.early.pop((ns, checkpoint["id"]), None)
+            if early is not None:
+                data["from"] = min(data["from"], early)
             event = thread.log.append(CHECKPOINT, data)
             thread.apply(CHECKPOINT, data, event["seq"])
             for channel, last_list in grown.items():
@@ -528,6 +608,10 @@ class InboxlogSaver(BaseCheckpointSaver[str]):
 
 _MISSING = object()
 
+#: The configurable key LangGraph sets for a run (a ``get_tuple`` without it is a read,
+#: ``get_state`` say, which answers nothing).
+RUNTIME = "__pregel_runtime"
+
 #: A read that picks a thread up first reads this many of its last events, which
 #: usually reach back to where its latest checkpoints start.
 RECENT = 16
@@ -574,6 +658,8 @@ class _Thread:
         # base's and its tail's.
         self.sizes: dict[tuple[str, str, Any], int] = {}
         self.latest_size: dict[tuple[str, str], int] = {}
+        # The seq of the first writes stored for a checkpoint not put yet.
+        self.early: dict[tuple[str, str], int] = {}
 
     def fold_events(self, events: Sequence[Mapping[str, Any]]) -> None:
         for event in events:
@@ -637,6 +723,8 @@ class _Thread:
             ns = data["ns"]
             stored = sum(len(blob[1]) for _, _, blob in data["writes"])
             self.since_full[ns] = self.since_full.get(ns, 0) + stored
+            if data["checkpoint"] not in self.checkpoints.get(ns, {}):
+                self.early.setdefault((ns, data["checkpoint"]), seq)
             held = self.writes.setdefault((ns, data["checkpoint"]), {})
             task, path = data["task"], data["path"]
             for idx, channel, blob in data["writes"]:
