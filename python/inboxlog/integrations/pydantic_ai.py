@@ -92,6 +92,20 @@ The turn runs on the turn driver every integration shares
   leaves the turn open; the next open of the session closes it ``interrupted`` and a run
   with no prompt continues from the stored history.
 
+Approvals (SPEC §17.4): a run that stops for deferred tools needing approval
+(``requires_approval=True``, ``ApprovalRequired``; its output ``DeferredToolRequests``)
+parks its turn, never ends it: each call's ``tool/call`` (unless its tool ran and asked)
+and ``approval/asked`` (the call's arguments, ``metadata["reason"]`` as the reason),
+then ``turn/parked`` holding the requests' JSON. Decided from anywhere, the next run on
+the session (``agent.run(conversation_id=...)``, on any worker, without
+``deferred_tool_results=``) takes the turn up (``Turn.resume``: ``ApprovalsPendingError``,
+writing nothing, while any is pending) and resumes Pydantic AI's own run, its first node
+given the decisions as ``DeferredToolResults``: ``ToolApproved`` for ``allowed-once``,
+else ``ToolDenied`` with the text of the ``TOOL_NOT_ALLOWED`` result the log wrote, so
+the tool runs only when allowed, once, and every call is answered once. A prompt given
+to that run follows the tool results. External calls (``CallDeferred``) are not
+approvals: they are left to the caller, as before.
+
 Under ``run_stream`` Pydantic AI runs no node hook for the final streamed response, so a
 steering message that arrives during that last response cannot get one more request:
 the turn ends ``aborted`` (cause ``hook``) with the inbox kept, and the next run's first
