@@ -92,6 +92,20 @@ The turn runs on the turn driver every integration shares
   leaves the turn open; the next open of the session closes it ``interrupted`` and a run
   with no prompt continues from the stored history.
 
+Approvals (SPEC §17.4): a run that stops for deferred tools needing approval
+(``requires_approval=True``, ``ApprovalRequired``; its output ``DeferredToolRequests``)
+parks its turn, never ends it: each call's ``tool/call`` (unless its tool ran and asked)
+and ``approval/asked`` (the call's arguments, ``metadata["reason"]`` as the reason),
+then ``turn/parked`` holding the requests' JSON. Decided from anywhere, the next run on
+the session (``agent.run(conversation_id=...)``, on any worker, without
+``deferred_tool_results=``) takes the turn up (``Turn.resume``: ``ApprovalsPendingError``,
+writing nothing, while any is pending) and resumes Pydantic AI's own run, its first node
+given the decisions as ``DeferredToolResults``: ``ToolApproved`` for ``allowed-once``,
+else ``ToolDenied`` with the text of the ``TOOL_NOT_ALLOWED`` result the log wrote, so
+the tool runs only when allowed, once, and every call is answered once. A prompt given
+to that run follows the tool results. External calls (``CallDeferred``) are not
+approvals: they are left to the caller, as before.
+
 Under ``run_stream`` Pydantic AI runs no node hook for the final streamed response, so a
 steering message that arrives during that last response cannot get one more request:
 the turn ends ``aborted`` (cause ``hook``) with the inbox kept, and the next run's first
@@ -113,13 +127,13 @@ import contextlib
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
 try:
     from pydantic import TypeAdapter
-    from pydantic_ai.agent import CallToolsNode, ModelRequestNode
+    from pydantic_ai.agent import CallToolsNode, ModelRequestNode, UserPromptNode
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.capabilities.abstract import (
         AgentNode,
@@ -149,7 +163,14 @@ try:
     )
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
-    from pydantic_ai.tools import RunContext, ToolDefinition
+    from pydantic_ai.tools import (
+        DeferredToolRequests,
+        DeferredToolResults,
+        RunContext,
+        ToolApproved,
+        ToolDefinition,
+        ToolDenied,
+    )
     from pydantic_graph import End
 except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subprocess
     if error.name not in ("pydantic_ai", "pydantic_graph", "pydantic") and not (
@@ -171,7 +192,7 @@ from inboxlog.integrations._common import (
     start,
 )
 from inboxlog.integrations._driver import Turn, answers, input_id, result_text, text
-from inboxlog.types import Event, Message, StepOutcome
+from inboxlog.types import ApprovalOutcome, Event, Message, StepOutcome
 
 MESSAGES = "pydantic-ai/messages"
 """The event type of requests added to the history: ``{"messages": [...], "from": seq}``
@@ -193,6 +214,7 @@ event's seq, beside the part's keys the event does not hold (e.g. ``timestamp``)
 _USER_PROMPT: TypeAdapter[UserPromptPart] = TypeAdapter(UserPromptPart)
 _PART: TypeAdapter[ModelRequestPart] = TypeAdapter(cast("type[ModelRequestPart]", ModelRequestPart))
 _RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
+_REQUESTS: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
 
 
 class InboxlogCapability(AbstractCapability[Any]):
@@ -252,7 +274,12 @@ class InboxlogCapability(AbstractCapability[Any]):
         try:
             ctx.messages[:0] = run.loaded
             run.recorded = ctx.messages[: run.held]  # not an answer the log holds elsewhere
-            if ctx.prompt is None and run.pending and not _ends_with_request(ctx.messages):
+            if (
+                ctx.prompt is None
+                and run.pending
+                and not run.resuming
+                and not _ends_with_request(ctx.messages)
+            ):
                 # No prompt, but input waits: a request for the first step to carry.
                 run.placeholder = ModelRequest(parts=[])
                 ctx.messages.append(run.placeholder)
@@ -311,6 +338,18 @@ class InboxlogCapability(AbstractCapability[Any]):
             await call(run.record_new, ctx.messages)
         return request_context
 
+    async def before_node_run(
+        self, ctx: RunContext[Any], *, node: AgentNode[Any]
+    ) -> AgentNode[Any]:
+        """A run that took up a parked turn resumes Pydantic AI's own run: its first node
+        gets the decisions as ``DeferredToolResults`` (the log's decisions win over
+        approvals the caller passed)."""
+        run = self._active(ctx)
+        if isinstance(node, UserPromptNode) and run.resuming:
+            run.resuming = False
+            node.deferred_tool_results = _merged(node.deferred_tool_results, run.deferred)
+        return node
+
     async def after_node_run(
         self, ctx: RunContext[Any], *, node: AgentNode[Any], result: NodeResult[Any]
     ) -> NodeResult[Any]:
@@ -328,6 +367,9 @@ class InboxlogCapability(AbstractCapability[Any]):
         # Only a CallToolsNode's End: run_stream ends on a node of its own (its result is
         # already handed out, so no request could follow).
         stopped = isinstance(result, End) and isinstance(node, CallToolsNode)
+        if stopped and isinstance(result, End) and _asks(result.data.output):
+            await call(run.park, ctx.messages, result.data.output)
+            return result
         if stopped and run.turn.step_open and await call(run.stop, ctx.messages):
             request = ModelRequest(parts=[])
             run.placeholder = request
@@ -396,6 +438,9 @@ class _Run:
         self.results: dict[str, Event] = {}  # the tool/result events a record may cite
         self.users: list[Event] = []  # the user/message events no record cites yet
         self.seen = 0  # the last seq looked at for user/message events
+        self.resuming = False  # a parked turn taken up, its first node not yet run
+        self.deferred: DeferredToolResults | None = None  # the decisions, as Pydantic AI's
+        self.asked_by: dict[str, str] = {}  # a parked run's calls by approval id
 
     def begin(
         self,
@@ -413,7 +458,18 @@ class _Run:
         self.turn = Turn(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel)
         try:
             store = None if isinstance(target, inboxlog.Session) else target
-            self.loaded, self.held, self.start, read = self.histories.load(log, store)
+            if given and log.parked() is not None:
+                raise ValueError(
+                    f'session "{log.id}" is parked: resume it without message_history='
+                )
+            # A parked run is taken up (ApprovalsPendingError, writing nothing, while any
+            # approval is pending), or the turn starts below.
+            resumed = Turn.resume(log, self.plugins, keep_inbox_on_cancel=self.keep_inbox_on_cancel)
+            if resumed is not None:
+                self.turn, state, decisions = resumed
+                self.asked_by = _asked(state)
+            skip = set(self.asked_by.values())  # Pydantic AI's own resume answers them
+            self.loaded, self.held, self.start, read = self.histories.load(log, store, skip)
             self.answered = _returned(self.loaded)
             for event in read:  # a result repair wrote, for the resumed request to cite
                 if event["type"] == "tool/result" and event["seq"] >= self.start:
@@ -422,8 +478,11 @@ class _Run:
                 raise ValueError(
                     f'session "{log.id}" holds a history: run the agent without message_history='
                 )
-            own = [] if self.prompt is None else [self.prompt_message()]
-            self.turn.start(own)  # refused while another run holds the session
+            if resumed is None:
+                own = [] if self.prompt is None else [self.prompt_message()]
+                self.turn.start(own)  # refused while another run holds the session
+            else:
+                self.resume(state, decisions)
             self.seen = log.last_seq or 0
         except BaseException:
             self.release()
@@ -436,6 +495,55 @@ class _Run:
         except BaseException as error:
             self.end([], error, None)
             raise
+
+    def resume(self, state: Any, decisions: Mapping[str, ApprovalOutcome]) -> None:
+        """Takes up a parked run: its ``DeferredToolRequests`` and the decisions become
+        the ``DeferredToolResults`` its first node gets (``before_node_run``):
+        ``ToolApproved`` for a call allowed once, else ``ToolDenied`` with the text of the
+        ``tool/result`` the log wrote for it (``TOOL_NOT_ALLOWED``), which the request's
+        record cites, so the call is answered once. A prompt given waits in
+        ``next-step``, for the request after the tools."""
+        requests = _REQUESTS.validate_python(state.get("requests") or {})
+        denied = {
+            call_id
+            for approval_id, call_id in self.asked_by.items()
+            if decisions.get(approval_id) != "allowed-once"
+        }
+        if denied - self.results.keys():  # read before a cached history's tail: read it
+            for event in self.log.events(self.start):
+                if event["type"] == "tool/result":
+                    self.results.update(dict.fromkeys(answers([event]), event))
+        approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
+        for call_id in self.asked_by.values():
+            if call_id not in denied:
+                approvals[call_id] = ToolApproved()
+            elif call_id in self.results:
+                approvals[call_id] = ToolDenied(result_text(self.results[call_id]["data"]))
+        self.deferred = requests.build_results(approvals=approvals)
+        self.resuming = True
+        if self.prompt is not None:
+            inbox = self.log.inbox
+            inbox.splice("next-step", len(inbox.next_step), 0, [self.prompt_message()])
+
+    def park(self, messages: list[ModelMessage], requests: DeferredToolRequests) -> None:
+        """The run stopped for approvals (its output ``DeferredToolRequests``): records
+        the history, asks for each call (its ``tool/call`` first, for a call no tool run
+        wrote one for: ``requires_approval=True``) and parks the turn with the requests
+        in ``DeferredToolRequests``' JSON and the approval ids by call."""
+        self.record_new(messages)
+        asked: dict[str, str] = {}
+        for part in requests.approvals:
+            call_id = part.tool_call_id
+            if call_id not in self.running:
+                self.turn.calling(call_id, part.tool_name, part.args_as_json_str())
+            self.running.pop(call_id, None)
+            approval_id = f"approval-{uuid.uuid4().hex[:12]}"
+            reason = (requests.metadata.get(call_id) or {}).get("reason")
+            reason = reason if isinstance(reason, str) else None
+            self.turn.ask(approval_id, part.tool_name, call_id, part.args_as_dict(), reason)
+            asked[approval_id] = call_id
+        state = {"requests": _REQUESTS.dump_python(requests, mode="json"), "approvals": asked}
+        self.turn.park(state)
 
     def prompt_message(self) -> Message:
         """The inbox message the run's own prompt travels as."""
@@ -522,7 +630,8 @@ class _Run:
         return result
 
     def calling(self, part: ToolCallPart) -> None:
-        self.turn.calling(part.tool_call_id, part.tool_name, part.args_as_json_str())
+        if part.tool_call_id not in self.asked_by.values():  # else written before it parked
+            self.turn.calling(part.tool_call_id, part.tool_name, part.args_as_json_str())
         self.running[part.tool_call_id] = part
 
     def abandon(self, error: BaseException) -> None:
@@ -729,11 +838,11 @@ class _Histories:
         self._by_id: dict[str, tuple[int | None, int, list[ModelMessage], int]] = {}
 
     def load(
-        self, log: inboxlog.Session, store: inboxlog.Store | None
+        self, log: inboxlog.Session, store: inboxlog.Store | None, skip: set[str]
     ) -> tuple[list[ModelMessage], int, int, list[Event]]:
         """The session's history, how many of its first messages the records hold as
-        they are (the rest answer calls from ``tool/result`` events, :func:`answer_calls`),
-        the ``from`` of its next records and the events read."""
+        they are (the rest answer calls from ``tool/result`` events, :func:`answer_calls`,
+        but those in ``skip``), the ``from`` of its next records and the events read."""
         with self._lock:
             kept = self._by_id.pop(log.id, None)
         if kept is not None:
@@ -750,14 +859,14 @@ class _Histories:
                         pass
                     else:
                         added = ModelMessagesTypeAdapter.validate_python(recorded)
-                        return (*_answer_calls([*messages, *added], tail), start, tail)
+                        return (*_answer_calls([*messages, *added], tail, skip), start, tail)
         start = 0 if store is None else history_start(store, log.id)
         events = log.events(start)
         history = [e for e in events if e["type"] == HISTORY]
         if history:  # written by a worker whose records carry no ``from``
             start = history[-1]["seq"]
         messages = ModelMessagesTypeAdapter.validate_python(_history_json(events))
-        return (*_answer_calls(messages, events), start, events)
+        return (*_answer_calls(messages, events, skip), start, events)
 
     def keep(self, log: inboxlog.Session, messages: list[ModelMessage], start: int) -> None:
         with self._lock:
@@ -811,25 +920,32 @@ def answer_calls(
 ) -> list[ModelMessage]:
     """``messages`` with each tool call they leave unanswered that a ``tool/result``
     among ``events`` answers given its result: a ``ToolReturnPart`` with the result's
-    text (``outcome="failed"`` for an error), in the request after the call's response.
+    text (``outcome="failed"`` for an error), in a request after the call's response
+    (after the request that follows it, when one does).
     A run resumed from the history then sends the model its calls answered, and runs
     none of them again by itself."""
     return _answer_calls(messages, events)[0]
 
 
 def _answer_calls(
-    messages: list[ModelMessage], events: Sequence[Mapping[str, Any]]
+    messages: list[ModelMessage], events: Sequence[Mapping[str, Any]], skip: Collection[str] = ()
 ) -> tuple[list[ModelMessage], int]:
-    """:func:`answer_calls`, and how many of the first messages it left as they were."""
+    """:func:`answer_calls` (but for the calls in ``skip``), and how many of the first
+    messages it left as they were. A request that follows the call's response already is
+    in a record, so the answers go in a request of their own after it (Pydantic AI
+    merges the two, tool results first): a record is never written twice."""
     results = answers([cast("Event", e) for e in events if e["type"] == "tool/result"])
     held = len(messages)
     if not results:
         return messages, held
-    done = _returned(messages)
-    messages = list(messages)
+    done = _returned(messages) | set(skip)
     out: list[ModelMessage] = []
+    carried: list[ModelRequestPart] = []
     for i, message in enumerate(messages):
         out.append(message)
+        if carried:  # ``message`` is the request that followed the response
+            out.append(ModelRequest(parts=carried))
+            carried = []
         if not isinstance(message, ModelResponse):
             continue
         returns: list[ModelRequestPart] = [
@@ -844,23 +960,23 @@ def _answer_calls(
             and part.tool_call_id in results
             and part.tool_call_id not in done
         ]
-        if returns:
+        if not returns:
+            continue
+        if i + 1 < len(messages) and isinstance(messages[i + 1], ModelRequest):
+            held, carried = min(held, i + 2), returns
+        else:
             held = min(held, i + 1)
-            following = messages[i + 1] if i + 1 < len(messages) else None
-            if isinstance(following, ModelRequest):
-                messages[i + 1] = replace(following, parts=[*returns, *following.parts])
-            else:
-                out.append(ModelRequest(parts=returns))
+            out.append(ModelRequest(parts=returns))
     return out, held
 
 
 def _same(message: ModelMessage, recorded: ModelMessage) -> bool:
-    """Whether ``message`` is the recorded one, or the copy of a recorded request that
-    a run without a prompt sends again (the same parts): nothing to record."""
+    """Whether ``message`` is the recorded one, or a copy of it with the same parts (a
+    request a run without a prompt sends again; the response a run resumed with
+    ``deferred_tool_results`` answers): nothing to record."""
     if message is recorded:
         return True
-    both = isinstance(message, ModelRequest) and isinstance(recorded, ModelRequest)
-    return both and message.parts is recorded.parts
+    return type(message) is type(recorded) and message.parts is recorded.parts
 
 
 def _returned(messages: Sequence[ModelMessage]) -> set[str]:
@@ -1039,6 +1155,29 @@ def _with_ids(metadata: dict[str, Any] | None, entered: list[Message]) -> dict[s
     if not ids:
         return metadata
     return {**(metadata or {}), "inboxlog": {"messages": ids}}
+
+
+def _asked(state: Any) -> dict[str, str]:
+    """The calls a parked run asked about, by approval id, from its parked state."""
+    asked = state.get("approvals") if isinstance(state, dict) else None
+    return {str(k): str(v) for k, v in asked.items()} if isinstance(asked, dict) else {}
+
+
+def _asks(output: Any) -> bool:
+    """Whether a run's output is Pydantic AI stopping for approvals."""
+    return isinstance(output, DeferredToolRequests) and bool(output.approvals)
+
+
+def _merged(
+    given: DeferredToolResults | None, decided: DeferredToolResults | None
+) -> DeferredToolResults | None:
+    """The results a resumed run's first node gets: the log's decisions as approvals,
+    with the external calls' results the caller passed."""
+    if given is None:
+        return decided
+    approvals = {} if decided is None else dict(decided.approvals)
+    merged = replace(given, approvals=approvals)
+    return merged if merged.approvals or merged.calls else None
 
 
 def _ends_with_request(messages: Sequence[ModelMessage]) -> bool:
