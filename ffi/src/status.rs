@@ -183,7 +183,7 @@ mod tests {
             let name = unsafe { CStr::from_ptr(name) }.to_str().unwrap();
             assert_eq!(name, status.name());
         }
-        assert!(inboxlog_status_name(17).is_null());
+        assert!(inboxlog_status_name(21).is_null());
         assert!(inboxlog_status_name(-1).is_null());
     }
 }

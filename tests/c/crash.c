@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
     {
         char want[128];
         snprintf(want, sizeof want,
-                 "\"events\":7,\"tornBytes\":%d,\"openTurn\":1,\"openStep\":1,\"needsRepair\":true",
+                 "\"events\":7,\"tornBytes\":%d,\"openTurn\":1,\"openStep\":1,\"parked\":false,\"needsRepair\":true",
                  (int)strlen(TORN));
         EXPECT_CONTAINS(json, want);
     }

@@ -37,7 +37,7 @@ int main() {
         }
         // Sound, with an open turn that opening would close as interrupted.
         const std::string report = store.verify("log");
-        EXPECT(contains(report, R"("events":4,"tornBytes":0,"openTurn":1,"openStep":null,"needsRepair":true)"));
+        EXPECT(contains(report, R"("events":4,"tornBytes":0,"openTurn":1,"openStep":null,"parked":false,"needsRepair":true)"));
         const auto absent = expect_error(INBOXLOG_STATUS_NOT_FOUND, [&] { store.verify("nope"); });
         EXPECT(absent.session() == std::optional<std::string>("nope"));
         EXPECT(!absent.line() && !absent.offset());
