@@ -291,9 +291,12 @@ test-e2e: c-lib $(VENV)/.installed
 check: $(VENV)/.ready
 	tests/pg/with-server.sh $(MAKE) --no-print-directory check-suites
 
-# Left to `make test`: model runs of thousands of random cases, the soak and the
-# 2,000-session run against the server, the hostile-input and crash suites, the TLS
-# server and the import memory budget (each 5-20 s of a core; together most of the time).
+# Left to `make test`: each framework's approvals suite (tests/integrations/
+# test_approvals_*.py: workers killed at every point, on JSONL and PostgreSQL, minutes
+# each; tests/test_approvals.py stays in the loop); model runs of thousands of random
+# cases, the soak and the 2,000-session run against the server, the hostile-input and
+# crash suites, the TLS server and the import memory budget (each 5-20 s of a core;
+# together most of the time).
 CHECK_SKIP_RUST := test(=queue::tests::matches_vec_model) | test(a_soak_of_) \
 	| test(two_thousand_sessions) | test(session_on_postgres_matches_the_reference_model) \
 	| binary(hostile_input) | binary(crash_kill) | binary(pg_tls) \
@@ -302,7 +305,7 @@ CHECK_SKIP_RUST := test(=queue::tests::matches_vec_model) | test(a_soak_of_) \
 CHECK_SKIP_CARGO := matches_vec_model a_soak_of_ two_thousand_sessions \
 	session_on_postgres_matches_the_reference_model peak_memory_stays_within_the_budget
 CHECK_SKIP_PYTHON := not type_checks_against and not test_pg_fleet_scale \
-	and not the_example_runs and not killed and not test_browser
+	and not the_example_runs and not killed and not test_browser and not test_approvals_
 # cargo and maturin see one environment, so pyo3's build script does not run again
 # (and rebuild everything after it) each time one of them follows the other.
 CHECK_ENV := VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
