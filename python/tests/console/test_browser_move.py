@@ -70,11 +70,11 @@ def click_move(driver: WebDriver, id: str) -> str:
 
 
 def notice(driver: WebDriver) -> str:
-    return driver.find_element(By.CSS_SELECTOR, "[data-role=notice]").text  # type: ignore[no-any-return]
+    return driver.find_element(By.CSS_SELECTOR, "[data-role=notice]").text
 
 
 def summary_of(driver: WebDriver, seq: int) -> str:
-    return driver.find_element(By.CSS_SELECTOR, f'[data-seq="{seq}"] summary').text  # type: ignore[no-any-return]
+    return driver.find_element(By.CSS_SELECTOR, f'[data-seq="{seq}"] summary').text
 
 
 def test_send_now_moves_a_next_turn_message_to_the_next_step_live(

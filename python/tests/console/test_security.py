@@ -32,6 +32,7 @@ MUTATIONS = [
     ("/api/sessions/s/inbox", {"target": "next-turn", "message": {"id": "x"}}),
     ("/api/sessions/s/inbox/remove", {"id": "x"}),
     ("/api/sessions/s/inbox/replace", {"id": "x", "message": {"id": "y"}}),
+    ("/api/sessions/s/inbox/move", {"id": "x", "target": "next-step"}),
     ("/api/sessions/s/approvals", {"id": "x", "outcome": "allowed-once"}),
 ]
 
