@@ -409,11 +409,17 @@ async def replace(store: inboxlog.aio.Store, id: str, body: Mapping[str, Any]) -
     return {"post": await store.replace_pending(id, message_id, message)}
 
 
+#: The largest index a move takes: a safe integer (SPEC §3.4), exact in any JSON reader.
+MAX_INDEX = 2**53 - 1
+
+
 async def move(store: inboxlog.aio.Store, id: str, body: Mapping[str, Any]) -> dict[str, str]:
     """``store.move_pending`` of ``{"id","target","index"?}`` (SPEC §17.5)."""
     message_id, target, index = id_of(body), target_of(body.get("target")), body.get("index")
-    if index is not None and (not isinstance(index, int) or isinstance(index, bool) or index < 0):
-        raise invalid('"index" must be a non-negative integer when given')
+    if index is not None and (
+        not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= MAX_INDEX
+    ):
+        raise invalid('"index" must be a non-negative safe integer when given')
     return {"post": await store.move_pending(id, message_id, target, index)}
 
 

@@ -23,7 +23,26 @@ import(new URL("static/projection.js", location.href).href)
       p.apply(splice(6, { target: "next-turn", start: 1, removedCount: 1, inserted: [m("b2"), m("d")] })),
       p.apply(splice(7, { target: "next-step", start: 0, removedCount: 1, inserted: [m("c")] })),
     ];
+    // A move (§17.5): its removal (outcome "moved") and its insertion are two splices,
+    // applied in order; the message is in neither list between them, and inserted
+    // before its removal it would be pending twice.
+    const q = new Projection(base);
+    const removal = splice(5, { target: "next-turn", start: 0, removedCount: 1, inserted: [], outcome: "moved" });
+    const insertion = splice(6, { target: "next-step", start: 1, inserted: [m("a")], post: "p1" });
+    const between = (q.apply(removal), [q.lists["next-turn"].map((x) => x.id), q.lists["next-step"].map((x) => x.id), q.where.has("a")]);
+    const inserted = q.apply(insertion);
+    const back = [
+      splice(7, { target: "next-step", start: 1, removedCount: 1, inserted: [], outcome: "moved" }),
+      splice(8, { target: "next-turn", start: 1, inserted: [m("a")], post: "p2" }),
+    ].map((e) => q.apply(e));
     done({
+      moved: {
+        between,
+        inserted,
+        after: [q.lists["next-turn"].map((x) => x.id), q.lists["next-step"].map((x) => x.id), q.where.get("a"), back],
+        seq: q.seq,
+        early: refused(base, [splice(5, { target: "next-step", start: 1, inserted: [m("a")] })]),
+      },
       changed,
       lists: [p.lists["next-turn"].map((x) => x.id), p.lists["next-step"].map((x) => x.id)],
       seq: p.seq,

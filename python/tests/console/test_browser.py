@@ -324,6 +324,13 @@ def test_the_projection_applies_splices_with_the_checks_of_section_3_4(
     cases = (HERE / "projection_cases.js").read_text()
     outcome = browser.execute_async_script(cases)
     assert outcome == {
+        "moved": {
+            "between": [["b"], ["c"], False],
+            "inserted": True,
+            "after": [["b", "a"], ["c"], "next-turn", [True, True]],
+            "seq": 8,
+            "early": 'ProjectionError: message "a" is already pending',
+        },
         "changed": [False, False, True, True],
         "lists": [["a", "b2", "d"], ["c"]],
         "seq": 7,

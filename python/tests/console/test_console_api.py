@@ -273,6 +273,43 @@ def test_remove_and_replace_are_accepted_and_applied_by_the_owner(
         assert [e["data"]["edit"]["id"] for e in rejected] == ["nope"]
 
 
+def test_a_move_is_accepted_and_applied_by_the_owner_or_rejected_by_name(
+    store: inboxlog.Store, client: TestClient
+) -> None:
+    with store.create("s") as s:
+        s.inbox.append("next-turn", m("a"))
+        s.inbox.append("next-turn", m("b"))
+        s.inbox.append("next-step", m("c"))
+        r = client.post("/api/sessions/s/inbox/move", json={"id": "b", "target": "next-step"})
+        assert r.status_code == 202
+        post = r.json()["post"]
+        assert isinstance(post, str)
+        r = client.post(
+            "/api/sessions/s/inbox/move", json={"id": "c", "target": "next-turn", "index": 0}
+        )
+        assert r.status_code == 202
+        # Not pending, or an index past the list: still accepted; the owner says why.
+        r = client.post("/api/sessions/s/inbox/move", json={"id": "nope", "target": "next-step"})
+        assert r.status_code == 202
+        big = {"id": "a", "target": "next-step", "index": api.MAX_INDEX}
+        assert client.post("/api/sessions/s/inbox/move", json=big).status_code == 202
+        assert s.inbox.receive() == 4
+        assert [x["id"] for x in s.inbox.next_turn] == ["c", "a"]
+        assert [x["id"] for x in s.inbox.next_step] == ["b"]
+        events = s.events()
+        moved = [e["data"] for e in events if e["data"].get("outcome") == "moved"]
+        assert [(r["target"], r["start"]) for r in moved] == [("next-turn", 1), ("next-step", 0)]
+        into_step = [e["data"] for e in events if e["data"].get("post") == post]
+        assert into_step == [
+            {"target": "next-step", "start": 1, "inserted": [m("b")], "post": post}
+        ]
+        rejected = [e["data"] for e in events if e["type"] == "agent/inbox/rejected"]
+        assert [(r["move"], r["reason"]["kind"]) for r in rejected] == [
+            ({"id": "nope", "target": "next-step"}, "not_found"),
+            (big, "invalid_splice"),
+        ]
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body"),
     [
@@ -281,6 +318,7 @@ def test_remove_and_replace_are_accepted_and_applied_by_the_owner(
         ("GET", "/api/sessions/nope/baseline", None),
         ("GET", "/api/sessions/nope/follow", None),
         ("POST", "/api/sessions/nope/inbox", {"target": "next-turn", "message": {"id": "x"}}),
+        ("POST", "/api/sessions/nope/inbox/move", {"id": "x", "target": "next-step"}),
     ],
 )
 def test_an_absent_session_is_404_not_found(
@@ -309,6 +347,17 @@ def test_an_absent_session_is_404_not_found(
         ("POST", "/api/sessions/s/inbox", ["not", "an", "object"]),
         ("POST", "/api/sessions/s/inbox/remove", {"id": 7}),
         ("POST", "/api/sessions/s/inbox/replace", {"id": "a"}),
+        ("POST", "/api/sessions/s/inbox/move", {"target": "next-step"}),
+        ("POST", "/api/sessions/s/inbox/move", {"id": 7, "target": "next-step"}),
+        ("POST", "/api/sessions/s/inbox/move", {"id": "a"}),
+        ("POST", "/api/sessions/s/inbox/move", {"id": "a", "target": "later"}),
+        ("POST", "/api/sessions/s/inbox/move", {"id": "a", "target": "next-step", "index": -1}),
+        ("POST", "/api/sessions/s/inbox/move", {"id": "a", "target": "next-step", "index": 1.5}),
+        ("POST", "/api/sessions/s/inbox/move", {"id": "a", "target": "next-step", "index": "1"}),
+        ("POST", "/api/sessions/s/inbox/move", {"id": "a", "target": "next-step", "index": True}),
+        ("POST", "/api/sessions/s/inbox/move", {"id": "a", "target": "next-step", "index": 2**53}),
+        ("POST", "/api/sessions/s/inbox/move", {"id": "a", "target": "next-step", "index": 2**64}),
+        ("POST", "/api/sessions/s/inbox/move", ["a", "next-step"]),
     ],
 )
 def test_bad_input_is_400_invalid_input(

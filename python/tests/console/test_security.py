@@ -32,6 +32,7 @@ MUTATIONS = [
     ("/api/sessions/s/inbox", {"target": "next-turn", "message": {"id": "x"}}),
     ("/api/sessions/s/inbox/remove", {"id": "x"}),
     ("/api/sessions/s/inbox/replace", {"id": "x", "message": {"id": "y"}}),
+    ("/api/sessions/s/inbox/move", {"id": "x", "target": "next-step"}),
     ("/api/sessions/s/approvals", {"id": "x", "outcome": "allowed-once"}),
 ]
 
@@ -136,8 +137,8 @@ def test_a_foreign_origin_is_403_on_any_request(store: inboxlog.Store) -> None:
     for origin in ["http://evil.com", "null", "http://testserver.evil.com", "file://"]:
         r = c.get("/api/sessions", headers={"origin": origin})
         assert r.status_code == 403, origin
-        path, body = MUTATIONS[0]
-        assert c.post(path, json=body, headers={"origin": origin}).status_code == 403
+        for path, body in MUTATIONS:
+            assert c.post(path, json=body, headers={"origin": origin}).status_code == 403, path
     # The app's own origin is welcome.
     path, body = MUTATIONS[0]
     assert c.post(path, json=body, headers={"origin": "http://testserver"}).status_code == 202

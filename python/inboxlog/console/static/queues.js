@@ -1,11 +1,23 @@
 // The two queue lists (data-queue="next-turn"|"next-step"), one item per pending message
-// (data-message-id) with remove and replace controls; replace opens an editor whose text
+// (data-message-id) with remove, replace and move controls; move (data-action="move",
+// SPEC §17.5) sends the message to the end of the other list (its data-target): "send
+// now" from next-turn, "next turn" from next-step. Replace opens an editor whose text
 // field is data-field="content", saved by data-action="save".
 
 import { el, textOf } from "./dom.js";
 import { TARGETS } from "./projection.js";
 
-function item(message, editable) {
+// Where move sends a message of each list, and its button's label and title.
+const MOVES = {
+  "next-turn": { target: "next-step", label: "Send now", title: "Move to the end of the next step" },
+  "next-step": { target: "next-turn", label: "Next turn", title: "Move to the end of the next turn" },
+};
+
+// `controls(id, action)`: the disabled state and title of a control (null: none shown).
+function item(message, from, controls) {
+  const move = MOVES[from];
+  const button = (action, label, kind, extra) =>
+    el("button", { type: "button", class: kind ? `small ${kind}` : "small", "data-action": action, ...extra, ...controls(message.id, action) }, label);
   const meta = [message.role, message.source].filter((v) => typeof v === "string").join(" · ");
   return el(
     "li",
@@ -15,12 +27,13 @@ function item(message, editable) {
       { class: "msg-head" },
       el("code", { class: "msg-id" }, message.id),
       meta ? el("span", { class: "msg-meta" }, meta) : null,
-      editable
+      controls
         ? el(
             "span",
             { class: "msg-actions" },
-            el("button", { type: "button", class: "small", "data-action": "replace" }, "Replace"),
-            el("button", { type: "button", class: "small danger", "data-action": "remove" }, "Remove"),
+            button("move", move.label, "", { "data-target": move.target, title: move.title }),
+            button("replace", "Replace", ""),
+            button("remove", "Remove", "danger"),
           )
         : null,
     ),
@@ -28,12 +41,22 @@ function item(message, editable) {
   );
 }
 
-/** Renders both lists; `editable` false for a past inbox (no controls). */
-export function renderQueues(root, lists, editable) {
+/**
+ * Renders both lists. `controls` null for a past inbox (no controls); else
+ * `{readOnly, moving}`: a read-only console's controls are disabled, and so is the move
+ * of each message id in the set `moving` (its move is on its way).
+ */
+export function renderQueues(root, lists, controls) {
+  const state =
+    controls &&
+    ((id, action) =>
+      controls.readOnly
+        ? { disabled: true, title: "this console is read-only" }
+        : { disabled: action === "move" && controls.moving.has(id) });
   for (const target of TARGETS) {
     const list = root.querySelector(`[data-queue="${target}"]`);
     const messages = lists[target];
-    list.replaceChildren(...messages.map((m) => item(m, editable)));
+    list.replaceChildren(...messages.map((m) => item(m, target, state)));
     list.dataset.count = String(messages.length);
     const count = root.querySelector(`[data-count="${target}"]`);
     if (count) count.textContent = String(messages.length);

@@ -1,7 +1,7 @@
 // A session's page (/sessions/{id}): the timeline, the two queues kept live from a
-// baseline plus the followed events (§5.2), the composer, remove/replace, the inbox as
-// of any event, and the pending approvals with allow and reject (§17.3). One live
-// stream for the page (live.js).
+// baseline plus the followed events (§5.2), the composer, remove/replace and move
+// ("send now", §17.5), the inbox as of any event, and the pending approvals with allow
+// and reject (§17.3). One live stream for the page (live.js).
 
 import { ApiError, apiUrl, getJson, newMessageId, postJson, segment } from "./api.js";
 import { Approvals, renderApprovals } from "./approvals.js";
@@ -27,6 +27,10 @@ const sent = new Set();
 let readOnly = false;
 // The seq whose past inbox is shown (null: the live inbox).
 let pastSeq = null;
+// The moves on their way: message id -> the list it was in when its move was sent. One
+// goes when the message is pending in the other list (moved) or its move is rejected
+// (a message no longer pending when the move came: removed, claimed).
+const moving = new Map();
 // The open replace editor: {id, node}, kept across re-renders of the queues.
 let editing = null;
 // True while a new baseline is being fetched (the stream is reopened after it).
@@ -50,7 +54,11 @@ function showHeader(summary) {
 
 function renderLive() {
   if (pastSeq !== null || projection === null) return;
-  renderQueues(queues, projection.lists, true);
+  for (const [messageId, from] of moving) {
+    const now = projection.where.get(messageId);
+    if (now !== undefined && now !== from) moving.delete(messageId);
+  }
+  renderQueues(queues, projection.lists, { readOnly, moving });
   if (editing) {
     const node = queues.querySelector(`[data-message-id="${CSS.escape(editing.id)}"]`);
     if (node) node.append(editing.node);
@@ -111,6 +119,7 @@ function onEvent(event) {
   if (event.type === "turn/end") $("[data-role=turn]").textContent = "idle";
   if (event.type === "turn/resumed") $("[data-role=turn]").textContent = `turn ${event.data.turn} open`;
   if (approvals.apply(event)) renderDecisions();
+  if (event.type === "agent/inbox/rejected") rejected(event.data ?? {});
   $("[data-role=last-seq]").textContent = `${timeline.newest + 1} events`;
   $("[data-action=more]").hidden = timeline.oldest === null || timeline.oldest === 0;
   try {
@@ -147,7 +156,7 @@ async function showPast(seq) {
   try {
     const baseline = await getJson(`${base}/baseline`, { at: seq });
     pastSeq = seq;
-    renderQueues(queues, { "next-turn": baseline.next_turn, "next-step": baseline.next_step }, false);
+    renderQueues(queues, { "next-turn": baseline.next_turn, "next-step": baseline.next_step }, null);
     timeline.pick(seq);
     queues.dataset.mode = "past";
     $("[data-role=inbox-mode]").textContent = `As of #${seq}`;
@@ -201,6 +210,34 @@ async function edit(path, body, done) {
   }
 }
 
+// "Send now" (or back to the next turn): the move is posted; the queues change when the
+// session's owner applies it and its two splices come down the stream.
+async function move(control) {
+  const message = messageOf(control);
+  const target = control.dataset.target;
+  if (!message || moving.has(message.id)) return;
+  moving.set(message.id, projection.where.get(message.id));
+  renderLive();
+  try {
+    const answer = await postJson(`${base}/inbox/move`, { id: message.id, target });
+    notify(`Move of ${message.id} to ${target} sent (post ${answer.post}).`);
+  } catch (error) {
+    moving.delete(message.id);
+    renderLive();
+    notify(`Not sent: ${failure(error)}`, "error");
+  }
+}
+
+// The owner refused a move (the message was no longer pending): said, and its button back.
+function rejected(data) {
+  const messageId = data.move?.id;
+  if (typeof messageId !== "string" || !moving.has(messageId)) return;
+  moving.delete(messageId);
+  renderLive();
+  const reason = typeof data.reason?.message === "string" ? data.reason.message : JSON.stringify(data.reason);
+  notify(`Move of ${messageId} rejected: ${reason}`, "error");
+}
+
 async function decide(control, outcome) {
   const approvalId = control.closest("[data-approval-id]")?.dataset.approvalId;
   if (approvalId === undefined || sent.has(approvalId)) return;
@@ -246,6 +283,9 @@ document.addEventListener("click", (click) => {
       edit("remove", { id: message.id }, `Removal of ${message.id} sent`);
       break;
     }
+    case "move":
+      move(control);
+      break;
     case "replace": {
       const message = messageOf(control);
       if (!message || editing?.id === message.id) break;

@@ -24,7 +24,8 @@ function describe(event) {
 
 function spliceSummary(record) {
   const parts = [];
-  if (record.removedCount) parts.push(`${record.outcome === "canceled" ? "canceled" : "took"} ${record.removedCount}`);
+  const removal = record.outcome === "canceled" || record.outcome === "moved" ? record.outcome : "took";
+  if (record.removedCount) parts.push(`${removal} ${record.removedCount}`);
   const inserted = record.inserted ?? [];
   if (inserted.length) parts.push(`added ${inserted.map((m) => m.id).join(", ")}`);
   return `${record.target}: ${parts.join("; ") || "no change"}`;
