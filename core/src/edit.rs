@@ -144,8 +144,13 @@ struct MoveWire {
 
 impl Move {
     /// A move of `id` to `target` (at `index`, or its end); `invalid_input` when `id`
-    /// is empty.
+    /// is empty or `index` is past the safe integers.
     pub fn new(id: &str, target: Target, index: Option<u64>) -> Result<Move> {
+        if let Some(index) = index
+            && index > json::MAX_SAFE_INTEGER
+        {
+            return Err(invalid(format!("a move's index {index} is larger than 2^53-1")));
+        }
         Ok(Move {
             id: checked(id)?.to_owned(),
             target,
