@@ -149,7 +149,9 @@ impl Move {
         if let Some(index) = index
             && index > json::MAX_SAFE_INTEGER
         {
-            return Err(invalid(format!("a move's index {index} is larger than 2^53-1")));
+            return Err(invalid(format!(
+                "a move's index {index} is larger than 2^53-1"
+            )));
         }
         Ok(Move {
             id: checked(id)?.to_owned(),
