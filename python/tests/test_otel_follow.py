@@ -258,15 +258,16 @@ def test_the_otel_extra_is_named_when_missing(tmp_path: Path) -> None:
     blocker.mkdir()
     (blocker / "opentelemetry").mkdir()
     (blocker / "opentelemetry" / "__init__.py").write_text("raise ImportError('no SDK here')\n")
-    env: dict[str, Any] = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(blocker), os.environ.get("PYTHONPATH", "")]),
-    }
+    # No empty PYTHONPATH entry: it would stand for the working directory, and from
+    # python/ that is the source tree, which has no built extension.
+    paths = [str(blocker), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env: dict[str, Any] = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     done = subprocess.run(
         [sys.executable, "-P", "-m", "inboxlog", "trace", str(tmp_path), "--endpoint", "x"],
         capture_output=True,
         text=True,
         env=env,
+        cwd=tmp_path,
     )
     assert done.returncode == 1
     assert "pip install 'inboxlog[otel]'" in done.stderr
