@@ -15,8 +15,9 @@ use crate::json;
 
 use super::{Txn, raw_append};
 
-/// What [`Txn::resume_parked`] hands on: the `turn/parked` data (with the host's
-/// `state`) and how each approval it names was decided, in its order.
+/// What [`Session::resume_parked`](crate::Session::resume_parked) hands on: the
+/// `turn/parked` data (with the host's `state`) and how each approval it names was
+/// decided, in its order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resumed {
     /// The turn handed on.
