@@ -67,6 +67,7 @@ def test_the_wheel_holds_the_package_its_stubs_and_licenses_only(wheel: Path) ->
         "inboxlog/py.typed",
         "inboxlog/_native.abi3.so",
         "inboxlog/integrations/__init__.py",
+        "inboxlog/otel/__init__.py",
         "inboxlog/console/static/index.html",
         "inboxlog/console/static/session.html",
         "inboxlog/console/static/console.css",
@@ -85,7 +86,7 @@ def test_the_wheel_holds_the_package_its_stubs_and_licenses_only(wheel: Path) ->
         if re.search(r"(^|/)(tests?|bench|target|src|__pycache__)/|\.pyc$|\.rs$|Cargo\.", n)
         or (
             n.startswith("inboxlog/")
-            and not n.startswith(("inboxlog/integrations/", "inboxlog/console/"))
+            and not n.startswith(("inboxlog/integrations/", "inboxlog/console/", "inboxlog/otel/"))
             and n.count("/") > 1
         )
     ]
