@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -155,23 +156,69 @@ def entered(
 PG_URL = os.environ.get("INBOXLOG_TEST_PG") or "postgresql://postgres@127.0.0.1:5432/test"
 
 
-def pg_store(durability: str = "none") -> Iterator[inboxlog.Store]:
-    """A PostgreSQL store in a schema of its own, dropped afterwards. Skipped when no
-    server answers at INBOXLOG_TEST_PG, except under CI=true, where that fails."""
+def pg_schema() -> Iterator[str]:
+    """A schema of its own on the test server, with the inboxlog tables, dropped
+    afterwards. Skipped when no server answers at INBOXLOG_TEST_PG, except under CI=true,
+    where that fails."""
     schema = f"py_{os.getpid()}_{uuid.uuid4().hex[:12]}"
     try:
-        store = inboxlog.Store.postgres(PG_URL, schema=schema, durability=durability)
+        inboxlog.Store.postgres(PG_URL, schema=schema)
     except inboxlog.UnavailableError as e:
         if os.environ.get("CI") == "true":
             raise
         pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
-    yield store
-    del store
+    yield schema
     # A store held in a reference cycle (a framework's hooks holding a session) keeps its
     # connections until the collector frees it: free them now, so the suite stays within
     # the server's max_connections whatever ran before.
     gc.collect()
     sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def pg_store(durability: str = "none") -> Iterator[inboxlog.Store]:
+    """A PostgreSQL store in a schema of its own (see `pg_schema`)."""
+    for schema in pg_schema():
+        store = inboxlog.Store.postgres(PG_URL, schema=schema, durability=durability)
+        yield store
+        del store
+
+
+@dataclass
+class Place:
+    """A store other processes and new handles reach: a JSONL directory or a PostgreSQL
+    schema."""
+
+    location: str
+    schema: str | None
+
+    def open(self, durability: str = "none") -> inboxlog.Store:
+        """A new handle on the store."""
+        return inboxlog.Store.open(self.location, durability, schema=self.schema)  # type: ignore[arg-type]
+
+    def argv(self) -> list[str]:
+        """The location and the schema (`""`: none), for a worker's command line."""
+        return [self.location, self.schema or ""]
+
+    def cli(self) -> list[str]:
+        """The store as the `inboxlog` command line names it."""
+        return [self.location, *(["--schema", self.schema] if self.schema else [])]
+
+
+@pytest.fixture(params=["jsonl", "postgres"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
+    """A JSONL directory, and a PostgreSQL schema of its own."""
+    if request.param == "jsonl":
+        yield Place(str(tmp_path / "logs"), None)
+    else:
+        for schema in pg_schema():
+            yield Place(PG_URL, schema)
+
+
+@pytest.fixture
+def pg_place() -> Iterator[Place]:
+    """A PostgreSQL place alone."""
+    for schema in pg_schema():
+        yield Place(PG_URL, schema)
 
 
 def sql(command: str) -> str:

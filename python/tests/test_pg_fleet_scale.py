@@ -70,6 +70,36 @@ def wait_until(done: Callable[[], bool], what: str) -> None:
         time.sleep(0.05)
 
 
+def free_slots() -> int:
+    """Connections the server would still accept from a role that is not a superuser."""
+    return int(
+        sql(
+            "SELECT current_setting('max_connections')::int"
+            " - current_setting('superuser_reserved_connections')::int"
+            " - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')"
+        )
+    )
+
+
+def wait_for_room(needed: int) -> None:
+    """Waits until the shared server has `needed` connection slots free (plus a few for
+    the checks' own `psql`), as backends of earlier tests' killed processes go away; fails
+    naming who holds them if they never do. The server is shared with everything else on
+    the machine, so a test that takes dozens of connections asks before it starts."""
+    deadline = time.monotonic() + HANG
+    while free_slots() < needed + 4:
+        if time.monotonic() >= deadline:
+            held = sql(
+                "SELECT usename, application_name, count(*) FROM pg_stat_activity "
+                "WHERE backend_type = 'client backend' GROUP BY 1, 2 ORDER BY 3 DESC"
+            )
+            pytest.fail(
+                f"the server has {free_slots()} connection slots free after {HANG} s, "
+                f"this test needs {needed + 4}; held by (user|application|count):\n{held}"
+            )
+        time.sleep(0.1)
+
+
 class Backends:
     """Samples, on a thread, how many backends the server shows for one
     application_name: the most seen and how many samples were taken."""
@@ -141,7 +171,9 @@ class Fleet:
     children: list[Child] = field(default_factory=list)
 
     def role(self, limit: int) -> Role:
-        """A new login role allowed `limit` connections, granted this schema."""
+        """A new login role allowed `limit` connections, granted this schema, once the
+        shared server has room for them (see `wait_for_room`)."""
+        wait_for_room(limit)
         role = Role(f"{self.tag}_r{len(self.roles)}", limit, self.tag)
         s = f'"{self.schema}"'
         sql(

@@ -6,22 +6,17 @@ cancelled or killed before it was allowed; never twice. The workers are
 
 from __future__ import annotations
 
-import gc
-import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from adapters import say, tool
-from conftest import PG_URL, missing_extra, sql
+from conftest import Place, missing_extra
 
 import inboxlog
 
@@ -31,36 +26,6 @@ pytestmark = [
 ]
 
 WORKER = Path(__file__).parent / "adk_approval_worker.py"
-
-
-@dataclass
-class Place:
-    """A store another process, or a new handle, can reach."""
-
-    location: str
-    schema: str | None
-
-    def open(self) -> inboxlog.Store:
-        from adk_approval_worker import open_store
-
-        return open_store(self.location, self.schema)
-
-
-@pytest.fixture(params=["jsonl", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
-    if request.param == "jsonl":
-        yield Place(str(tmp_path / "logs"), None)
-        return
-    schema = f"py_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-    try:
-        inboxlog.Store.postgres(PG_URL, schema=schema)
-    except inboxlog.UnavailableError as e:  # pragma: no cover - CI has the server
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
-    yield Place(PG_URL, schema)
-    gc.collect()
-    sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 # -- helpers ------------------------------------------------------------------------------

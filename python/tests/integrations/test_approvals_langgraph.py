@@ -4,24 +4,20 @@ worker, decided from another process, resumed on a third handle."""
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PG_URL, turn_ends
+from conftest import Place, turn_ends
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.tools import tool
 from lg_scripted import ScriptedChatModel, call, say
-from test_conformance import Place, sql
 
 import inboxlog
 from inboxlog.integrations.langgraph import InboxlogMiddleware, InboxlogSaver
@@ -32,23 +28,6 @@ SOURCE = Path(inboxlog.__file__).parent.parent  # the package these tests import
 CONFIG: Any = {"configurable": {"thread_id": "job"}}
 ASK: Any = {"messages": [{"role": "user", "content": "Book Paris."}]}
 MODES = ["batched", "per_call"]
-
-
-@pytest.fixture(params=["jsonl", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
-    if request.param == "jsonl":
-        yield Place(str(tmp_path / "logs"), None)
-        return
-    schema = f"py_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-    try:
-        inboxlog.Store.postgres(PG_URL, schema=schema)
-    except inboxlog.UnavailableError as e:  # pragma: no cover - CI has the server
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
-    yield Place(PG_URL, schema)
-    gc.collect()
-    sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 class Worker:

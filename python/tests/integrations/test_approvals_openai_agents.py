@@ -12,23 +12,18 @@ the session from a store handle of its own, and the killed workers are child pro
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
-import os
 import signal
 import subprocess
 import sys
 import threading
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from adapters import Script, say, tool, weather_report
 from approvals_openai_agents_worker import Q, agent, go, ran
-from conftest import PG_URL, sql, turn_ends
+from conftest import Place, turn_ends
 from openai.types.responses import ResponseFunctionToolCall
 
 import inboxlog
@@ -46,53 +41,6 @@ TOLD = {
     "unavailable": "No one could be asked",
 }
 """What the log tells the model of a call each outcome did not allow (its start)."""
-
-
-@dataclass
-class Place:
-    """A store other processes and other handles reach: a JSONL directory or a
-    PostgreSQL schema."""
-
-    location: str
-    schema: str | None
-
-    def open(self) -> inboxlog.Store:
-        return inboxlog.Store.open(self.location, "none", schema=self.schema)
-
-    def argv(self) -> list[str]:
-        return [self.location, self.schema or ""]
-
-
-@pytest.fixture(params=["jsonl", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
-    if request.param == "jsonl":
-        yield Place(str(tmp_path / "logs"), None)
-        return
-    schema = f"py_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-    try:
-        inboxlog.Store.postgres(PG_URL, schema=schema)
-    except inboxlog.UnavailableError as e:  # pragma: no cover - CI has the server
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
-    yield Place(PG_URL, schema)
-    gc.collect()
-    sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-@pytest.fixture
-def pg_place() -> Iterator[Place]:
-    """A PostgreSQL place alone (skipped without a server)."""
-    schema = f"py_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-    try:
-        inboxlog.Store.postgres(PG_URL, schema=schema)
-    except inboxlog.UnavailableError as e:  # pragma: no cover - CI has the server
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
-    yield Place(PG_URL, schema)
-    gc.collect()
-    sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def events_of(store: inboxlog.Store) -> list[dict[str, Any]]:

@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
-import os
 import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PG_URL, missing_extra, sql
+from conftest import Place, missing_extra
 
 import inboxlog
 
@@ -39,38 +35,6 @@ from inboxlog.integrations.pydantic_ai import fold_messages
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.anyio
-
-
-@dataclass
-class Place:
-    """A store that other handles and processes reach: a JSONL directory or a
-    PostgreSQL schema."""
-
-    location: str
-    schema: str | None
-
-    def open(self, durability: str = "none") -> inboxlog.Store:
-        return inboxlog.Store.open(self.location, durability, schema=self.schema)  # type: ignore[arg-type]
-
-    def cli(self) -> list[str]:
-        return [self.location, *(["--schema", self.schema] if self.schema else [])]
-
-
-@pytest.fixture(params=["jsonl", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
-    if request.param == "jsonl":
-        yield Place(str(tmp_path / "logs"), None)
-        return
-    schema = f"py_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-    try:
-        inboxlog.Store.postgres(PG_URL, schema=schema)
-    except inboxlog.UnavailableError as e:  # pragma: no cover - CI has the server
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
-    yield Place(PG_URL, schema)
-    gc.collect()
-    sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -10,23 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from adapters import ADAPTERS, Adapter, Script, cut, fail, hang, say, tool, weather_report
-from conftest import PG_URL, missing_extra, sql
+from conftest import Place, missing_extra
 from conftest import entered as entered_ids
 
 import inboxlog
@@ -49,38 +45,6 @@ def adapter(request: pytest.FixtureRequest) -> Adapter:
     if missing_extra(*EXTRAS[name]):  # pragma: no cover - CI has them
         pytest.skip(f"the {name} extra is not installed")
     return ADAPTERS[name]
-
-
-@dataclass
-class Place:
-    """A store another process, or a new handle, can reach: a JSONL directory, or a
-    PostgreSQL schema."""
-
-    location: str
-    schema: str | None
-
-    def open(self, durability: str = "none") -> inboxlog.Store:
-        return inboxlog.Store.open(self.location, durability, schema=self.schema)  # type: ignore[arg-type]
-
-    def argv(self) -> list[str]:
-        return [self.location, self.schema or ""]
-
-
-@pytest.fixture(params=["jsonl", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
-    if request.param == "jsonl":
-        yield Place(str(tmp_path / "logs"), None)
-        return
-    schema = f"py_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-    try:
-        inboxlog.Store.postgres(PG_URL, schema=schema)
-    except inboxlog.UnavailableError as e:  # pragma: no cover - CI has the server
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(f"no PostgreSQL server at INBOXLOG_TEST_PG: {e}")
-    yield Place(PG_URL, schema)
-    gc.collect()
-    sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 # -- reading the log ----------------------------------------------------------------------
