@@ -41,12 +41,6 @@ test-rust:
 	@# cargo test built the examples (with the workspace's features); `cargo run -p
 	@# inboxlog` would build the core again with its own.
 	$(CARGO_TARGET)/debug/examples/readme > /dev/null
-	@# The release core holds no test hook (they sit behind its `testing` feature).
-	$(CARGO) build -q -p inboxlog --release
-	@if nm -C $(CARGO_TARGET)/release/libinboxlog.rlib 2>/dev/null \
-		| grep -E 'store::jsonl::fault::|JsonlStore::with_faults|Inbox::work'; then \
-		echo "make test-rust: test hooks in the release core (see its testing feature)" >&2; \
-		exit 1; fi
 
 # C and C++ hosts against the built library (section owned by the C ABI).
 # The PostgreSQL host works in a schema of this run's own, dropped afterwards (psql comes
@@ -187,9 +181,22 @@ $(C_BUILD)/asan/worker: examples/worker.cpp $(C_DEPS) | c-lib
 C_RELEASE_LIBDIR := $(CARGO_TARGET)/release
 C_TEST_HOOKS := inboxlog_test_panic inboxlog_test_failing_observer
 
+# The core the release library links holds no test hook either (they sit behind its
+# `testing` feature): cargo names the core's rlib it built, and nm reads it.
+CORE_RLIB := $(PYTHON) -c 'import json, sys; print(*(f for m in map(json.loads, sys.stdin) \
+	if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["lib"] \
+	and m["target"]["name"] == "inboxlog" for f in m["filenames"] if f.endswith(".rlib")))'
+
 c-symbols: c-lib
-	$(CARGO) build --release -p inboxlog-ffi
 	@mkdir -p $(C_BUILD)
+	set -o pipefail; $(CARGO) build --release -p inboxlog-ffi --message-format=json-render-diagnostics \
+		| $(CORE_RLIB) > $(C_BUILD)/core-release-rlib.txt
+	@test -s $(C_BUILD)/core-release-rlib.txt \
+		|| { echo "make c-symbols: cargo named no rlib of the core" >&2; exit 1; }
+	@if nm -C $$(cat $(C_BUILD)/core-release-rlib.txt) 2>/dev/null \
+		| grep -E 'store::jsonl::fault::|JsonlStore::with_faults|Inbox::work'; then \
+		echo "make c-symbols: test hooks in the release core (see its testing feature)" >&2; \
+		exit 1; fi
 	@nm -D --defined-only $(C_RELEASE_LIBDIR)/libinboxlog.so | awk '$$2 ~ /^[A-Z]$$/ {print $$3}' \
 		| sort > $(C_BUILD)/exported-release.txt
 	@nm -D --defined-only $(C_LIBDIR)/libinboxlog.so | awk '$$2 ~ /^[A-Z]$$/ {print $$3}' \
