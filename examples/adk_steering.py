@@ -37,8 +37,14 @@ from google.adk.runners import Runner
 from google.genai import types
 from inboxlog.integrations.adk import InboxlogPlugin, InboxlogSessionService
 
-LOG = "adks.weather.alice.chat"
-"""The inboxlog id ADK's session (app "weather", user "alice", session "chat") maps to."""
+APP, USER, SESSION = "weather", "alice", "chat"
+"""The ADK session the example runs."""
+
+
+def log_id(store: inboxlog.Store) -> str:
+    """The inboxlog id the session service keeps that ADK session under."""
+    return InboxlogSessionService(store).log_id(APP, USER, SESSION)
+
 
 # -- a scripted model: what a real one would answer, without the network -------------
 
@@ -87,7 +93,7 @@ def agent(store: inboxlog.Store, during_tool: str) -> tuple[Runner, InboxlogSess
                 "import inboxlog, sys; inboxlog.Store(sys.argv[1]).post(sys.argv[2], "
                 "'next-step', {'id': 'p1', 'content': 'Answer in Fahrenheit.'})"
             )
-            subprocess.run([sys.executable, "-c", poster, ROOT, LOG], check=True)
+            subprocess.run([sys.executable, "-c", poster, ROOT, log_id(store)], check=True)
             print("steering posted from another process while the tool runs: p1 -> next-step")
         elif during_tool == "hang":
             print("tool running; waiting to be killed", flush=True)
@@ -96,17 +102,17 @@ def agent(store: inboxlog.Store, during_tool: str) -> tuple[Runner, InboxlogSess
 
     service = InboxlogSessionService(store)
     llm_agent = LlmAgent(name="assistant", model=ScriptedModel(), tools=[weather])
-    app = App(name="weather", root_agent=llm_agent, plugins=[InboxlogPlugin(service)])
+    app = App(name=APP, root_agent=llm_agent, plugins=[InboxlogPlugin(service)])
     return Runner(app=app, session_service=service), service
 
 
 async def ask(store: inboxlog.Store, text: str, during_tool: str = "none") -> str:
     runner, service = agent(store, during_tool)
-    if await service.get_session(app_name="weather", user_id="alice", session_id="chat") is None:
-        await service.create_session(app_name="weather", user_id="alice", session_id="chat")
+    if await service.get_session(app_name=APP, user_id=USER, session_id=SESSION) is None:
+        await service.create_session(app_name=APP, user_id=USER, session_id=SESSION)
     answer = ""
     message = types.Content(role="user", parts=[types.Part(text=text)])
-    async for event in runner.run_async(user_id="alice", session_id="chat", new_message=message):
+    async for event in runner.run_async(user_id=USER, session_id=SESSION, new_message=message):
         if event.content and event.content.parts and event.content.parts[0].text:
             answer = event.content.parts[0].text
     await service.close()
@@ -115,7 +121,7 @@ async def ask(store: inboxlog.Store, text: str, during_tool: str = "none") -> st
 
 def report(store: inboxlog.Store) -> None:
     step = (0, 0)
-    for event in store.inspect(LOG)[1]:
+    for event in store.inspect(log_id(store))[1]:
         data = event["data"]
         if event["type"] == "step/start":
             step = (data["turn"], data["step"])
@@ -153,11 +159,15 @@ def main() -> None:
     worker.stdout.close()
 
     answer = asyncio.run(ask(store, "Still there?"))
-    for event in store.inspect(LOG)[1]:
+    for event in store.inspect(log_id(store))[1]:
         if event["type"] == "tool/result" and "error" in event["data"]:
             print(f"cut-off call answered: {event['data']['error']['code']}")
     print("answer:", answer)
-    ends = [e["data"]["reason"]["kind"] for e in store.inspect(LOG)[1] if e["type"] == "turn/end"]
+    ends = [
+        e["data"]["reason"]["kind"]
+        for e in store.inspect(log_id(store))[1]
+        if e["type"] == "turn/end"
+    ]
     print(f"turns ended: {', '.join(ends)}")
 
 

@@ -597,3 +597,30 @@ def test_a_log_named_by_the_application_is_adopted_once(store: inboxlog.Store) -
         await service.close()
 
     asyncio.run(run())
+
+
+def test_log_id_names_the_log_a_session_is_kept_in(store: inboxlog.Store) -> None:
+    """What `log_id` says is where the service keeps the session, with the default
+    naming and with the application's own: a post to it reaches the session."""
+
+    async def run() -> None:
+        for service in (
+            InboxlogSessionService(store),
+            InboxlogSessionService(store, log_id=lambda app, user, session: f"{app}-{session}"),
+        ):
+            await service.create_session(app_name="a", user_id="u", session_id="s")
+            log_id = service.log_id("a", "u", "s")
+            store.post(log_id, "next-turn", {"id": "p1", "content": "hi"})
+            await service.release(app_name="a", user_id="u", session_id="s")
+            store.open(log_id).close()  # its owner takes the post in
+            spliced = [
+                e["data"] for e in store.inspect(log_id)[1] if e["type"] == "agent/inbox/spliced"
+            ]
+            assert spliced[-1]["inserted"] == [{"id": "p1", "content": "hi"}]
+            await service.delete_session(app_name="a", user_id="u", session_id="s")
+            assert log_id not in {h["id"] for h in store.list()}
+            await service.close()
+        assert InboxlogSessionService(store).log_id("a", "u", "s") == ids.session_id("a", "u", "s")
+        assert "a-s" not in {h["id"] for h in store.list()}
+
+    asyncio.run(run())

@@ -157,6 +157,12 @@ class InboxlogSessionService(BaseSessionService):
         self._on_let_go: dict[str, Callable[[], None]] = {}
         self._deferred_events: dict[tuple[str, str], Event] = {}
 
+    def log_id(self, app_name: str, user_id: str, session_id: str) -> str:
+        """The inboxlog id of ADK session ``(app_name, user_id, session_id)``: the id that
+        ``store.post``, ``store.decide``, ``inboxlog approve`` and the console know it by,
+        so that steering it from elsewhere needs no knowledge of the encoding."""
+        return self._log_id(app_name, user_id, session_id)
+
     # -- create ------------------------------------------------------------------------
 
     @override
