@@ -267,3 +267,11 @@ def session(store: inboxlog.Store) -> Iterator[inboxlog.Session]:
 def anyio_backend() -> str:
     """The async tests (``pytest.mark.anyio``) run on asyncio."""
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mypy cache for the run's type checks: the package's strict check and each
+    framework example's read the same frameworks' types, which a cold cache reads again
+    each time (tens of seconds apiece)."""
+    return tmp_path_factory.mktemp("mypy-cache")

@@ -18,18 +18,19 @@ needs_mypy = pytest.mark.skipif(
 )
 
 
-def run(args: list[str], cwd: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProcess[str]:
     # A cold strict check of the package reads the integrations' frameworks' types too
     # (about 50 s of CPU with LangChain and LangGraph); a loaded machine stretches it.
-    env = {**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
+    # The run's one cache (conftest's mypy_cache) serves every check after the first.
+    env = {**os.environ, "MYPY_CACHE_DIR": str(cache)}
     return subprocess.run(
         args, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=600
     )
 
 
 @needs_mypy
-def test_stubs_match_the_native_module(tmp_path: Path) -> None:
-    done = run([sys.executable, "-m", "mypy.stubtest", "inboxlog._native"], tmp_path, tmp_path)
+def test_stubs_match_the_native_module(tmp_path: Path, mypy_cache: Path) -> None:
+    done = run([sys.executable, "-m", "mypy.stubtest", "inboxlog._native"], tmp_path, mypy_cache)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -48,14 +49,16 @@ def python_floor() -> str:
 
 
 @needs_mypy
-def test_package_and_example_type_check_strictly_for_the_oldest_python(tmp_path: Path) -> None:
+def test_package_and_example_type_check_strictly_for_the_oldest_python(
+    tmp_path: Path, mypy_cache: Path
+) -> None:
     # mypy runs outside python/, so pyproject's [tool.mypy] is not read: the version
     # is passed explicitly, or the floor's claim would go unchecked.
     version = python_floor()
     example = ROOT / "examples" / "agent_loop.py"
     for target in (["-p", "inboxlog"], [str(example)]):
         args = ["--strict", "--python-version", version, *target]
-        done = run([sys.executable, "-m", "mypy", *args], tmp_path, tmp_path)
+        done = run([sys.executable, "-m", "mypy", *args], tmp_path, mypy_cache)
         assert done.returncode == 0, (
             f"mypy {' '.join(args)}:\n{done.stdout}{done.stderr}\n(a mypy that cannot target "
             f"{version} needs the venv's pin: rm -rf .venv && make venv)"
@@ -98,7 +101,7 @@ def test_demo_runs(tmp_path: Path) -> None:
 
 
 @needs_mypy
-def test_stubs_type_the_closed_vocabularies(tmp_path: Path) -> None:
+def test_stubs_type_the_closed_vocabularies(tmp_path: Path, mypy_cache: Path) -> None:
     """`target`, `outcome` and `durability` take the `Literal` types of `types.py`:
     a checker accepts the spelled names and refuses a typo or a bare `str`."""
     good = tmp_path / "good.py"
@@ -125,8 +128,8 @@ def test_stubs_type_the_closed_vocabularies(tmp_path: Path) -> None:
         "s.end_step('done')\n"
     )
     args = ["--strict", "--python-version", python_floor(), "--no-error-summary"]
-    done = run([sys.executable, "-m", "mypy", *args, str(good)], tmp_path, tmp_path)
+    done = run([sys.executable, "-m", "mypy", *args, str(good)], tmp_path, mypy_cache)
     assert done.returncode == 0, done.stdout + done.stderr
-    done = run([sys.executable, "-m", "mypy", *args, str(bad)], tmp_path, tmp_path)
+    done = run([sys.executable, "-m", "mypy", *args, str(bad)], tmp_path, mypy_cache)
     flagged = sorted({int(m) for m in re.findall(r"bad\.py:(\d+): error", done.stdout)})
     assert flagged == [3, 4, 5, 6, 7, 8, 9], done.stdout + done.stderr

@@ -249,12 +249,11 @@ def test_the_readme_section_runs_as_written(
 
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
 def test_the_example_type_checks_against_the_frameworks_types(
-    integration: Integration, tmp_path: Path
+    integration: Integration, tmp_path: Path, mypy_cache: Path
 ) -> None:
     """``--strict`` against the framework's own types (test_tooling checks the package,
     the integrations included, the same way)."""
     example = ROOT / "examples" / integration.example
     args = ["-m", "mypy", "--strict", "--python-version", "3.11", str(example)]
-    cache = str(tmp_path / "mypy-cache")
-    done = run_python(args, tmp_path, timeout=600, MYPY_CACHE_DIR=cache)
+    done = run_python(args, tmp_path, timeout=600, MYPY_CACHE_DIR=str(mypy_cache))
     assert done.returncode == 0, f"mypy {' '.join(args)}:\n{done.stdout}{done.stderr}"
