@@ -8,7 +8,7 @@ use inboxlog_core::store::{
 };
 use inboxlog_core::wire::{self, FromJson, ToJson};
 
-use crate::boundary::{boundary, boundary_void};
+use crate::boundary::{FfiResult, boundary, boundary_void};
 use crate::strings::{Out, handle, opt_json_arg, str_arg};
 
 /// A place that holds session logs (memory, a JSONL directory or PostgreSQL). Opaque.
@@ -99,15 +99,9 @@ pub unsafe extern "C" fn inboxlog_store_open_postgres(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all three): the caller's contract (header overview, Safety).
-        let url = unsafe { str_arg(url, "url") }?;
-        let options = unsafe { opt_json_arg(options_json, "options_json") }?;
-        let out = unsafe { Out::new(out, "out") }?;
-        let pg = match options {
-            None => PgOptions::default(),
-            Some(json) => PgOptions::from_store(&StoreOptions::from_json(&json)?),
-        };
-        let store = PgStore::connect(url, pg)?;
+        // SAFETY: the caller's contract (header overview, Safety).
+        let (url, options, out) = unsafe { url_arguments(url, options_json, out) }?;
+        let store = PgStore::connect(url, PgOptions::from_store(&options))?;
         out.write(Box::into_raw(Box::new(inboxlog_store {
             store: Box::new(store),
         })));
@@ -139,18 +133,33 @@ pub unsafe extern "C" fn inboxlog_store_open(
     error: *mut *mut c_char,
 ) -> c_int {
     boundary(error, || {
-        // SAFETY (all three): the caller's contract (header overview, Safety).
-        let url = unsafe { str_arg(url, "url") }?;
-        let options = unsafe { opt_json_arg(options_json, "options_json") }?;
-        let out = unsafe { Out::new(out, "out") }?;
-        let options = match options {
-            None => StoreOptions::default(),
-            Some(json) => StoreOptions::from_json(&json)?,
-        };
+        // SAFETY: the caller's contract (header overview, Safety).
+        let (url, options, out) = unsafe { url_arguments(url, options_json, out) }?;
         let store = stores::open(url, &options)?;
         out.write(Box::into_raw(Box::new(inboxlog_store { store })));
         Ok(())
     })
+}
+
+/// The arguments of the two URL constructors, decoded: the URL, the options
+/// (`options_json` NULL: the defaults) and where the new handle goes.
+///
+/// # Safety
+/// `url`, `options_json` and `out` as the header's overview (Safety) requires.
+unsafe fn url_arguments<'a>(
+    url: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut inboxlog_store,
+) -> FfiResult<(&'a str, StoreOptions, Out<*mut inboxlog_store>)> {
+    // SAFETY (all three): forwarded contract of this function.
+    let url = unsafe { str_arg(url, "url") }?;
+    let options = unsafe { opt_json_arg(options_json, "options_json") }?;
+    let out = unsafe { Out::new(out, "out") }?;
+    let options = match options {
+        None => StoreOptions::default(),
+        Some(json) => StoreOptions::from_json(&json)?,
+    };
+    Ok((url, options, out))
 }
 
 /// Releases a store handle. NULL is a no-op. Open sessions are not affected.
