@@ -10,10 +10,10 @@
 //!
 //! When the server offers TLS, `allow` and `prefer` use it and never fall back to plain
 //! text (a failed handshake fails the connection). A certificate that is not checked
-//! still has to sign the handshake: [`AnyCertificate`] accepts any certificate but
-//! verifies the handshake signatures with it, so a party that shows a certificate
-//! without holding its key is refused. It is confined to the modes above that check no
-//! certificate.
+//! still has to sign the handshake: [`Unnamed`] without roots accepts any certificate
+//! but verifies the handshake signatures with it, so a party that shows a certificate
+//! without holding its key is refused. That is confined to the modes above that check
+//! no certificate; with roots it checks the chain but no name (`verify-ca`).
 //!
 //! Roots: the PEM file `sslrootcert` names; `sslrootcert=system`, the platform's trusted
 //! roots (then the mode is `verify-full`, and a weaker one is refused, as in libpq);
@@ -90,9 +90,12 @@ pub(super) fn config(url: &PgUrl) -> Result<Option<ClientConfig>> {
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("TLS setup: {e}")))?;
     let verifier: Arc<dyn ServerCertVerifier> = match check {
-        Check::Signatures => Arc::new(AnyCertificate { provider }),
-        Check::Chain => Arc::new(ChainOnly {
-            roots: Arc::new(roots(url)?),
+        Check::Signatures => Arc::new(Unnamed {
+            roots: None,
+            provider,
+        }),
+        Check::Chain => Arc::new(Unnamed {
+            roots: Some(Arc::new(roots(url)?)),
             provider,
         }),
         Check::Full => WebPkiServerVerifier::builder_with_provider(Arc::new(roots(url)?), provider)
@@ -171,63 +174,25 @@ fn system_roots(
     Ok(())
 }
 
-/// The supported schemes and handshake signature checks, shared by both verifiers:
-/// the provider's algorithms.
-fn signatures(provider: &CryptoProvider) -> &rustls::crypto::WebPkiSupportedAlgorithms {
-    &provider.signature_verification_algorithms
-}
-
-/// Accepts any server certificate, but verifies that the server signed the handshake
-/// with the certificate's key (`allow`, `prefer`, `require` without `sslrootcert`).
+/// The verifier of the modes that never check the host name: `roots` `None` accepts
+/// any certificate (`allow`, `prefer`, `require` without `sslrootcert`); `Some` checks
+/// the chain up to one of them (validity dates, key usage, signatures): libpq's
+/// `verify-ca`. Either way the server must sign the handshake with the certificate's
+/// key.
 #[derive(Debug)]
-struct AnyCertificate {
+struct Unnamed {
+    roots: Option<Arc<RootCertStore>>,
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, signatures(&self.provider))
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, signatures(&self.provider))
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        signatures(&self.provider).supported_schemes()
+impl Unnamed {
+    /// The provider's algorithms: the supported schemes and the handshake checks.
+    fn algorithms(&self) -> &rustls::crypto::WebPkiSupportedAlgorithms {
+        &self.provider.signature_verification_algorithms
     }
 }
 
-/// Verifies the certificate chain up to one of `roots` (validity dates, key usage,
-/// signatures) but not the host name: libpq's `verify-ca`.
-#[derive(Debug)]
-struct ChainOnly {
-    roots: Arc<RootCertStore>,
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Unnamed {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -236,14 +201,16 @@ impl ServerCertVerifier for ChainOnly {
         _ocsp: &[u8],
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        let cert = ParsedCertificate::try_from(end_entity)?;
-        verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            &self.roots,
-            intermediates,
-            now,
-            signatures(&self.provider).all,
-        )?;
+        if let Some(roots) = &self.roots {
+            let cert = ParsedCertificate::try_from(end_entity)?;
+            verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.algorithms().all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 
@@ -253,7 +220,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, signatures(&self.provider))
+        verify_tls12_signature(message, cert, dss, self.algorithms())
     }
 
     fn verify_tls13_signature(
@@ -262,11 +229,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, signatures(&self.provider))
+        verify_tls13_signature(message, cert, dss, self.algorithms())
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        signatures(&self.provider).supported_schemes()
+        self.algorithms().supported_schemes()
     }
 }
 
