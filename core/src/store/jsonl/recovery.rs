@@ -307,7 +307,7 @@ fn look_ahead(number: u64, text: &str, sealed: &Sealed) -> Ahead {
     }
 }
 
-/// [`event`], with the line's shape and seal maybe found already (by the reader thread).
+/// [`event()`], with the line's shape and seal maybe found already (by the reader thread).
 fn checked_event(
     number: u64,
     offset: u64,

@@ -180,7 +180,7 @@ pub(super) fn locked(id: &str, why: &str) -> Error {
 
 /// The ownership steps of opening a session for writing.
 impl PgStore {
-    /// Opening for writing; see [`Store::open_with`](crate::store::Store::open_with).
+    /// Opening for writing; see [`Store::open`](crate::store::Store::open).
     pub(super) fn open_owned(
         &self,
         id: &str,
