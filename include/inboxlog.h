@@ -602,9 +602,10 @@ int inboxlog_session_id(const struct inboxlog_session *session, char **out, char
 int inboxlog_session_header(const struct inboxlog_session *session, char **out_json, char **error);
 
 /**
- * What opening found and fixed: {"tornBytes":N,"repairedTurn":N|null} (bytes of a
- * torn tail dropped; the turn closed as interrupted, if any). Always 0 and null for a
- * created or forked session.
+ * What opening found and fixed: {"tornBytes":N,"repairedTurn":N|null,
+ * "repairedCompaction":S|null} (bytes of a torn tail dropped; the turn closed as
+ * interrupted, if any; the compaction ended as interrupted, if any). Always 0 and null
+ * for a created or forked session.
  *
  * Ownership: *out_json receives a new string owned by the caller; free it with
  * inboxlog_string_free.

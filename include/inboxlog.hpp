@@ -324,7 +324,7 @@ public:
     std::string id() const { return detail::str(inboxlog_session_id, h_.get()); }
     /// The header, a JSON object.
     std::string header() const { return detail::str(inboxlog_session_header, h_.get()); }
-    /// What opening repaired: {"tornBytes":N,"repairedTurn":N|null}.
+    /// What opening repaired: {"tornBytes":N,"repairedTurn":N|null,"repairedCompaction":S|null}.
     std::string open_report() const { return detail::str(inboxlog_session_open_report, h_.get()); }
     /// INBOXLOG_ABSENT for an empty log.
     std::int64_t last_seq() const { return detail::value<std::int64_t>(inboxlog_session_last_seq, h_.get()); }

@@ -384,9 +384,10 @@ pub unsafe extern "C" fn inboxlog_session_header(
     }
 }
 
-/// What opening found and fixed: {"tornBytes":N,"repairedTurn":N|null} (bytes of a
-/// torn tail dropped; the turn closed as interrupted, if any). Always 0 and null for a
-/// created or forked session.
+/// What opening found and fixed: {"tornBytes":N,"repairedTurn":N|null,
+/// "repairedCompaction":S|null} (bytes of a torn tail dropped; the turn closed as
+/// interrupted, if any; the compaction ended as interrupted, if any). Always 0 and null
+/// for a created or forked session.
 ///
 /// Ownership: *out_json receives a new string owned by the caller; free it with
 /// inboxlog_string_free.
