@@ -230,6 +230,13 @@ impl Session {
                 "seed ends inside turn {open}; seed only whole turns"
             )));
         }
+        if let Some(running) = &conversation.compaction {
+            return Err(invalid(format!(
+                "seed ends inside compaction {} (started at seq {}); seed only ended compactions",
+                crate::json::quote(&running.id),
+                running.seq
+            )));
+        }
         if !seed.is_empty() && seed.last().map(Event::ty) != Some(END_SEED) {
             let end = Event::reserved(
                 END_SEED,
@@ -336,7 +343,8 @@ impl Session {
     }
 
     /// Forks `parent` into a new log `child_id`: the child starts with a copy of the
-    /// parent's events (up to, not including, an open turn), an empty inbox, and the
+    /// parent's events (up to, not including, an open turn or a compaction still
+    /// running), an empty inbox, and the
     /// parent's `cwd`; the parent is not changed.
     pub fn fork(
         store: &dyn Store,
@@ -348,9 +356,17 @@ impl Session {
         let (parent_header, mut events) = store.inspect(parent)?;
         let mut log = LogState::default();
         let mut cut = events.len();
+        // Where a compaction still running in the parent started: it is not copied
+        // either (ARCHITECTURE.md#compaction).
+        let mut compacting: Option<usize> = None;
         for (i, event) in events.iter().enumerate() {
             if log.open_turn.is_none() {
                 cut = i;
+            }
+            match event.ty() {
+                conversation::COMPACTION_START => compacting = Some(i),
+                conversation::COMPACTION_END => compacting = None,
+                _ => {}
             }
             log.advance(event).map_err(|e| {
                 e.with_kind(ErrorKind::Corrupt)
@@ -359,6 +375,9 @@ impl Session {
         }
         if log.open_turn.is_none() {
             cut = events.len();
+        }
+        if let Some(start) = compacting {
+            cut = cut.min(start);
         }
         events.truncate(cut);
         let mut header = Header::new(

@@ -455,3 +455,27 @@ fn prune_shortens_a_long_tool_result_by_code_points() {
         s.close().unwrap();
     });
 }
+
+#[test]
+fn a_fork_and_a_seed_never_copy_a_running_compaction() {
+    each_store(|name, store| {
+        let s = talked(store, "f");
+        let c = s.begin_compaction(3, 3).unwrap();
+        let start = c.start_seq();
+        put(&s, "host/after", "{}");
+        let child = Session::fork(store, "f", "child", SessionMeta::default()).unwrap();
+        assert_eq!(child.running_compaction().unwrap(), None, "{name}");
+        let (header, events) = Session::inspect(store, "child").unwrap();
+        assert_eq!(header.seed_length, Some(start), "{name}");
+        assert_eq!(events.len() as u64, start + 1); // and session/end-seed
+        child.close().unwrap();
+        let (_, parent) = Session::inspect(store, "f").unwrap();
+        assert_err(
+            Session::create_seeded(store, "seeded", SessionMeta::default(), parent, None),
+            ErrorKind::InvalidInput,
+            &["inside compaction"],
+        );
+        c.abort("done").unwrap();
+        s.close().unwrap();
+    });
+}
