@@ -479,3 +479,38 @@ fn a_fork_and_a_seed_never_copy_a_running_compaction() {
         s.close().unwrap();
     });
 }
+
+#[test]
+fn a_pending_approval_keeps_compaction_out_and_park_waits_for_it() {
+    each_store(|name, store| {
+        let s = Session::create(store, "ap", SessionMeta::default()).unwrap();
+        s.inbox().append(Target::NextTurn, msg("go")).unwrap();
+        s.open_turn().unwrap();
+        s.step_boundary(None, TurnClaim::First).unwrap().unwrap();
+        let calling = put(&s, "assistant/message", &assistant("a", &["c1"], "rm"));
+        s.end_step(StepOutcome::Continue).unwrap();
+        let first = s.surface().unwrap()[0];
+        // The call has no result: a range covering it is refused.
+        assert_err(
+            s.begin_compaction(first, calling),
+            ErrorKind::InvalidInput,
+            &["\"c1\""],
+        );
+        let c = s.begin_compaction(first, first).unwrap();
+        s.ask_approval("a1", "rm", None, None, None).unwrap();
+        let before = count(store, "ap");
+        assert_err(s.park(None), ErrorKind::Busy, &["park"]);
+        assert_eq!(count(store, "ap"), before, "{name}");
+        c.abort("not now").unwrap();
+        s.park(None).unwrap();
+        let before = count(store, "ap");
+        assert_err(
+            s.begin_compaction(first, first),
+            ErrorKind::Protocol,
+            &["parked"],
+        );
+        assert_err(s.prune(first), ErrorKind::Protocol, &["parked"]);
+        assert_eq!(count(store, "ap"), before, "{name}");
+        s.close().unwrap();
+    });
+}
