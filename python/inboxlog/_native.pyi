@@ -391,8 +391,9 @@ class Session:
 
     @property
     def open_report(self) -> OpenReport:
-        """What opening found and fixed: ``{"tornBytes": int, "repairedTurn": int | None}``
-        (bytes of a torn tail dropped; the turn closed as interrupted, if any)."""
+        """What opening found and fixed: ``{"tornBytes": int, "repairedTurn": int | None,
+        "repairedCompaction": str | None}`` (bytes of a torn tail dropped; the turn closed
+        as interrupted, if any; the compaction ended as interrupted, if any)."""
 
     @property
     def inbox(self) -> Inbox:

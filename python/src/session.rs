@@ -181,8 +181,8 @@ impl PySession {
         })
     }
 
-    /// What opening found and fixed: `{"tornBytes": int, "repairedTurn": int | None}`,
-    /// spelled as in the C ABI.
+    /// What opening found and fixed: `{"tornBytes": int, "repairedTurn": int | None,
+    /// "repairedCompaction": str | None}`, spelled as in the C ABI.
     #[getter]
     fn open_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.inner.open_report().to_json())
