@@ -35,6 +35,9 @@
  *   Approvals          inboxlog_session_ask_approval, inboxlog_session_decide_approval,
  *                      inboxlog_session_approvals, inboxlog_session_park,
  *                      inboxlog_session_resume_parked, inboxlog_store_decide
+ *   Compaction         inboxlog_session_begin_compaction,
+ *                      inboxlog_session_commit_compaction,
+ *                      inboxlog_session_abort_compaction, inboxlog_session_prune
  *   Notifications      inboxlog_session_watch, inboxlog_session_poll,
  *                      inboxlog_session_take_observer_failures
  *   Fleet              inboxlog_store_post, inboxlog_store_remove_pending,
@@ -602,9 +605,10 @@ int inboxlog_session_id(const struct inboxlog_session *session, char **out, char
 int inboxlog_session_header(const struct inboxlog_session *session, char **out_json, char **error);
 
 /**
- * What opening found and fixed: {"tornBytes":N,"repairedTurn":N|null} (bytes of a
- * torn tail dropped; the turn closed as interrupted, if any). Always 0 and null for a
- * created or forked session.
+ * What opening found and fixed: {"tornBytes":N,"repairedTurn":N|null,
+ * "repairedCompaction":S|null} (bytes of a torn tail dropped; the turn closed as
+ * interrupted, if any; the compaction ended as interrupted, if any). Always 0 and null
+ * for a created or forked session.
  *
  * Ownership: *out_json receives a new string owned by the caller; free it with
  * inboxlog_string_free.
@@ -1117,6 +1121,78 @@ int inboxlog_store_decide(const struct inboxlog_store *store,
                           const char *outcome_name,
                           char **out_post,
                           char **error);
+
+/**
+ * Starts a compaction of the surface from seq start through seq end: writes
+ * compaction/start {"compactionId","turn"}, owned by the open turn between its steps or,
+ * with no turn open, by none; gives {"compactionId","turn":N|null,"range":{"start",
+ * "end"},"shadowedSeqs":[seq…],"shadowedTokenCount":N,"messages":[message…]} (the
+ * messages to summarize). inboxlog_session_commit_compaction or
+ * inboxlog_session_abort_compaction ends it; freeing the session first ends it with
+ * "abandoned". While it runs, another start, a park and any turn/start or turn/end
+ * are BUSY; cancel and fail end it first. Refused with nothing written: BUSY while one
+ * runs; PROTOCOL with a step open, a proposal pending or a parked turn;
+ * INVALID_INPUT when start and end are not on the surface, start comes after end, or
+ * the range splits a tool call from its result.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread; calls on one session serialize.
+ */
+int inboxlog_session_begin_compaction(const struct inboxlog_session *session,
+                                      uint64_t start,
+                                      uint64_t end,
+                                      char **out_json,
+                                      char **error);
+
+/**
+ * Commits the compaction this session handle started, with commit_json
+ * {"summary":S|[block…],"provider","model","usage"?} (a string summary is stored as one
+ * text block): writes compaction/summary, one user/message replacing the range on the
+ * surface and compaction/end, and gives {"compactionId","summary":event,
+ * "message":event}. A commit_json that is NULL, not JSON or not of that shape is
+ * refused first, the compaction still running. Any failure after that writes exactly
+ * one compaction/end with an error instead: CONFLICT when the surface changed inside
+ * the range since the start; INVALID_INPUT for a bad summary or usage. PROTOCOL when
+ * this handle started none (or it was committed, aborted, or ended by cancel or fail
+ * already).
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free; commit_json is only read.
+ * Threads: any thread; calls on one session serialize.
+ */
+int inboxlog_session_commit_compaction(const struct inboxlog_session *session,
+                                       const char *commit_json,
+                                       char **out_json,
+                                       char **error);
+
+/**
+ * Ends the compaction this session handle started with error_text: writes
+ * compaction/end {…,"error"}. PROTOCOL when this handle started none (or it ended
+ * already).
+ *
+ * Ownership: nothing is returned; error_text is only read.
+ * Threads: any thread; calls on one session serialize.
+ */
+int inboxlog_session_abort_compaction(const struct inboxlog_session *session,
+                                      const char *error_text,
+                                      char **error);
+
+/**
+ * Prunes the tool/result at seq on the surface: when its text is longer than 8,192
+ * code points, writes compaction/prune and a tool/result replacing it whose text keeps
+ * the first 4,096 and the last 1,024 around a marker, and gives that event; gives
+ * null, with nothing written, when it is not that long. INVALID_INPUT when seq is not
+ * a tool/result on the surface; PROTOCOL while parked.
+ *
+ * Ownership: *out_json receives a new string owned by the caller; free it with
+ * inboxlog_string_free.
+ * Threads: any thread; calls on one session serialize.
+ */
+int inboxlog_session_prune(const struct inboxlog_session *session,
+                           uint64_t seq,
+                           char **out_json,
+                           char **error);
 
 /**
  * Starts collecting notifications for inboxlog_session_poll: every event committed

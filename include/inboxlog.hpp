@@ -324,7 +324,7 @@ public:
     std::string id() const { return detail::str(inboxlog_session_id, h_.get()); }
     /// The header, a JSON object.
     std::string header() const { return detail::str(inboxlog_session_header, h_.get()); }
-    /// What opening repaired: {"tornBytes":N,"repairedTurn":N|null}.
+    /// What opening repaired: {"tornBytes":N,"repairedTurn":N|null,"repairedCompaction":S|null}.
     std::string open_report() const { return detail::str(inboxlog_session_open_report, h_.get()); }
     /// INBOXLOG_ABSENT for an empty log.
     std::int64_t last_seq() const { return detail::value<std::int64_t>(inboxlog_session_last_seq, h_.get()); }
@@ -442,6 +442,23 @@ public:
     }
     /// Hands the parked run on: {"turn","parked":{...},"decisions":[{"id","outcome"}...]}.
     std::string resume_parked() { return detail::str(inboxlog_session_resume_parked, h_.get()); }
+
+    /// Starts a compaction of the surface from seq `start` through seq `end`:
+    /// {"compactionId","turn","range","shadowedSeqs","shadowedTokenCount","messages"}.
+    std::string begin_compaction(std::uint64_t start, std::uint64_t end) {
+        return detail::str(inboxlog_session_begin_compaction, h_.get(), start, end);
+    }
+    /// Commits the compaction this session started:
+    /// {"summary":S|[block...],"provider","model","usage"?} -> {"compactionId","summary","message"}.
+    std::string commit_compaction(const std::string &commit) {
+        return detail::str(inboxlog_session_commit_compaction, h_.get(), commit.c_str());
+    }
+    /// Ends the compaction this session started with `error_text`.
+    void abort_compaction(const std::string &error_text) {
+        detail::call(inboxlog_session_abort_compaction, h_.get(), error_text.c_str());
+    }
+    /// Prunes a long tool/result: the new tool/result event, or "null" when it is short.
+    std::string prune(std::uint64_t seq) { return detail::str(inboxlog_session_prune, h_.get(), seq); }
 
     /// The C handle, still owned by this Session.
     inboxlog_session *get() const noexcept { return h_.get(); }

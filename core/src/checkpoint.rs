@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::conversation::{
-    ApprovalOutcome, Approvals, Asked, Calls, Conversation, Parked, Pending, Surface,
+    ApprovalOutcome, Approvals, Asked, Calls, Conversation, Parked, Pending, Running, Surface,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
@@ -30,10 +30,10 @@ pub const EVERY_BYTES: u64 = 4 << 20;
 pub const EVERY_EVENTS: u64 = 10_000;
 
 /// The version of the checkpoints written now: 2 holds the conversation (the surface and
-/// the pending tool calls), 3 its approvals too. A checkpoint of version 1 or 2 is of an
-/// earlier release: it is not used (the log is replayed from seq 0) and the next close
-/// replaces it.
-const VERSION: u64 = 3;
+/// the pending tool calls), 3 its approvals too, 4 the compaction running. A checkpoint
+/// of version 1, 2 or 3 is of an earlier release: it is not used (the log is replayed
+/// from seq 0) and the next close replaces it.
+const VERSION: u64 = 4;
 
 /// What the checksum of a checkpoint follows.
 const CRC_KEY: &str = ",\"crc32c\":\"";
@@ -93,7 +93,17 @@ struct Stored<'a> {
     dispatched: Vec<(String, u64)>,
     #[serde(borrow)]
     approvals: StoredApprovals<'a>,
+    compaction: Option<StoredCompaction>,
     crc32c: &'a str,
+}
+
+/// The compaction running as a checkpoint stores it: `{"id","turn","seq"}` or `null`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredCompaction {
+    id: String,
+    turn: Option<u64>,
+    seq: u64,
 }
 
 /// The approvals as a checkpoint stores them: the pending ones as `[seq, asked data]`,
@@ -156,7 +166,8 @@ impl Checkpoint {
     /// "lastTurn":…,"openTurn":…,"steps":…,"openStep":…,"nextTurn":[…],"nextStep":[…],
     /// "posts":[…],"surface":[event…],"calls":[{"id","turn","step","dispatched"}…],
     /// "dispatched":[[id,seq]…],"approvals":{"pending":[[seq,asked]…],"decided":[[id,
-    /// outcome]…],"parked":data|null},"crc32c":"hhhhhhhh"}` (core/FORMAT.md#checkpoints).
+    /// outcome]…],"parked":data|null},"compaction":{"id","turn","seq"}|null,
+    /// "crc32c":"hhhhhhhh"}` (core/FORMAT.md#checkpoints).
     pub fn to_json(&self, binding: &Binding) -> String {
         let log = &self.log;
         let opt = |v: Option<u64>| v.map_or("null".to_owned(), |v| v.to_string());
@@ -224,6 +235,15 @@ impl Checkpoint {
         }
         out.push(']');
         write_approvals(&mut out, &self.conversation.approvals);
+        out.push_str(",\"compaction\":");
+        match &self.conversation.compaction {
+            None => out.push_str("null"),
+            Some(r) => {
+                out.push_str("{\"id\":");
+                json::write_string(&mut out, &r.id);
+                out.push_str(&format!(",\"turn\":{},\"seq\":{}}}", opt(r.turn), r.seq));
+            }
+        }
         let crc = crc32c::crc32c(out.as_bytes());
         out.push_str(&format!("{CRC_KEY}{crc:08x}\"}}"));
         out
@@ -250,7 +270,7 @@ impl Checkpoint {
         }
         let version = json::from_str::<Version>(text).map(|v| v.checkpoint);
         match version {
-            Ok(1 | 2) => return Ok(None),
+            Ok(1..=3) => return Ok(None),
             Ok(VERSION) => {}
             Ok(v) => return Err(bad(format!("unknown checkpoint version {v}"))),
             Err(e) => return Err(bad(format!("{e}"))),
@@ -301,6 +321,11 @@ impl Checkpoint {
             surface: Surface::from_events(surface),
             calls: Calls::from_parts(pending, s.dispatched),
             approvals,
+            compaction: s.compaction.map(|c| Running {
+                id: c.id,
+                turn: c.turn,
+                seq: c.seq,
+            }),
         };
         let checkpoint = Checkpoint {
             log,
@@ -331,7 +356,7 @@ impl Checkpoint {
         } else if self.posts != replayed.posts {
             Some("its post ids are not the replay's".to_owned())
         } else if !self.conversation.same(&replayed.conversation) {
-            Some("its surface, pending tool calls or approvals are not the replay's".to_owned())
+            Some("its surface, pending tool calls, approvals or running compaction are not the replay's".to_owned())
         } else {
             None
         };

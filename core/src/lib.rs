@@ -62,8 +62,9 @@ pub use projection::{Baseline, QueueProjection};
 pub use protocol::{Decided, Decision, Proposal, TurnClaim};
 pub use reason::{CancelCause, StepOutcome, TurnEndReason, TurnError};
 pub use session::{
-    InboxOps, OpenReport, ParkedTurn, Peek, Session, StepBoundary, TryAppend, VerifyReport,
+    Compaction, InboxOps, OpenReport, ParkedTurn, Peek, Session, StepBoundary, Summary, TryAppend,
+    VerifyReport,
 };
 pub use splice::{SpliceRecord, Target, normalize};
-pub use txn::Resumed;
+pub use txn::{Compacted, Resumed};
 pub use wire::{FromJson, ToJson};

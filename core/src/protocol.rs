@@ -112,6 +112,17 @@ impl Phase {
         )
     }
 
+    /// Who would own a compaction started now (ARCHITECTURE.md#compaction): `None` when
+    /// idle (a manual one), the open turn between its steps (no step open, no proposal
+    /// pending); refuses `call` naming the state otherwise.
+    pub fn compaction_owner(&self, call: &str) -> Result<Option<u64>> {
+        match self {
+            Phase::Idle => Ok(None),
+            Phase::Turn(t) if t.stage == Stage::Between => Ok(Some(t.turn)),
+            Phase::Turn(_) => Err(self.refuse(call)),
+        }
+    }
+
     /// A copy of the open turn, to change into the next state; refuses `call` when idle.
     fn turn(&self, call: &str) -> Result<TurnState> {
         match self {

@@ -333,7 +333,7 @@ fn a_checkpoint_is_due_after_every_events_within_a_session() {
     assert!(cp.exists(), "due after {EVERY_EVENTS} events");
     let text = fs::read_to_string(&cp).unwrap();
     assert!(
-        text.starts_with(&format!("{{\"checkpoint\":3,\"seq\":{EVERY_EVENTS},")),
+        text.starts_with(&format!("{{\"checkpoint\":4,\"seq\":{EVERY_EVENTS},")),
         "{text}"
     );
     drop(s);

@@ -36,11 +36,15 @@ fn session_return_types_can_be_named() {
 fn open_report_json_is_camel_case() {
     assert_eq!(
         OpenReport::default().to_json(),
-        r#"{"tornBytes":0,"repairedTurn":null}"#
+        r#"{"tornBytes":0,"repairedTurn":null,"repairedCompaction":null}"#
     );
     let report = OpenReport {
         torn_bytes: 17,
         repaired_turn: Some(3),
+        repaired_compaction: Some("compaction-4".into()),
     };
-    assert_eq!(report.to_json(), r#"{"tornBytes":17,"repairedTurn":3}"#);
+    assert_eq!(
+        report.to_json(),
+        r#"{"tornBytes":17,"repairedTurn":3,"repairedCompaction":"compaction-4"}"#
+    );
 }

@@ -63,6 +63,9 @@ mod conversation;
 // Approvals: a person in the loop.
 mod approvals;
 
+// Compaction: a range of the surface replaced by a summary.
+mod compaction;
+
 // Notifications.
 mod notifications;
 
@@ -76,6 +79,7 @@ pub mod fuzzing;
 pub use approvals::*;
 #[cfg(feature = "testing")]
 pub use boundary::inboxlog_test_panic;
+pub use compaction::*;
 pub use conversation::*;
 pub use fleet::*;
 pub use inbox::*;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Once};
 
 use inboxlog_core::store::OpenOptions;
 use inboxlog_core::wire::{self, FromJson, ToJson};
-use inboxlog_core::{Envelope, Session, SessionMeta};
+use inboxlog_core::{Compaction, Envelope, Session, SessionMeta};
 
 use crate::boundary::{FfiResult, boundary, boundary_void};
 use crate::store::inboxlog_store;
@@ -30,7 +30,10 @@ use crate::strings::{
 /// it and releases the handle. Every function but inboxlog_session_free may be called
 /// from several threads at once: calls on one session serialize.
 pub struct inboxlog_session {
-    pub(crate) session: Session,
+    pub(crate) session: Arc<Session>,
+    /// The compaction this handle started and has not committed or aborted yet
+    /// (ARCHITECTURE.md#compaction): one at a time, as the session allows.
+    pub(crate) compaction: Mutex<Option<Compaction<Arc<Session>>>>,
     /// Notifications committed since the last poll, as JSON, in commit order.
     pub(crate) notices: Arc<Mutex<Vec<String>>>,
     /// Whether the notification observers are registered (once per handle).
@@ -40,7 +43,8 @@ pub struct inboxlog_session {
 impl inboxlog_session {
     pub(crate) fn new(session: Session) -> inboxlog_session {
         inboxlog_session {
-            session,
+            session: Arc::new(session),
+            compaction: Mutex::new(None),
             notices: Arc::default(),
             watching: Once::new(),
         }
@@ -384,9 +388,10 @@ pub unsafe extern "C" fn inboxlog_session_header(
     }
 }
 
-/// What opening found and fixed: {"tornBytes":N,"repairedTurn":N|null} (bytes of a
-/// torn tail dropped; the turn closed as interrupted, if any). Always 0 and null for a
-/// created or forked session.
+/// What opening found and fixed: {"tornBytes":N,"repairedTurn":N|null,
+/// "repairedCompaction":S|null} (bytes of a torn tail dropped; the turn closed as
+/// interrupted, if any; the compaction ended as interrupted, if any). Always 0 and null
+/// for a created or forked session.
 ///
 /// Ownership: *out_json receives a new string owned by the caller; free it with
 /// inboxlog_string_free.

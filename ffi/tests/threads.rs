@@ -142,7 +142,7 @@ fn eight_threads_mutating_one_session_serialize() {
     let reopened = open(store, "busy").unwrap();
     assert_eq!(
         call_str!(inboxlog_session_open_report(reopened)).unwrap(),
-        r#"{"tornBytes":0,"repairedTurn":null}"#
+        r#"{"tornBytes":0,"repairedTurn":null,"repairedCompaction":null}"#
     );
     assert_eq!(
         call_str!(inboxlog_inbox_next_turn(reopened)).unwrap(),

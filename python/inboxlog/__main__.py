@@ -40,6 +40,12 @@
                                                  decide a tool call waiting for approval,
                                                  from anywhere, exactly once: allowed once
                                                  (or rejected); prints the post id
+    python -m inboxlog compact ROOT ID --range S:E --summary TEXT [--provider P --model M]
+                                                 replace the surface from seq S through
+                                                 seq E with the summary TEXT (a manual
+                                                 compaction, no turn open; the session is
+                                                 opened for writing); --provider and
+                                                 --model default to "manual"
     python -m inboxlog trace   ROOT [ID] --endpoint URL [--follow] [--state FILE]
                                                  the sessions (or ID) as OpenTelemetry
                                                  traces over OTLP/HTTP (needs the extra
@@ -124,6 +130,9 @@ _EXAMPLES = {
     "approve": (
         "examples:\n  inboxlog approve sessions/ s1 approval-7\n"
         "  inboxlog approve sessions/ s1 approval-7 --reject"
+    ),
+    "compact": (
+        'example:\n  inboxlog compact sessions/ s1 --range 0:41 --summary "Set up the repo."'
     ),
     "trace": (
         "examples:\n  inboxlog trace sessions/ s1 --endpoint http://localhost:4318/v1/traces\n"
@@ -445,6 +454,24 @@ def _approve(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _compact(store: Store, args: argparse.Namespace) -> int:
+    """A manual compaction (SPEC §16): the range S:E replaced by the summary text."""
+    start, sep, end = args.range.partition(":")
+    if not sep or not start.isdigit() or not end.isdigit():
+        print(
+            f"inboxlog compact: --range must be S:E (two seqs), not {args.range!r}", file=sys.stderr
+        )
+        return 2
+    with store.open(args.id) as session:
+        compaction = session.begin_compaction(int(start), int(end))
+        done = compaction.commit(args.summary, provider=args.provider, model=args.model)
+    print(
+        f"{args.id}: compacted {start}..{end} ({len(compaction.shadowed_seqs)} surface "
+        f"node(s)) into seq {done['message']['seq']} ({done['compactionId']})"
+    )
+    return 0
+
+
 def _trace(store: Store, args: argparse.Namespace) -> int:
     try:
         from .otel.cli import run
@@ -574,6 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("transcript", _transcript, "what the model sees next: the surface's messages"),
         ("post", _post, "post a message to a session, or edit its pending input"),
         ("approve", _approve, "allow (or --reject) a tool call waiting for approval"),
+        ("compact", _compact, "replace a range of the surface with a summary"),
         ("trace", _trace, "export sessions as OpenTelemetry traces (OTLP/HTTP)"),
         ("serve", _serve, "serve the web console and its API over the store"),
     ]:
@@ -591,8 +619,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             help="the PostgreSQL schema of the tables (with a URL ROOT; default inboxlog)",
         )
         sub.set_defaults(run=fn)
-        if name in ("inspect", "repair", "delete", "tail", "fold", "post", "transcript", "approve"):
+        if name in (
+            "inspect",
+            "repair",
+            "delete",
+            "tail",
+            "fold",
+            "post",
+            "transcript",
+            "approve",
+            "compact",
+        ):
             sub.add_argument("id", help="session id")
+        if name == "compact":
+            sub.add_argument(
+                "--range", required=True, metavar="S:E", help="the first and last seq replaced"
+            )
+            sub.add_argument("--summary", required=True, help="the summary's text")
+            sub.add_argument(
+                "--provider", default="manual", help='who summarized (default "manual")'
+            )
+            sub.add_argument("--model", default="manual", help='the model (default "manual")')
         if name == "approve":
             sub.add_argument("approval_id", help="the approval's id (approval/asked data id)")
             sub.add_argument(

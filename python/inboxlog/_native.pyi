@@ -9,6 +9,7 @@ from inboxlog.types import (
     ApprovalAsked,
     ApprovalOutcome,
     Baseline,
+    Compacted,
     ConsumedWork,
     Decided,
     Durability,
@@ -41,6 +42,7 @@ __all__ = [
     "ApprovalsPendingError",
     "BusyError",
     "ClosedError",
+    "Compaction",
     "ConflictError",
     "CorruptLogError",
     "DuplicateMessageError",
@@ -389,8 +391,9 @@ class Session:
 
     @property
     def open_report(self) -> OpenReport:
-        """What opening found and fixed: ``{"tornBytes": int, "repairedTurn": int | None}``
-        (bytes of a torn tail dropped; the turn closed as interrupted, if any)."""
+        """What opening found and fixed: ``{"tornBytes": int, "repairedTurn": int | None,
+        "repairedCompaction": str | None}`` (bytes of a torn tail dropped; the turn closed
+        as interrupted, if any; the compaction ended as interrupted, if any)."""
 
     @property
     def inbox(self) -> Inbox:
@@ -571,6 +574,81 @@ class Session:
         """Hands the parked run on (``turn/resumed``) and returns what it was parked
         with and the decisions. ``ApprovalsPendingError`` while any is pending,
         ``ProtocolError`` when not parked; nothing is written then."""
+
+    def begin_compaction(self, start: int, end: int) -> Compaction:
+        """Starts a compaction of the surface from seq ``start`` through seq ``end``
+        (SPEC §16): writes ``compaction/start`` and returns its handle. ``BusyError``
+        while one runs; ``ProtocolError`` with a step open, a proposal pending or a
+        parked turn; ``InvalidInputError`` for a range not on the surface or one that
+        splits a tool call from its result; nothing is written then."""
+
+    def compact(
+        self,
+        start: int,
+        end: int,
+        summarize: Callable[[list[Message]], str | list[_JSONObject]],
+        *,
+        provider: str,
+        model: str,
+    ) -> Compacted:
+        """``begin_compaction``, then ``summarize`` (the shadowed messages; returns a
+        str or a list of blocks), then ``commit``. When ``summarize`` raises, the
+        compaction ends with the exception's text and the exception propagates."""
+
+    def prune(self, seq: int) -> Event | None:
+        """Shortens the ``tool/result`` at ``seq`` on the surface when its text is longer
+        than 8,192 code points (first 4,096 and last 1,024 kept around a marker):
+        writes ``compaction/prune`` and the new ``tool/result``, returned; ``None`` when
+        it is not that long. ``InvalidInputError`` when ``seq`` is not a
+        ``tool/result`` on the surface."""
+
+    def running_compaction(self) -> str | None:
+        """The ``compactionId`` of the compaction running, or ``None``."""
+
+@final
+class Compaction:
+    """A compaction running (SPEC §16), until ``commit`` or ``abort`` writes its
+    ``compaction/end``; dropped before either, it ends with ``"abandoned"``."""
+
+    @property
+    def id(self) -> str:
+        """Its ``compactionId``."""
+
+    @property
+    def turn(self) -> int | None:
+        """The turn that owns it, ``None`` for a manual one."""
+
+    @property
+    def range(self) -> tuple[int, int]:
+        """``(start, end)``: the seqs of the first and last surface node it replaces."""
+
+    @property
+    def shadowed_seqs(self) -> list[int]:
+        """The seqs of the surface nodes it replaces, in order."""
+
+    @property
+    def shadowed_messages(self) -> list[Message]:
+        """The messages it replaces (what to summarize), in order."""
+
+    @property
+    def shadowed_token_count(self) -> int:
+        """The reference's token estimate of those messages."""
+
+    def commit(
+        self,
+        summary: str | Sequence[_JSONObject],
+        *,
+        provider: str,
+        model: str,
+        usage: _JSONObject | None = None,
+    ) -> Compacted:
+        """Writes ``compaction/summary``, the summary's ``user/message`` replacing the
+        range, and ``compaction/end``. ``ConflictError`` when the surface changed inside
+        the range since the start; any failure writes exactly one ``compaction/end``
+        with an error."""
+
+    def abort(self, error: str) -> None:
+        """Ends it with ``error``: writes ``compaction/end {…, "error"}``."""
 
 @final
 class Inbox:

@@ -34,6 +34,7 @@ from .types import (
     ApprovalAsked,
     ApprovalOutcome,
     Baseline,
+    Compacted,
     Decided,
     Durability,
     Event,
@@ -53,7 +54,7 @@ from .types import (
     VerifyReport,
 )
 
-__all__ = ["Follower", "Inbox", "Session", "Store"]
+__all__ = ["Compaction", "Follower", "Inbox", "Session", "Store"]
 
 _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., object])
@@ -568,6 +569,41 @@ class Session:
         """``Session.resume_parked``: hands the parked run on."""
         return await self._run.run(self._session.resume_parked)
 
+    async def begin_compaction(self, start: int, end: int) -> Compaction:
+        """``Session.begin_compaction``: writes ``compaction/start``."""
+        handle = await self._run.run(self._session.begin_compaction, start, end)
+        return Compaction(handle, self._run)
+
+    async def compact(
+        self,
+        start: int,
+        end: int,
+        summarize: Callable[[list[Message]], Any],
+        *,
+        provider: str,
+        model: str,
+    ) -> Compacted:
+        """``Session.compact``; ``summarize`` may be a plain function or a coroutine
+        function (a model call). When it raises, the compaction ends with the
+        exception's text and the exception propagates."""
+        handle = await self.begin_compaction(start, end)
+        try:
+            summary = summarize(handle.shadowed_messages)
+            if asyncio.iscoroutine(summary) or isinstance(summary, asyncio.Future):
+                summary = await summary
+        except BaseException as e:
+            await handle.abort(f"{type(e).__qualname__}: {e}")
+            raise
+        return await handle.commit(summary, provider=provider, model=model)
+
+    async def prune(self, seq: int) -> Event | None:
+        """``Session.prune``: shortens a long ``tool/result``."""
+        return await self._run.run(self._session.prune, seq)
+
+    async def running_compaction(self) -> str | None:
+        """``Session.running_compaction``."""
+        return await self._run.run(self._session.running_compaction)
+
     async def __aenter__(self) -> Self:
         return self
 
@@ -581,3 +617,67 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<inboxlog.aio {self._session!r}>"
+
+
+class Compaction:
+    """A compaction running (``Session.begin_compaction``), with coroutine
+    ``commit`` and ``abort``."""
+
+    def __init__(self, handle: _native.Compaction, run: _Runner) -> None:
+        self._handle = handle
+        self._run = run
+
+    @property
+    def sync(self) -> _native.Compaction:
+        """The blocking handle underneath."""
+        return self._handle
+
+    @property
+    def id(self) -> str:
+        """Its ``compactionId``."""
+        return self._handle.id
+
+    @property
+    def turn(self) -> int | None:
+        """The turn that owns it, ``None`` for a manual one."""
+        return self._handle.turn
+
+    @property
+    def range(self) -> tuple[int, int]:
+        """``(start, end)`` of the range it replaces."""
+        return self._handle.range
+
+    @property
+    def shadowed_seqs(self) -> list[int]:
+        """The seqs it replaces, in order."""
+        return self._handle.shadowed_seqs
+
+    @property
+    def shadowed_messages(self) -> list[Message]:
+        """The messages it replaces, in order."""
+        return self._handle.shadowed_messages
+
+    @property
+    def shadowed_token_count(self) -> int:
+        """The reference's token estimate of those messages."""
+        return self._handle.shadowed_token_count
+
+    async def commit(
+        self,
+        summary: str | Sequence[_JSONObject],
+        *,
+        provider: str,
+        model: str,
+        usage: _JSONObject | None = None,
+    ) -> Compacted:
+        """``Compaction.commit``."""
+        return await self._run.run(
+            self._handle.commit, summary, provider=provider, model=model, usage=usage
+        )
+
+    async def abort(self, error: str) -> None:
+        """``Compaction.abort``."""
+        await self._run.run(self._handle.abort, error)
+
+    def __repr__(self) -> str:
+        return f"<inboxlog.aio {self._handle!r}>"

@@ -129,11 +129,13 @@ class Baseline(TypedDict):
 
 
 class OpenReport(TypedDict):
-    """What opening a stored log found and fixed: bytes of a torn tail dropped, and the
-    turn closed as interrupted (``None`` when no turn was open)."""
+    """What opening a stored log found and fixed: bytes of a torn tail dropped, the
+    turn closed as interrupted (``None`` when no turn was open), and the compaction
+    ended as interrupted (its id; ``None`` when none was running, SPEC §16)."""
 
     tornBytes: int
     repairedTurn: int | None
+    repairedCompaction: str | None
 
 
 class VerifyReport(TypedDict):
@@ -150,8 +152,19 @@ class VerifyReport(TypedDict):
     nextTurn: int
     nextStep: int
     pendingToolCalls: int
+    compaction: str | None
     offSurface: list[Finding]
     olderShapes: list[Finding]
+
+
+class Compacted(TypedDict):
+    """What a committed compaction wrote (SPEC §16): its id, its
+    ``compaction/summary`` event and the summary's ``user/message``, which replaced the
+    range on the surface."""
+
+    compactionId: str
+    summary: Event
+    message: Event
 
 
 class Finding(TypedDict):
@@ -231,6 +244,7 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalOutcome",
     "Baseline",
+    "Compacted",
     "ConsumedWork",
     "Decided",
     "Decision",

@@ -6,6 +6,7 @@
 //! (a quick `append` keeps it: see `session.rs`). The public package `inboxlog`
 //! re-exports these names and adds the pre-step composer.
 
+mod compaction;
 mod convert;
 mod errors;
 mod fleet;
@@ -28,6 +29,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PyStoreOpen>()?;
     m.add_class::<store::PySessionOpen>()?;
     m.add_class::<session::PySession>()?;
+    m.add_class::<compaction::PyCompaction>()?;
     m.add_class::<inbox::PyInbox>()?;
     m.add_class::<queue_view::PyQueueView>()?;
     queue_view::register(m)?;

@@ -181,8 +181,8 @@ impl PySession {
         })
     }
 
-    /// What opening found and fixed: `{"tornBytes": int, "repairedTurn": int | None}`,
-    /// spelled as in the C ABI.
+    /// What opening found and fixed: `{"tornBytes": int, "repairedTurn": int | None,
+    /// "repairedCompaction": str | None}`, spelled as in the C ABI.
     #[getter]
     fn open_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.inner.open_report().to_json())
@@ -565,6 +565,53 @@ impl PySession {
         let s = &self.inner;
         let resumed = py.detach(|| s.resume_parked()).py()?;
         to_py(py, &resumed.to_json())
+    }
+
+    /// Starts a compaction of the surface from seq `start` through seq `end` (SPEC §16):
+    /// writes `compaction/start` and returns its `Compaction` handle (the messages to
+    /// summarize, `commit`, `abort`). Raises `BusyError` while one runs,
+    /// `ProtocolError` with a step open, a proposal pending or a parked turn,
+    /// `InvalidInputError` for a range not on the surface or one that splits a tool
+    /// call from its result; nothing is written then.
+    fn begin_compaction(
+        &self,
+        py: Python<'_>,
+        start: u64,
+        end: u64,
+    ) -> PyResult<crate::compaction::PyCompaction> {
+        crate::compaction::begin(py, &self.inner, start, end)
+    }
+
+    /// A whole compaction (SPEC §16): `begin_compaction(start, end)`, then
+    /// `summarize(messages)` (the shadowed messages as dicts; returns a str or a list
+    /// of blocks), then `commit` by `provider`'s `model`. When `summarize` raises, the
+    /// compaction ends with the exception's text and the exception propagates.
+    #[pyo3(signature = (start, end, summarize, *, provider, model))]
+    fn compact<'py>(
+        &self,
+        py: Python<'py>,
+        start: u64,
+        end: u64,
+        summarize: &Bound<'py, PyAny>,
+        provider: &str,
+        model: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        crate::compaction::compact(py, &self.inner, start, end, summarize, provider, model)
+    }
+
+    /// Prunes the `tool/result` at `seq` on the surface (SPEC §16): when its text is
+    /// longer than 8,192 code points, writes `compaction/prune` and a `tool/result`
+    /// keeping the first 4,096 and last 1,024 around a marker, and returns that event;
+    /// `None` when it is not that long. Raises `InvalidInputError` when `seq` is not a
+    /// `tool/result` on the surface.
+    fn prune<'py>(&self, py: Python<'py>, seq: u64) -> PyResult<Option<Bound<'py, PyDict>>> {
+        crate::compaction::prune(py, &self.inner, seq)
+    }
+
+    /// The `compactionId` of the compaction running, or `None`.
+    fn running_compaction(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        let s = &self.inner;
+        py.detach(|| s.running_compaction()).py()
     }
 
     /// Ends the open turn with `error` (a dict with str `message` and `code`).

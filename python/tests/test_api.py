@@ -56,7 +56,7 @@ def test_store_create_open_fork_inspect_list(store: inboxlog.Store) -> None:
     s.close()
 
     s = store.open("p")
-    assert s.open_report == {"tornBytes": 0, "repairedTurn": 1}
+    assert s.open_report == {"tornBytes": 0, "repairedTurn": 1, "repairedCompaction": None}
     assert [e["type"] for e in s.events()][-1] == "turn/end"
     s.inbox.append("next-turn", m("m2"))
 

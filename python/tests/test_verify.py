@@ -26,6 +26,7 @@ def test_a_healthy_log_reports_counts_and_no_repair(store: inboxlog.Store) -> No
         "nextTurn": 1,
         "nextStep": 1,
         "pendingToolCalls": 0,
+        "compaction": None,
         "offSurface": [],
         "olderShapes": [],
     }

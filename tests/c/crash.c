@@ -106,8 +106,8 @@ int main(int argc, char **argv) {
     OK(inboxlog_session_open(store, "crashy", &s, &err));
     OK(inboxlog_session_open_report(s, &json, &err));
     {
-        char want[64];
-        snprintf(want, sizeof want, "{\"tornBytes\":%d,\"repairedTurn\":1}", (int)strlen(TORN));
+        char want[128];
+        snprintf(want, sizeof want, "{\"tornBytes\":%d,\"repairedTurn\":1,\"repairedCompaction\":null}", (int)strlen(TORN));
         EXPECT_STR(json, want);
     }
     inboxlog_string_free(json);
@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
     /* Opening twice adds nothing the second time. */
     OK(inboxlog_session_open(store, "crashy", &s, &err));
     OK(inboxlog_session_open_report(s, &json, &err));
-    EXPECT_STR(json, "{\"tornBytes\":0,\"repairedTurn\":null}");
+    EXPECT_STR(json, "{\"tornBytes\":0,\"repairedTurn\":null,\"repairedCompaction\":null}");
     inboxlog_string_free(json);
     OK(inboxlog_session_last_seq(s, &last, &err));
     EXPECT(last == 8);

@@ -109,7 +109,7 @@ int main() {
         expect_error(INBOXLOG_STATUS_CLOSED, [&] { moved.events(); });
 
         auto again = store.open("cpp");
-        EXPECT_EQ(again.open_report(), R"({"tornBytes":0,"repairedTurn":null})");
+        EXPECT_EQ(again.open_report(), R"({"tornBytes":0,"repairedTurn":null,"repairedCompaction":null})");
         EXPECT(contains(again.header(), R"("agentPreset":"coder")"));
         auto child = store.fork("cpp", "cpp-child", R"({"origin":"subagent","delegationDepth":1})");
         EXPECT(child.last_seq() == again.last_seq() + 1);

@@ -47,13 +47,13 @@ struct Content<'a> {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Block<'a> {
+pub(super) struct Block<'a> {
     #[serde(borrow, rename = "type")]
-    ty: Cow<'a, str>,
+    pub ty: Cow<'a, str>,
     #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
+    pub id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    tool_call_id: Option<Cow<'a, str>>,
+    pub tool_call_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -64,7 +64,7 @@ struct CallId<'a> {
 }
 
 /// The blocks of `data.message.content`, whatever else `data` holds.
-fn blocks(data: &str) -> Vec<Block<'_>> {
+pub(super) fn blocks(data: &str) -> Vec<Block<'_>> {
     let Some(message) = json::from_str::<Message<'_>>(data).ok() else {
         return Vec::new();
     };

@@ -7,6 +7,7 @@
 
 mod approval;
 mod calls;
+mod compaction;
 mod shape;
 mod surface;
 
@@ -15,14 +16,19 @@ pub(crate) use approval::{
     Approvals, Asked, Parked, asked_data, decided_data, not_allowed_result, parked_data,
 };
 pub(crate) use calls::{Calls, Pending, interrupted_result};
+pub(crate) use compaction::{
+    Running, Shadowed, check_summary, end_data, estimate, prune_data, pruned, split_calls,
+    start_data, summary_data, summary_message, text_blocks,
+};
 pub(crate) use shape::check as check_shape;
-pub(crate) use surface::Surface;
+pub(crate) use surface::{Surface, project};
 
 use crate::error::{Result, invalid};
 use crate::event::Event;
 pub(crate) use crate::event::{
-    APPROVAL_ASKED, APPROVAL_DECIDED, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_PARKED,
-    TURN_RESUMED, USER_MESSAGE,
+    APPROVAL_ASKED, APPROVAL_DECIDED, ASSISTANT_MESSAGE, COMPACTION_END, COMPACTION_PRUNE,
+    COMPACTION_START, COMPACTION_SUMMARY, TOOL_CALL, TOOL_RESULT, TURN_PARKED, TURN_RESUMED,
+    USER_MESSAGE,
 };
 use surface::Undo;
 
@@ -46,13 +52,14 @@ impl SurfaceView {
     }
 }
 
-/// The conversation's replay state: the surface, the pending tool calls and the
-/// approvals.
+/// The conversation's replay state: the surface, the pending tool calls, the
+/// approvals and the compaction running.
 #[derive(Clone, Default)]
 pub(crate) struct Conversation {
     pub surface: Surface,
     pub calls: Calls,
     pub approvals: Approvals,
+    pub compaction: Option<Running>,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -61,6 +68,7 @@ impl std::fmt::Debug for Conversation {
             .field("surface", &self.surface.seqs())
             .field("calls", &self.calls)
             .field("approvals", &self.approvals)
+            .field("compaction", &self.compaction)
             .finish()
     }
 }
@@ -71,12 +79,19 @@ pub(crate) struct Journal {
     surface: Vec<Undo>,
     calls: Option<Calls>,
     approvals: Option<Approvals>,
+    compaction: Option<Was>,
 }
+
+/// The compaction running before a transaction changed it.
+struct Was(Option<Running>);
 
 impl Journal {
     /// Whether nothing was changed.
     pub fn is_empty(&self) -> bool {
-        self.surface.is_empty() && self.calls.is_none() && self.approvals.is_none()
+        self.surface.is_empty()
+            && self.calls.is_none()
+            && self.approvals.is_none()
+            && self.compaction.is_none()
     }
 }
 
@@ -99,6 +114,12 @@ impl Conversation {
             }
             self.approvals.note(event);
         }
+        if Running::touched_by(event) {
+            if journal.compaction.is_none() {
+                journal.compaction = Some(Was(self.compaction.clone()));
+            }
+            Running::note(&mut self.compaction, event);
+        }
         Ok(())
     }
 
@@ -117,6 +138,7 @@ impl Conversation {
         if Approvals::touched_by(event) {
             self.approvals.note(event);
         }
+        Running::note(&mut self.compaction, event);
         broken
     }
 
@@ -142,12 +164,16 @@ impl Conversation {
         if let Some(approvals) = journal.approvals {
             self.approvals = approvals;
         }
+        if let Some(Was(compaction)) = journal.compaction {
+            self.compaction = compaction;
+        }
     }
 
     /// Whether two states are the same (a checkpoint against a replay).
     pub fn same(&self, other: &Conversation) -> bool {
         self.calls == other.calls
             && self.approvals == other.approvals
+            && self.compaction == other.compaction
             && self.surface.len() == other.surface.len()
             && self
                 .surface

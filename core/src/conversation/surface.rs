@@ -197,6 +197,44 @@ impl Surface {
         index.extend(added);
     }
 
+    /// The node of `seq`, if it is on the surface.
+    pub fn node(&self, seq: u64) -> Option<&Event> {
+        let &handle = self.index.get(&seq)?;
+        self.nodes.get(self.nodes.position(handle))
+    }
+
+    /// The positions of the nodes of seqs `start` and `end`, `start` at or before `end`
+    /// (a compaction's range); the reason they are not, naming the seqs.
+    pub fn span(&self, start: u64, end: u64) -> Result<(usize, usize), String> {
+        let position = |at: u64| {
+            self.index
+                .get(&at)
+                .map(|&h| self.nodes.position(h))
+                .ok_or_else(|| {
+                    format!("the range {start}..{end} is not on the surface: seq {at} is not")
+                })
+        };
+        let (from, to) = (position(start)?, position(end)?);
+        if from > to {
+            return Err(format!(
+                "the range {start}..{end} is not in order: seq {start} comes after seq {end} on the surface"
+            ));
+        }
+        Ok((from, to))
+    }
+
+    /// The nodes at positions `from..=to`, in order.
+    pub fn slice(&self, from: usize, to: usize) -> impl Iterator<Item = &Event> + Clone + '_ {
+        (from..=to).filter_map(|p| self.nodes.get(p))
+    }
+
+    /// The nodes outside positions `from..=to`, in order.
+    pub fn outside(&self, from: usize, to: usize) -> impl Iterator<Item = &Event> + '_ {
+        (0..from)
+            .chain(to + 1..self.nodes.len())
+            .filter_map(|p| self.nodes.get(p))
+    }
+
     /// The messages the model sees (SPEC §15.2), as JSON text: a `user/message`'s data,
     /// an `assistant/message`'s or a `tool/result`'s `data.message` (an
     /// `assistant/message` with empty content is skipped, and so is a stored event of
@@ -219,7 +257,7 @@ struct WithContent<'a> {
 }
 
 /// What the model sees of one surface node, if anything.
-fn project(event: &Event) -> Option<String> {
+pub(crate) fn project(event: &Event) -> Option<String> {
     let data = event.data();
     match event.ty() {
         USER_MESSAGE => Some(data.to_owned()),

@@ -12,6 +12,7 @@
 
 mod approvals;
 mod boundary;
+mod compaction;
 mod inbox_ops;
 mod intake;
 mod open;
@@ -43,6 +44,7 @@ use crate::txn::{Ledger, Txn};
 
 pub use approvals::ParkedTurn;
 pub use boundary::StepBoundary;
+pub use compaction::{Compaction, Summary};
 pub use inbox_ops::InboxOps;
 pub(crate) use open::Filled;
 pub use reports::{OpenReport, Peek, VerifyReport};

@@ -12,7 +12,7 @@ use crate::inbox::Inbox;
 use crate::log::LogState;
 use crate::splice::Target;
 use crate::store::{LogWriter, OpenOptions, Store};
-use crate::txn::Ledger;
+use crate::txn::{INTERRUPTED, Ledger};
 
 use super::{OpenReport, Peek, Session, VerifyReport, now_ms};
 use crate::projection::Baseline;
@@ -79,6 +79,39 @@ impl Rebuilt {
             &self.conversation,
         ))
     }
+}
+
+/// Repairs what the previous writer left (ARCHITECTURE.md#opening-a-stored-log), in
+/// one append, each event with the last event's `time` (nothing happened since): ends
+/// a compaction left running (`"error":"interrupted"`, ARCHITECTURE.md#compaction),
+/// then closes a turn left open unless it is parked on approvals
+/// (ARCHITECTURE.md#approvals).
+fn repair(ledger: &mut Ledger, writer: &mut dyn LogWriter, report: &mut OpenReport) -> Result<()> {
+    let turn = ledger.log.open_turn.filter(|_| !ledger.take_up_parked());
+    let compaction = ledger
+        .conversation
+        .compaction
+        .as_ref()
+        .map(|r| r.id.clone());
+    if turn.is_none() && compaction.is_none() {
+        return Ok(());
+    }
+    let time = ledger.log.last_time;
+    ledger
+        .transact(writer, time, None, |txn| {
+            txn.end_compaction(INTERRUPTED)?;
+            match turn {
+                Some(turn) => txn.interrupt(turn),
+                None => Ok(()),
+            }
+        })
+        .map_err(|e| match turn {
+            Some(turn) => e.context(format_args!("repairing interrupted turn {turn}")),
+            None => e.context("ending an interrupted compaction"),
+        })?;
+    report.repaired_turn = turn;
+    report.repaired_compaction = compaction;
+    Ok(())
 }
 
 /// What a verifying replay found of the conversation (see [`VerifyReport`]), the first
@@ -197,6 +230,13 @@ impl Session {
                 "seed ends inside turn {open}; seed only whole turns"
             )));
         }
+        if let Some(running) = &conversation.compaction {
+            return Err(invalid(format!(
+                "seed ends inside compaction {} (started at seq {}); seed only ended compactions",
+                crate::json::quote(&running.id),
+                running.seq
+            )));
+        }
         if !seed.is_empty() && seed.last().map(Event::ty) != Some(END_SEED) {
             let end = Event::reserved(
                 END_SEED,
@@ -250,14 +290,7 @@ impl Session {
                 conversation,
             } = filled;
             let mut ledger = Ledger::new(log, inbox, conversation);
-            if let Some(turn) = ledger.log.open_turn
-                && !ledger.take_up_parked()
-            {
-                // Closing it reuses the last event's time: nothing happened since.
-                let time = ledger.log.last_time;
-                ledger.transact(writer.as_mut(), time, None, |txn| txn.interrupt(turn))?;
-                report.repaired_turn = Some(turn);
-            }
+            repair(&mut ledger, writer.as_mut(), &mut report)?;
             Ok((ledger, posts))
         });
         let (ledger, posts) = match filled {
@@ -298,21 +331,11 @@ impl Session {
         } = rebuilt;
         let mut report = OpenReport {
             torn_bytes: opened.torn_bytes,
-            repaired_turn: None,
+            ..OpenReport::default()
         };
         let mut ledger = Ledger::new(log, inbox, conversation);
         let mut writer = opened.writer;
-        // A turn parked on approvals stays open (ARCHITECTURE.md#approvals).
-        if let Some(turn) = ledger.log.open_turn
-            && !ledger.take_up_parked()
-        {
-            // Closing it reuses the last event's time: nothing happened since.
-            let time = ledger.log.last_time;
-            ledger
-                .transact(writer.as_mut(), time, None, |txn| txn.interrupt(turn))
-                .map_err(|e| e.context(format_args!("repairing interrupted turn {turn}")))?;
-            report.repaired_turn = Some(turn);
-        }
+        repair(&mut ledger, writer.as_mut(), &mut report)?;
         let session = Session::assemble(opened.header, report, writer, ledger)
             .with_mailbox(store, id, posts)?;
         session.receive()?;
@@ -320,7 +343,8 @@ impl Session {
     }
 
     /// Forks `parent` into a new log `child_id`: the child starts with a copy of the
-    /// parent's events (up to, not including, an open turn), an empty inbox, and the
+    /// parent's events (up to, not including, an open turn or a compaction still
+    /// running), an empty inbox, and the
     /// parent's `cwd`; the parent is not changed.
     pub fn fork(
         store: &dyn Store,
@@ -332,9 +356,17 @@ impl Session {
         let (parent_header, mut events) = store.inspect(parent)?;
         let mut log = LogState::default();
         let mut cut = events.len();
+        // Where a compaction still running in the parent started: it is not copied
+        // either (ARCHITECTURE.md#compaction).
+        let mut compacting: Option<usize> = None;
         for (i, event) in events.iter().enumerate() {
             if log.open_turn.is_none() {
                 cut = i;
+            }
+            match event.ty() {
+                conversation::COMPACTION_START => compacting = Some(i),
+                conversation::COMPACTION_END => compacting = None,
+                _ => {}
             }
             log.advance(event).map_err(|e| {
                 e.with_kind(ErrorKind::Corrupt)
@@ -343,6 +375,9 @@ impl Session {
         }
         if log.open_turn.is_none() {
             cut = events.len();
+        }
+        if let Some(start) = compacting {
+            cut = cut.min(start);
         }
         events.truncate(cut);
         let mut header = Header::new(
@@ -395,6 +430,11 @@ impl Session {
             next_turn: rebuilt.inbox.len(Target::NextTurn),
             next_step: rebuilt.inbox.len(Target::NextStep),
             pending_tool_calls: rebuilt.conversation.calls.pending().len(),
+            compaction: rebuilt
+                .conversation
+                .compaction
+                .as_ref()
+                .map(|r| r.id.clone()),
             off_surface: rebuilt.findings.off_surface,
             older_shapes: rebuilt.findings.older_shapes,
         })

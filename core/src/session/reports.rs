@@ -12,6 +12,10 @@ pub struct OpenReport {
     /// The turn closed as interrupted (`turn/end {"kind":"interrupted"}`) because the
     /// previous writer left it open; `None` when no turn was open.
     pub repaired_turn: Option<u64>,
+    /// The `compactionId` of the compaction ended as interrupted
+    /// (`compaction/end {"error":"interrupted"}`) because the previous writer left it
+    /// running (ARCHITECTURE.md#compaction); `None` when none was.
+    pub repaired_compaction: Option<String>,
 }
 
 /// What a read-only check of a stored log found ([`Session::verify`]): the log passes
@@ -44,6 +48,9 @@ pub struct VerifyReport {
     /// Tool calls of the open turn left without a result, which opening would answer
     /// (ARCHITECTURE.md#tool-calls-across-a-crash).
     pub pending_tool_calls: usize,
+    /// The `compactionId` of a compaction left running, which opening would end as
+    /// interrupted (ARCHITECTURE.md#compaction).
+    pub compaction: Option<String>,
     /// Events whose surface ops break the surface rules, kept off the surface: their
     /// seq and the rule (the first 100).
     pub off_surface: Vec<(u64, String)>,
@@ -53,10 +60,12 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
-    /// Whether opening for writing would change the file (drop a torn tail or close an
-    /// interrupted turn).
+    /// Whether opening for writing would change the file (drop a torn tail, end an
+    /// interrupted compaction or close an interrupted turn).
     pub fn needs_repair(&self) -> bool {
-        self.torn_bytes > 0 || (self.open_turn.is_some() && !self.parked)
+        self.torn_bytes > 0
+            || self.compaction.is_some()
+            || (self.open_turn.is_some() && !self.parked)
     }
 }
 

@@ -199,6 +199,7 @@ impl Txn<'_> {
     /// one pending approval.
     pub fn park(&mut self, state: Option<&RawValue>) -> Result<Event> {
         self.refuse_parked("park")?;
+        self.refuse_busy("park")?;
         let turn = self.open_turn_for("park")?;
         let pending = self.conversation.approvals.pending();
         if pending.is_empty() {
@@ -259,7 +260,7 @@ impl Txn<'_> {
     }
 
     /// Stages a library event of a type whose data the library built.
-    fn library_event(&mut self, ty: &'static str, data: String) -> Result<Event> {
+    pub(super) fn library_event(&mut self, ty: &'static str, data: String) -> Result<Event> {
         let event = Event::reserved(
             ty,
             self.log.next_seq,

@@ -9,6 +9,7 @@
 //! notices observers are to see; a refused call or a failed write changes nothing.
 
 mod approvals;
+mod compaction;
 
 use serde_json::value::RawValue;
 
@@ -29,6 +30,8 @@ use crate::splice::{SpliceRecord, Target};
 use crate::store::LogWriter;
 
 pub use approvals::Resumed;
+pub use compaction::Compacted;
+pub(crate) use compaction::{Begun, INTERRUPTED};
 
 /// How a staged splice affects notifications.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,6 +237,7 @@ impl<'a> Txn<'a> {
     }
 
     fn push(&mut self, event: Event) -> Result<()> {
+        self.guard_turns(&event)?;
         self.log.advance(&event)?;
         self.conversation.append(&event, &mut self.journal)?;
         self.events.push(event);
@@ -420,18 +424,22 @@ impl<'a> Txn<'a> {
         self.run(t, extra).map(|(decided, _)| decided)
     }
 
-    /// `cancel` (ARCHITECTURE.md#protocol): every pending approval is decided
-    /// `cancelled` first (ARCHITECTURE.md#approvals).
+    /// `cancel` (ARCHITECTURE.md#protocol): a compaction running is ended first
+    /// (`"error":"cancelled"`, ARCHITECTURE.md#compaction), then every pending approval
+    /// is decided `cancelled` (ARCHITECTURE.md#approvals).
     pub fn cancel(&mut self, cause: CancelCause, keep_inbox: bool, extra: &Extra) -> Result<()> {
+        self.end_compaction("cancelled")?;
         self.cancel_approvals()?;
         let t = protocol::cancel(&self.phase, cause, keep_inbox);
         self.run(t, extra).map(drop)
     }
 
-    /// `fail` (ARCHITECTURE.md#protocol): every pending approval is decided
-    /// `cancelled` first (ARCHITECTURE.md#approvals).
+    /// `fail` (ARCHITECTURE.md#protocol): a compaction running is ended first
+    /// (`"error":"failed"`, ARCHITECTURE.md#compaction), then every pending approval is
+    /// decided `cancelled` (ARCHITECTURE.md#approvals).
     pub fn fail(&mut self, error: TurnError, extra: &Extra) -> Result<()> {
         let t = protocol::fail(&self.phase, error)?;
+        self.end_compaction("failed")?;
         self.cancel_approvals()?;
         self.run(t, extra).map(drop)
     }

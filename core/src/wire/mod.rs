@@ -23,6 +23,7 @@
 //! fleet writes them into `agent/inbox/rejected` events too.
 
 mod approvals;
+mod compaction;
 mod protocol;
 mod reports;
 
@@ -41,6 +42,7 @@ use crate::observer::{InboxNotice, ObserverFailures};
 pub use crate::error_fields::ErrorFields;
 pub use crate::event::key as event_key;
 pub use approvals::ApprovalRequest;
+pub use compaction::CompactionCommit;
 pub use protocol::cancel_cause_named;
 pub use reports::parked as parked_json;
 

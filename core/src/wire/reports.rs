@@ -16,11 +16,15 @@ use crate::session::{OpenReport, ParkedTurn, Peek, VerifyReport};
 use crate::txn::Resumed;
 
 impl ToJson for OpenReport {
-    /// `{"tornBytes":N,"repairedTurn":N|null}`.
+    /// `{"tornBytes":N,"repairedTurn":N|null,"repairedCompaction":S|null}`.
     fn to_json(&self) -> String {
         Object::new()
             .num("tornBytes", self.torn_bytes)
             .opt("repairedTurn", self.repaired_turn)
+            .raw(
+                "repairedCompaction",
+                &opt_str(self.repaired_compaction.as_deref()),
+            )
             .end()
     }
 }
@@ -28,7 +32,7 @@ impl ToJson for OpenReport {
 impl ToJson for VerifyReport {
     /// `{"header":{…},"events":N,"tornBytes":N,"openTurn":N|null,"openStep":N|null,
     /// "parked":bool,"needsRepair":bool,"nextTurn":N,"nextStep":N,"pendingToolCalls":N,
-    /// "offSurface":[{"seq","why"}…],"olderShapes":[{"seq","why"}…]}`.
+    /// "compaction":S|null,"offSurface":[{"seq","why"}…],"olderShapes":[{"seq","why"}…]}`.
     fn to_json(&self) -> String {
         Object::new()
             .raw("header", &self.header.to_json())
@@ -41,10 +45,16 @@ impl ToJson for VerifyReport {
             .num("nextTurn", self.next_turn)
             .num("nextStep", self.next_step)
             .num("pendingToolCalls", self.pending_tool_calls)
+            .raw("compaction", &opt_str(self.compaction.as_deref()))
             .raw("offSurface", &findings(&self.off_surface))
             .raw("olderShapes", &findings(&self.older_shapes))
             .end()
     }
+}
+
+/// A JSON string, or `null`.
+fn opt_str(text: Option<&str>) -> String {
+    text.map_or_else(|| "null".to_owned(), json::quote)
 }
 
 /// `[{"seq":N,"why":S}…]`.

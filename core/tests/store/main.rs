@@ -18,6 +18,7 @@ mod pg_common;
 mod approvals;
 mod checkpoint;
 mod child;
+mod compaction;
 mod conversation;
 mod durability;
 mod edit;

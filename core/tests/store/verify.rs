@@ -44,7 +44,7 @@ fn verify_reports_a_live_log_without_locking_or_writing() {
         assert_eq!(
             report.to_json(),
             format!(
-                r#"{{"header":{},"events":{},"tornBytes":0,"openTurn":1,"openStep":1,"parked":false,"needsRepair":true,"nextTurn":{next_turn},"nextStep":{next_step},"pendingToolCalls":0,"offSurface":[],"olderShapes":[]}}"#,
+                r#"{{"header":{},"events":{},"tornBytes":0,"openTurn":1,"openStep":1,"parked":false,"needsRepair":true,"nextTurn":{next_turn},"nextStep":{next_step},"pendingToolCalls":0,"compaction":null,"offSurface":[],"olderShapes":[]}}"#,
                 s.header().to_json(),
                 before.len()
             ),
