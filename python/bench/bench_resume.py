@@ -5,6 +5,7 @@ compared with, in one run (issue #51).
     .venv/bin/python python/bench/bench_resume.py [--runs 3] [--repeat 7]
         [--sizes 100,10000,100000] [--pydantic-sizes 100,10000] [--adk-sizes 100,10000]
         [--checkpoints 500] [--only openai,langgraph,pydantic,adk] [--url URL]
+    .venv/bin/python python/bench/bench_resume.py --langgraph-parts
 
 Every pickup is a new handle, as a worker that has just started pays it: no pool, no
 open connection, no prepared statement, nothing kept in memory (the files are in the page
@@ -41,12 +42,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import os
 import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +213,73 @@ def langgraph_case(pg: Postgres, n: int) -> tuple[Pickup, Pickup]:
     return sync(inboxlog_pickup), sync(peer_pickup)
 
 
+def langgraph_parts(pg: Postgres, n: int, repeat: int) -> None:
+    """Where the ``langgraph`` case's time goes (``--langgraph-parts``): the store's
+    connection, its first ``tail`` (the statement prepared, then run, in a backend that
+    has just started) and a second one, the saver's Python fold; beside them the same
+    steps through psycopg: a connection with and without TLS (the server offers it, so
+    ``sslmode=prefer``, both clients' default, takes it), a round trip, the first
+    statement on the tables, the tail's statement prepared and run, then run again."""
+    import psycopg
+
+    from inboxlog.integrations.langgraph import InboxlogSaver
+    from inboxlog.integrations.langgraph import saver as module
+
+    schema, thread = pg.schema(), f"thread-{n}"
+    store = inboxlog.Store.postgres(pg.url, schema=schema, durability="none")
+    with InboxlogSaver(store) as writer:
+        checkpoints(writer, n, thread)
+        writer.session(thread).flush()
+    del store
+    version: Any = f"SELECT version FROM {schema}.schema_version"
+    tail: Any = (
+        f"SELECT NULL::bigint, NULL::text, header, NULL::integer, next_seq "
+        f"FROM {schema}.sessions WHERE id = %(id)s UNION ALL "
+        f"(SELECT seq, type, line, NULL::integer, NULL::bigint FROM {schema}.events "
+        f"WHERE session = %(id)s AND seq < %(b)s::bigint AND seq >= LEAST(%(b)s::bigint, "
+        f"(SELECT next_seq FROM {schema}.sessions WHERE id = %(id)s)) - %(n)s::bigint "
+        f"ORDER BY seq DESC LIMIT %(n)s::bigint)"
+    )
+    bound = {"id": thread, "n": module.RECENT, "b": 2**62}
+    parts: dict[str, list[float]] = {}
+
+    @contextlib.contextmanager
+    def clock(name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        parts.setdefault(name, []).append((time.perf_counter() - start) * 1000)
+
+    for _ in range(repeat):
+        with clock("inboxlog: Store.postgres (connect, set up, check)"):
+            store = inboxlog.Store.postgres(pg.url, schema=schema)
+        with clock("inboxlog: first tail(16): prepare + run"):
+            events = store.tail(thread, module.RECENT)
+        with clock("inboxlog: second tail(16): run"):
+            store.tail(thread, module.RECENT)
+        saver = InboxlogSaver(store)
+        with clock("inboxlog: the saver's fold into a tuple"):
+            folded = module._Thread(None)
+            folded.fold_events(events)
+            assert saver._answer(folded, thread, "", None) is not None
+        del saver, store
+        with clock("psycopg: connect, no TLS"):
+            conn = psycopg.connect(pg.url, sslmode="disable", autocommit=True)
+        conn.close()
+        with clock("psycopg: connect, TLS (prefer)"):
+            conn = psycopg.connect(pg.url, autocommit=True)
+        with clock("psycopg: a round trip (SELECT 1)"):
+            conn.execute("SELECT 1").fetchall()
+        with clock("psycopg: first statement on the tables"):
+            conn.execute(version).fetchall()
+        with clock("psycopg: the tail, prepared + run"):
+            conn.execute(tail, bound, prepare=True).fetchall()
+        with clock("psycopg: the tail, run"):
+            conn.execute(tail, bound, prepare=True).fetchall()
+        conn.close()
+    for name, took in parts.items():
+        print(f"{name:<52} {spread(took)} ms")
+
+
 # --- Pydantic AI -------------------------------------------------------------------------
 
 
@@ -290,7 +360,8 @@ async def adk_case(root: Path, n: int) -> tuple[Pickup, Pickup]:
         session = await service.create_session(**ids)
         for i in range(n):
             await service.append_event(session, event(i))
-    await written[1].close()  # type: ignore[attr-defined]
+    for service in written:  # the writer lets the session go: its log is synced
+        await service.close()  # type: ignore[attr-defined]
     del written
     recent = GetSessionConfig(num_recent_events=LIMIT)
 
@@ -343,6 +414,7 @@ async def main() -> None:
     parser.add_argument("--adk-sizes", default="100,10000")
     parser.add_argument("--checkpoints", type=int, default=500)
     parser.add_argument("--only", default="openai,langgraph,pydantic,adk")
+    parser.add_argument("--langgraph-parts", action="store_true")
     parser.add_argument(
         "--url",
         default=os.environ.get("INBOXLOG_TEST_PG") or "postgresql://postgres@127.0.0.1:5432/test",
@@ -352,6 +424,12 @@ async def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     cases: list[tuple[str, str, int, Pickup, Pickup]] = []
     pg = Postgres(args.url)
+    if args.langgraph_parts:
+        try:
+            langgraph_parts(pg, args.checkpoints, 5 * args.repeat)
+        finally:
+            pg.drop()
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         try:
@@ -376,6 +454,7 @@ async def main() -> None:
                         ("adk get_session(recent 20)", "DatabaseSessionService", n, ours, peer)
                     )
             print(f"written in {time.perf_counter() - started:.1f} s", flush=True)
+            gc.collect()  # what writing left is not a new worker's
             results: dict[int, tuple[list[float], list[float]]] = {
                 i: ([], []) for i in range(len(cases))
             }
