@@ -665,8 +665,26 @@ async def test_the_last_items_cost_the_events_that_hold_them_not_the_history() -
     got = oa._stored_items(counting, "long", 20)  # type: ignore[arg-type]
     assert got == fold_items(store.inspect("long")[1])[-20:]
     # 4,000 events of the history's types; the last 20 items lie in the last 14 or so:
-    # one read of n + 4 events.
-    assert counting.returned == 24
+    # the last event (2 items), then as many as 2 items an event need, with a margin.
+    assert counting.returned == 1 + 17
+
+
+async def test_an_imported_history_is_read_from_its_last_event() -> None:
+    # A session's first add_items often carries a whole imported history: the last 20
+    # items of batches of 100 are in the last event, which is all a resume reads.
+    store = inboxlog.Store.memory()
+    with InboxlogSession(store, "imported") as writer:
+        for batch in range(50):
+            await writer.add_items([user(f"{batch}.{i}") for i in range(100)])
+    counting = _Counting(store)
+    got = oa._stored_items(counting, "imported", 20)  # type: ignore[arg-type]
+    assert got == [user(f"49.{i}") for i in range(80, 100)]
+    assert counting.returned == 1
+    # Across a batch's edge: the last event, then the 2 events 150 items need and 4 more.
+    counting = _Counting(store)
+    got = oa._stored_items(counting, "imported", 150)  # type: ignore[arg-type]
+    assert got == fold_items(store.inspect("imported")[1])[-150:]
+    assert counting.returned == 1 + 6
 
 
 def test_the_walk_from_the_end_refuses_what_the_fold_refuses() -> None:

@@ -339,23 +339,42 @@ def _replaced(event: Mapping[str, Any]) -> list[str]:
 
 def _stored_items(store: inboxlog.Store, id: str, n: int | None) -> list[TResponseInputItem]:
     """The history of session ``id`` read without owning it (none when it does not
-    exist): its last ``n`` items from the log's last events of :data:`_KINDS`, reading
-    back four times as far while they do not reach far enough; all of it when ``n`` is
-    ``None`` or negative."""
+    exist): its last ``n`` items from the log's last events of :data:`_KINDS`, all of it
+    when ``n`` is ``None`` or negative.
+
+    Reads the last event first (an ``add_items`` of a whole imported history holds all
+    the items asked for in one event), then as many more as the items per event read so
+    far say are needed, with a margin, at least four times as many each time: a resume
+    costs the events that hold the items it returns, not the history."""
     try:
         if n is None or n < 0:
             return fold_items(store.read(id))
         if n == 0:
             return []
-        k = n + 4
+        k = 1
         while True:
             events = store.tail(id, k, _KINDS)
             items = _latest_items(events, n, whole=len(events) < k)
             if items is not None:
                 return items
-            k *= 4
+            held = sum(_count(event) for event in events)
+            k = max(4 * k, -(-5 * n * len(events) // (4 * max(held, 1))) + 4)
     except inboxlog.NotFoundError:
         return []
+
+
+def _count(event: Mapping[str, Any]) -> int:
+    """About how many items ``event`` holds (a pop: minus one), without building them."""
+    kind, data = event["type"], event["data"]
+    if kind == ITEMS:
+        return len(data["items"])
+    if kind == ASSISTANT and isinstance(data, dict):
+        state = data.get("message", {}).get("source", {}).get("replayState")
+        items = state.get("items") if isinstance(state, dict) else None
+        return len(items) if isinstance(items, list) else 0
+    if kind == POP:
+        return -1
+    return 1 if kind in (USER, RESULT) else 0
 
 
 def _latest_items(

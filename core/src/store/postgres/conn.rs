@@ -24,6 +24,8 @@ const SERVER_KEEPALIVE: &str = "SELECT set_config('tcp_keepalives_idle', '1', fa
      set_config('tcp_keepalives_interval', '1', false), \
      set_config('tcp_keepalives_count', '1', false)";
 const SERVER_USER_TIMEOUT: &str = "SELECT set_config('tcp_user_timeout', '2000', false)";
+/// The `batched` and `none` modes' commits return before the WAL is flushed.
+const ASYNCHRONOUS_COMMIT: &str = "SET synchronous_commit = off";
 
 /// Whether a failed statement may have changed anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,14 +134,26 @@ impl Connector {
             None => self.fail("cannot connect", &e, Stmt::Read),
         });
         let mut client = connected?;
+        // Every setting in one round trip (a new worker's first read waits for it); a
+        // server that refuses one (tcp_user_timeout is PostgreSQL 12+) rolls the
+        // statement back whole, and then gets them one by one.
+        let asynchronous = self.durability != Durability::Sync;
+        let all = if asynchronous {
+            format!("{SERVER_KEEPALIVE}; {SERVER_USER_TIMEOUT}; {ASYNCHRONOUS_COMMIT}")
+        } else {
+            format!("{SERVER_KEEPALIVE}; {SERVER_USER_TIMEOUT}")
+        };
+        if client.batch_execute(&all).is_ok() {
+            return Ok(client);
+        }
         client
             .batch_execute(SERVER_KEEPALIVE)
             .map_err(|e| self.fail("cannot set up the connection", &e, Stmt::Read))?;
-        // tcp_user_timeout is PostgreSQL 12+; older servers keep the keepalives alone.
+        // Older servers keep the keepalives alone.
         let _ = client.batch_execute(SERVER_USER_TIMEOUT);
-        if self.durability != Durability::Sync {
+        if asynchronous {
             client
-                .batch_execute("SET synchronous_commit = off")
+                .batch_execute(ASYNCHRONOUS_COMMIT)
                 .map_err(|e| self.fail("cannot set up the connection", &e, Stmt::Read))?;
         }
         Ok(client)
@@ -308,6 +322,29 @@ mod tests {
         }
         for code in ["23505", "42P01", "40001", "XX000"] {
             assert!(!connection_level(code), "{code}");
+        }
+    }
+
+    #[test]
+    fn a_new_connection_has_every_setting_of_its_durability() {
+        let Ok(url) = std::env::var("INBOXLOG_TEST_PG") else {
+            return;
+        };
+        for (durability, commit) in [(Durability::Sync, "on"), (Durability::None, "off")] {
+            let connector = Connector::new(PgUrl::parse(&url).unwrap(), durability).unwrap();
+            let mut client = connector.connect().unwrap();
+            let show = |client: &mut Client, name: &str| -> String {
+                client
+                    .query_one(&format!("SHOW {name}"), &[])
+                    .unwrap()
+                    .get(0)
+            };
+            assert_eq!(show(&mut client, "tcp_keepalives_idle"), "1");
+            assert_eq!(show(&mut client, "tcp_keepalives_interval"), "1");
+            assert_eq!(show(&mut client, "tcp_keepalives_count"), "1");
+            assert_eq!(show(&mut client, "tcp_user_timeout"), "2000");
+            assert_eq!(show(&mut client, "synchronous_commit"), commit);
+            client.close().unwrap();
         }
     }
 
