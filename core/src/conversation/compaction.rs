@@ -4,6 +4,8 @@
 //! summary's `user/message`, the reference's token estimate, and how a prune shortens
 //! a tool result's text. Pure: no I/O, part of replay.
 
+use std::collections::HashSet;
+
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -235,42 +237,60 @@ pub(crate) fn estimate(message: &str) -> u64 {
 
 /// The tool calls a range of surface nodes splits from their results (SPEC §16): the
 /// ids of calls made in it whose result is not in it, and of results in it whose call
-/// is on the surface outside it. `outside` is every other node of the surface.
-pub(crate) fn split_calls(inside: &[&Event], outside: &[&Event]) -> Vec<String> {
-    let ids = |events: &[&Event], ty: &str, block: &str| {
-        let mut ids = Vec::new();
-        for e in events.iter().filter(|e| e.ty() == ty) {
-            for b in blocks(e.data()) {
-                if b.ty == block {
-                    let id = if block == "tool-call" {
-                        b.id
-                    } else {
-                        b.tool_call_id
-                    };
-                    if let Some(id) = id {
-                        ids.push(id.into_owned());
-                    }
+/// is on the surface outside it. `outside` yields every other node of the surface; it
+/// is read only when a result in the range answers a call the range does not hold (so
+/// the usual range, calls with their results, costs what the range holds, not what the
+/// surface does).
+pub(crate) fn split_calls<'a>(
+    inside: &[&Event],
+    outside: impl Iterator<Item = &'a Event>,
+) -> Vec<String> {
+    let calls = ids(inside.iter().copied(), ASSISTANT_MESSAGE, "tool-call");
+    let results = ids(inside.iter().copied(), TOOL_RESULT, "tool-result");
+    let answered: HashSet<&str> = results.iter().map(String::as_str).collect();
+    let made: HashSet<&str> = calls.iter().map(String::as_str).collect();
+    let mut split: Vec<String> = Vec::new();
+    let mut seen = HashSet::new();
+    for call in calls.iter().filter(|c| !answered.contains(c.as_str())) {
+        if seen.insert(call.as_str()) {
+            split.push(call.clone());
+        }
+    }
+    let orphans: Vec<&String> = results
+        .iter()
+        .filter(|r| !made.contains(r.as_str()))
+        .collect();
+    if !orphans.is_empty() {
+        let called_outside = ids(outside, ASSISTANT_MESSAGE, "tool-call");
+        let called_outside: HashSet<&str> = called_outside.iter().map(String::as_str).collect();
+        for result in orphans {
+            if called_outside.contains(result.as_str()) && seen.insert(result.as_str()) {
+                split.push(result.clone());
+            }
+        }
+    }
+    split
+}
+
+/// The ids in the `block` blocks (`tool-call`: their `id`; `tool-result`: their
+/// `toolCallId`) of the `ty` events among `events`, in order.
+fn ids<'a>(events: impl Iterator<Item = &'a Event>, ty: &str, block: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for e in events.filter(|e| e.ty() == ty) {
+        for b in blocks(e.data()) {
+            if b.ty == block {
+                let id = if block == "tool-call" {
+                    b.id
+                } else {
+                    b.tool_call_id
+                };
+                if let Some(id) = id {
+                    ids.push(id.into_owned());
                 }
             }
         }
-        ids
-    };
-    let calls = ids(inside, ASSISTANT_MESSAGE, "tool-call");
-    let results = ids(inside, TOOL_RESULT, "tool-result");
-    let called_outside = ids(outside, ASSISTANT_MESSAGE, "tool-call");
-    let mut split: Vec<String> = calls
-        .iter()
-        .filter(|c| !results.contains(c))
-        .cloned()
-        .collect();
-    split.extend(
-        results
-            .iter()
-            .filter(|r| called_outside.contains(r) && !calls.contains(r))
-            .cloned(),
-    );
-    split.dedup();
-    split
+    }
+    ids
 }
 
 /// A `tool/result`'s data with its text pruned (SPEC §16), or `None` when its text
@@ -425,9 +445,20 @@ mod tests {
         };
         let all = [call(0, "a"), result(1, "a"), call(2, "b"), result(3, "b")];
         let r: Vec<&Event> = all.iter().collect();
-        assert!(split_calls(&r[0..2], &r[2..]).is_empty());
-        assert_eq!(split_calls(&r[0..3], &r[3..]), ["b".to_owned()]);
-        let outside = [r[0], r[2], r[3]];
-        assert_eq!(split_calls(&r[1..2], &outside), ["a".to_owned()]);
+        let beside = |range: &[&Event]| -> Vec<&Event> {
+            r.iter()
+                .copied()
+                .filter(|e| !range.iter().any(|i| i.seq() == e.seq()))
+                .collect()
+        };
+        let split = |range: &[&Event]| split_calls(range, beside(range).into_iter());
+        assert!(split(&r[0..2]).is_empty());
+        assert_eq!(split(&r[0..3]), ["b".to_owned()]);
+        assert_eq!(split(&r[1..2]), ["a".to_owned()]);
+        // A result whose call is nowhere on the surface splits nothing; one answered
+        // inside splits nothing either, however often it is listed.
+        assert!(split_calls(&r[1..2], std::iter::empty()).is_empty());
+        assert!(split(&[r[0], r[1], r[1]]).is_empty());
+        assert_eq!(split(&[r[2], r[2]]), ["b".to_owned()]);
     }
 }

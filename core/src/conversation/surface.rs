@@ -124,7 +124,14 @@ impl Surface {
             ));
         }
         let shadowed: Vec<&Event> = (from..=to).filter_map(|p| self.nodes.get(p)).collect();
-        let sources = envelope.source_event_seqs.as_deref().unwrap_or(&[]);
+        // A set: a compaction's summary cites every node it shadows, thousands of them.
+        let sources: HashSet<u64> = envelope
+            .source_event_seqs
+            .as_deref()
+            .unwrap_or(&[])
+            .iter()
+            .copied()
+            .collect();
         let uncited: Vec<u64> = shadowed
             .iter()
             .map(|e| e.seq())

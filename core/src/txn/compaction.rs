@@ -85,8 +85,7 @@ impl Txn<'_> {
         let surface = &self.conversation.surface;
         let (from, to) = surface.span(start, end).map_err(invalid)?;
         let inside: Vec<&Event> = surface.slice(from, to).collect();
-        let outside: Vec<&Event> = surface.outside(from, to).collect();
-        let split = split_calls(&inside, &outside);
+        let split = split_calls(&inside, surface.outside(from, to));
         if !split.is_empty() {
             return Err(invalid(format!(
                 "the range {start}..{end} would split tool calls {split:?} from their results (a range holds every call it covers with its result)"
