@@ -39,6 +39,7 @@ def test_c_repairs_and_continues_a_log_python_left_mid_turn(c: C, tmp_path: Path
         assert c.string("inboxlog_session_open_report", cs) == {
             "tornBytes": 0,
             "repairedTurn": 1,
+            "repairedCompaction": None,
         }
         # The C side replayed the same inbox, big integers and key order intact.
         assert c.string("inboxlog_inbox_next_turn", cs) == [
@@ -54,7 +55,11 @@ def test_c_repairs_and_continues_a_log_python_left_mid_turn(c: C, tmp_path: Path
     # Python reopens what C wrote: the repair, then C's splice; nothing to repair again.
     with store.open("shared") as again:
         # One spelling in both bindings.
-        assert again.open_report == {"tornBytes": 0, "repairedTurn": None}
+        assert again.open_report == {
+            "tornBytes": 0,
+            "repairedTurn": None,
+            "repairedCompaction": None,
+        }
         types = [e["type"] for e in again.events()]
         assert types[-3:] == ["step/end", "turn/end", "agent/inbox/spliced"]
         assert again.events()[-2]["data"]["reason"] == {"kind": "interrupted"}

@@ -104,7 +104,7 @@ def test_both_faces_print_identical_json(c: C, stores: tuple[Path, Path]) -> Non
     cs = CSession(c, c_root, "w")
     try:
         assert cs.text("inboxlog_session_open_report") == compact(py.open_report)
-        assert py.open_report == {"tornBytes": 0, "repairedTurn": 1}
+        assert py.open_report == {"tornBytes": 0, "repairedTurn": 1, "repairedCompaction": None}
         assert cs.text("inboxlog_session_baseline", ABSENT) == compact(py.baseline())
         assert cs.text("inboxlog_session_baseline", 0) == compact(py.baseline(at=0))
 
