@@ -6,6 +6,7 @@ import gc
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
@@ -152,6 +153,13 @@ def entered(
             out.append((*where, "input" if own(id) else id))
     return out
 
+
+# A suite started in the background by a shell without job control inherits SIGINT
+# ignored, and so would every child it starts: the tests that stop a server or a
+# follower with SIGINT (Ctrl-C) would wait on a child that cannot hear it. A handler
+# here is reset to the default in each child at exec, where an ignored signal is not.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 PG_URL = os.environ.get("INBOXLOG_TEST_PG") or "postgresql://postgres@127.0.0.1:5432/test"
 
