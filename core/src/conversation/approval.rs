@@ -332,15 +332,9 @@ pub(crate) fn not_allowed_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conversation::ev;
     use crate::conversation::shape;
     use crate::event::TOOL_RESULT;
-
-    fn ev(seq: u64, ty: &str, data: &str) -> Event {
-        Event::from_json(&format!(
-            r#"{{"type":"{ty}","seq":{seq},"time":1,"data":{data}}}"#
-        ))
-        .unwrap()
-    }
 
     #[test]
     fn outcomes_round_trip_and_others_are_named() {

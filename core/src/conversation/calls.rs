@@ -206,13 +206,7 @@ pub(crate) fn error_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ev(seq: u64, ty: &str, data: &str) -> Event {
-        Event::from_json(&format!(
-            r#"{{"type":"{ty}","seq":{seq},"time":1,"data":{data}}}"#
-        ))
-        .unwrap()
-    }
+    use crate::conversation::ev;
 
     fn assistant(seq: u64, ids: &[&str]) -> Event {
         let blocks: Vec<String> = ids

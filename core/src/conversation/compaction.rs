@@ -352,13 +352,7 @@ pub(crate) fn pruned(data: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ev(seq: u64, ty: &str, data: &str) -> Event {
-        Event::from_json(&format!(
-            r#"{{"type":"{ty}","seq":{seq},"time":1,"data":{data}}}"#
-        ))
-        .unwrap()
-    }
+    use crate::conversation::ev;
 
     fn result_data(text: &str) -> String {
         serde_json::json!({"turn": 1, "step": 1, "message": {"id": "r", "role": "user",

@@ -182,3 +182,12 @@ impl Conversation {
                 .all(|(a, b)| a == b)
     }
 }
+
+/// An event for the unit tests of this module's folds: `data` at `seq`, time 1.
+#[cfg(test)]
+pub(crate) fn ev(seq: u64, ty: &str, data: &str) -> Event {
+    Event::from_json(&format!(
+        r#"{{"type":"{ty}","seq":{seq},"time":1,"data":{data}}}"#
+    ))
+    .unwrap()
+}
